@@ -1,0 +1,163 @@
+/* budget.c: static budgets that follow from the declarations alone.
+ * Requires a Kernel from sema with no errors.  Ensures: every warp belongs
+ * to at most one partition, register budgets fit the register file and
+ * follow setmaxnreg's rules, named barriers have hardware ids, and
+ * tensor-memory regions fit and overlap only where declared as aliases.
+ * Shared-memory sizes are checked by pass_layout. */
+#include <stdio.h>
+
+#include "fgc.h"
+
+static const char *
+pname(Ctx *ctx, const Part *p)
+{
+	Buf b;
+
+	if (p->index < 0)
+		return p->name;
+	buf_init(&b, &ctx->perm);
+	buf_printf(&b, "%s[%d]", p->name, p->index);
+	return b.p;
+}
+
+static void
+check_warps(Ctx *ctx, Kernel *k)
+{
+	const Part *owner[32] = {0};
+	int nwarps = k->threads / 32;
+
+	for (Part *p = k->parts; p; p = p->next) {
+		if (p->warp_hi >= nwarps) {
+			diag_error(ctx, p->nspan, "partition '%s' has warps "
+				"%d..%d but the CTA has %d warps (threads=%d)",
+				pname(ctx, p), p->warp_lo, p->warp_hi, nwarps,
+				k->threads);
+			continue;
+		}
+		for (int w = p->warp_lo; w <= p->warp_hi; w++) {
+			if (owner[w]) {
+				diag_error(ctx, p->nspan, "warp %d is in "
+					"partition '%s' and in '%s'", w,
+					pname(ctx, p), pname(ctx, owner[w]));
+				diag_note(ctx, owner[w]->nspan, "'%s' declared "
+					"here", pname(ctx, owner[w]));
+				break;
+			}
+			owner[w] = p;
+		}
+	}
+	for (int w = 0; w < nwarps; w++) {
+		int e = w;
+		if (owner[w])
+			continue;
+		while (e + 1 < nwarps && !owner[e + 1])
+			e++;
+		if (e == w)
+			diag_warn(ctx, "unused-warps", k->span, "warp %d has no "
+				"partition; it exits at once", w);
+		else
+			diag_warn(ctx, "unused-warps", k->span, "warps %d..%d "
+				"have no partition; they exit at once", w, e);
+		w = e;
+	}
+}
+
+/* setmaxnreg is per warpgroup and '.sync.aligned': a budget needs whole,
+ * aligned warpgroups, and the budgets must fit 64K registers. */
+static void
+check_regs(Ctx *ctx, Kernel *k)
+{
+	bool any = false;
+	int64_t total = 0;
+
+	for (Part *p = k->parts; p; p = p->next) {
+		if (!p->regs)
+			continue;
+		any = true;
+		if (p->warp_lo % 4 || (p->warp_hi + 1) % 4)
+			diag_error(ctx, p->nspan, "'regs' needs whole "
+				"warpgroups: partition '%s' has warps %d..%d, "
+				"but setmaxnreg applies to 4 aligned warps",
+				pname(ctx, p), p->warp_lo, p->warp_hi);
+	}
+	if (!any || ctx->nerr)
+		return;
+	k->maxnreg = (65536 / k->threads) & ~7;
+	if (k->maxnreg > 256)
+		k->maxnreg = 256;
+	for (Part *p = k->parts; p; p = p->next)
+		total += (int64_t)(p->warp_hi - p->warp_lo + 1) * 32 *
+			(p->regs ? p->regs : k->maxnreg);
+	if (total > 65536) {
+		diag_error(ctx, k->span, "register budgets need %lld registers; "
+			"the register file has 65536", (long long)total);
+		for (Part *p = k->parts; p; p = p->next)
+			if (p->regs)
+				diag_note(ctx, p->nspan, "'%s': %d warps x 32 x "
+					"%d", pname(ctx, p), p->warp_hi -
+					p->warp_lo + 1, p->regs);
+	}
+}
+
+static void
+check_nbars(Ctx *ctx, Kernel *k)
+{
+	int next = 1;  /* id 0 is the CTA-wide barrier of the prologue */
+
+	for (Res *r = k->res; r; r = r->next) {
+		if (r->kind != R_NBAR)
+			continue;
+		r->bar_id = next;
+		next += r->count;
+		if (r->threads > k->threads)
+			diag_error(ctx, r->nspan, "named barrier '%s' waits for "
+				"%lld threads; the CTA has %d", r->name,
+				(long long)r->threads, k->threads);
+	}
+	if (next > 16)
+		diag_error(ctx, k->span, "the named barriers need %d ids; "
+			"there are 15 (ids 1..15; id 0 is reserved)", next - 1);
+}
+
+static void
+check_tmem(Ctx *ctx, Kernel *k)
+{
+	for (Res *r = k->res; r; r = r->next) {
+		if (r->kind != R_TMEM)
+			continue;
+		int64_t end = r->col + (r->count - 1) * r->threads + r->ncols;
+		if (end > 512)
+			diag_error(ctx, r->nspan, "region '%s' ends at column "
+				"%lld; tensor memory has 512 columns", r->name,
+				(long long)end);
+		for (Res *q = k->res; q != r; q = q->next) {
+			if (q->kind != R_TMEM || r->alias == q || q->alias == r ||
+			    (r->alias && r->alias == q->alias))
+				continue;
+			for (int i = 0; i < r->count; i++)
+				for (int j = 0; j < q->count; j++) {
+					int64_t a = r->col + i * r->threads;
+					int64_t b = q->col + j * q->threads;
+					if (a < b + q->ncols && b < a + r->ncols)
+						goto overlap;
+				}
+			continue;
+overlap:
+			diag_error(ctx, r->nspan, "region '%s' overlaps '%s' "
+				"but is not declared as its alias", r->name,
+				q->name);
+			diag_note(ctx, q->nspan, "'%s' declared here; write "
+				"'alias=%s' if the overlap is intended", q->name,
+				q->name);
+		}
+	}
+}
+
+void
+sema_budgets(Ctx *ctx, Kernel *k)
+{
+	check_warps(ctx, k);
+	check_regs(ctx, k);
+	check_nbars(ctx, k);
+	check_tmem(ctx, k);
+}

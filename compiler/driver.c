@@ -1,0 +1,42 @@
+/* driver.c: the phases of one compilation, stopping between phases when
+ * there are errors: parse, sema, sirgen, the pass pipeline, then PTX or
+ * the IR's text form.  Shared by the CLI and the runtime library. */
+#include <string.h>
+
+#include "fgc.h"
+
+int
+driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
+{
+	Node *mod = parse_src(ctx);
+
+	arena_reset(&ctx->scratch);
+	if (ctx->nerr || !mod)
+		return ctx->nerr ? ctx->nerr : 1;
+	if (emit == EMIT_AST) {
+		ast_dump(mod, &ctx->out, 0);
+		return 0;
+	}
+	ctx->mod = mod;
+	Kernel *k = sema_kernel(ctx, mod);
+	ctx->kern = k;
+	if (ctx->nerr)
+		return ctx->nerr;
+	ctx->target = target_get(k->target);
+	SirMod *m = sirgen(ctx, k);
+	ctx->sir = m;
+	arena_reset(&ctx->scratch);
+	if (ctx->nerr)
+		return ctx->nerr;
+	if (ctx->dump_after && !strcmp(ctx->dump_after, "sirgen") && ctx->dump)
+		sir_print(m, ctx->dump);
+	if (!pass_run_all(ctx, m))
+		return ctx->nerr;
+	if (check_only)
+		return 0;
+	if (emit == EMIT_IR)
+		sir_print(m, &ctx->out);
+	else if (!ptx_gen(ctx, m, &ctx->out))
+		return ctx->nerr ? ctx->nerr : 1;
+	return ctx->nerr;
+}

@@ -1,0 +1,257 @@
+/* main.c: the fagen command line.  Exit status: 0 success, 1 errors in the
+ * input, 2 usage errors, I/O errors and internal errors. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fgc.h"
+
+#define MAXSRC (64u << 20)  /* a schedule is small; refuse huge inputs */
+
+static const char usage[] =
+"usage: fagen FILE.fa [-o OUT] [options]\n"
+"\n"
+"Compiles a warp-specialized attention schedule to PTX.\n"
+"\n"
+"  -o OUT             write the output to OUT ('-': standard output,\n"
+"                     the default); written to a temporary file and\n"
+"                     renamed, so OUT is never left half-written\n"
+"  --arch ARCH        sm_90a or sm_100a (default: the schedule's\n"
+"                     'target')\n"
+"  -D NAME=VALUE      override 'const NAME' (a number, true/false, an\n"
+"                     element type such as bf16, or a word); repeatable\n"
+"  --emit KIND        ptx (default), ir (the schedule IR's text form) or\n"
+"                     ast (the syntax tree, for debugging the parser)\n"
+"  --check            run every check, write nothing\n"
+"  --dump-after PASS  print the IR after PASS (sirgen, layout,\n"
+"                     legalize) to standard error\n"
+"  --verify-each      check the IR's invariants after every pass\n"
+"  -Wno-NAME          turn warning NAME off (e.g. -Wno-unused-warps)\n"
+"  -Werror=NAME       make warning NAME an error\n"
+"  -Werror            make every warning an error\n"
+"  -h, --help         print this help\n"
+"  --version          print the version\n"
+"\n"
+"FILE may be '-' for standard input.  Exit status: 0 success, 1 errors\n"
+"in the schedule, 2 usage, I/O or internal errors.\n";
+
+typedef struct Opts {
+	const char *in, *out;
+	EmitKind emit;
+	bool check;
+} Opts;
+
+static noreturn void
+die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "fagen: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	size_t cap = 1 << 16, n = 0;
+	char *p;
+
+	if (!f)
+		die("cannot open '%s'", path), (void)0;
+	p = malloc(cap);
+	if (!p)
+		die("out of memory reading '%s'", path);
+	for (;;) {
+		size_t r = fread(p + n, 1, cap - n, f);
+		n += r;
+		if (n > MAXSRC) {
+			fprintf(stderr, "%s: error: the file is larger than %u "
+				"bytes\n", path, MAXSRC);
+			exit(1);
+		}
+		if (r == 0)
+			break;
+		if (n == cap) {
+			char *q = realloc(p, cap *= 2);
+			if (!q)
+				die("out of memory reading '%s'", path);
+			p = q;
+		}
+	}
+	if (ferror(f))
+		die("cannot read '%s'", path);
+	if (f != stdin)
+		fclose(f);
+	*len = n;
+	return p;
+}
+
+/* Write to OUT.tmpXXXXXX beside OUT, then rename over it. */
+static void
+write_out(const char *path, const char *s, size_t n)
+{
+	if (!strcmp(path, "-")) {
+		if (fwrite(s, 1, n, stdout) != n || fflush(stdout))
+			die("cannot write to standard output%s", "");
+		return;
+	}
+	size_t pl = strlen(path);
+	char *tmp = malloc(pl + 16);
+	if (!tmp)
+		die("out of memory%s", "");
+	snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		die("cannot create a file beside '%s'", path);
+	FILE *f = fdopen(fd, "wb");
+	bool ok = f && fwrite(s, 1, n, f) == n;
+	ok = f && fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path)) {
+		unlink(tmp);
+		die("cannot write '%s'", path);
+	}
+	free(tmp);
+}
+
+static void
+add_define(Ctx *ctx, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	Define *d, **tail;
+
+	if (!eq || eq == arg)
+		die("-D needs NAME=VALUE, found '%s'", arg);
+	for (const char *p = arg; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' &&
+		    *p <= 'Z') || (p > arg && *p >= '0' && *p <= '9')))
+			die("-D %s: NAME must be an identifier", arg);
+	d = NEW(&ctx->perm, Define);
+	d->name = intern(ctx->strs, arg, (size_t)(eq - arg));
+	d->value = eq + 1;
+	for (Define *o = ctx->defines; o; o = o->next)
+		if (o->name == d->name)
+			die("-D %s is given twice", d->name);
+	for (tail = &ctx->defines; *tail; tail = &(*tail)->next)
+		;
+	*tail = d;
+}
+
+static const char *
+optarg_of(int argc, char **argv, int *i, const char *flag)
+{
+	size_t n = strlen(flag);
+
+	if (strncmp(argv[*i], flag, n))
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n])
+		return NULL;
+	if (*i + 1 >= argc)
+		die("%s needs a value", flag);
+	return argv[++*i];
+}
+
+static void
+parse_args(Ctx *ctx, Opts *o, int argc, char **argv)
+{
+	const char *v;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--version")) {
+			printf("fagen %s\n", FAGEN_VERSION);
+			exit(0);
+		} else if (!strcmp(a, "-o")) {
+			if (i + 1 >= argc)
+				die("-o needs a file name%s", "");
+			o->out = argv[++i];
+		} else if ((v = optarg_of(argc, argv, &i, "--arch"))) {
+			const Target *t = target_lookup(v);
+			if (!t)
+				die("--arch: unknown target '%s' (sm_90a or "
+					"sm_100a)", v);
+			ctx->arch = t->id;
+		} else if (!strncmp(a, "-D", 2)) {
+			if (!a[2] && i + 1 >= argc)
+				die("-D needs NAME=VALUE%s", "");
+			add_define(ctx, a[2] ? a + 2 : argv[++i]);
+		} else if ((v = optarg_of(argc, argv, &i, "--emit"))) {
+			if (!strcmp(v, "ptx"))
+				o->emit = EMIT_PTX;
+			else if (!strcmp(v, "ir"))
+				o->emit = EMIT_IR;
+			else if (!strcmp(v, "ast"))
+				o->emit = EMIT_AST;
+			else
+				die("--emit: unknown kind '%s' (ptx, ir or ast)",
+					v);
+		} else if (!strcmp(a, "--check")) {
+			o->check = true;
+		} else if ((v = optarg_of(argc, argv, &i, "--dump-after"))) {
+			if (!pass_known(v))
+				die("--dump-after: unknown pass '%s' (sirgen, "
+					"layout, legalize)", v);
+			ctx->dump_after = v;
+		} else if (!strcmp(a, "--verify-each")) {
+			ctx->verify_each = true;
+		} else if (!strcmp(a, "-Werror")) {
+			ctx->werror = true;
+		} else if (!strncmp(a, "-Werror=", 8) && a[8]) {
+			diag_set_warning(ctx, a + 8, 2);
+		} else if (!strncmp(a, "-Wno-", 5) && a[5]) {
+			diag_set_warning(ctx, a + 5, 0);
+		} else if (!strncmp(a, "-W", 2) && a[2]) {
+			diag_set_warning(ctx, a + 2, 1);
+		} else if (a[0] == '-' && a[1]) {
+			die("unknown option '%s' (see --help)", a);
+		} else if (o->in) {
+			die("one input file at a time; found a second: '%s'", a);
+		} else {
+			o->in = a;
+		}
+	}
+	if (!o->in)
+		die("no input file (see --help)%s", "");
+}
+
+int
+main(int argc, char **argv)
+{
+	jmp_buf oom;
+	Ctx ctx;
+	Opts o = {.out = "-"};
+	Buf dump;
+	size_t len;
+	int nerr;
+
+	if (setjmp(oom)) {
+		fputs("fagen: out of memory\n", stderr);
+		return 2;
+	}
+	ctx_init(&ctx, arena_default_alloc, NULL, &oom);
+	ctx.verify_each = getenv("FAGEN_VERIFY_EACH") != NULL;
+	parse_args(&ctx, &o, argc, argv);
+	char *text = slurp(o.in, &len);
+	src_init(&ctx, strcmp(o.in, "-") ? o.in : "<stdin>", text, len);
+	buf_init(&dump, &ctx.perm);
+	ctx.dump = &dump;
+	nerr = driver_compile(&ctx, o.emit, o.check);
+	if (dump.len)
+		fwrite(dump.p, 1, dump.len, stderr);
+	Buf diags;
+	buf_init(&diags, &ctx.perm);
+	diag_render(&ctx, &diags);
+	fwrite(diags.p, 1, diags.len, stderr);
+	if (nerr == 0 && !o.check)
+		write_out(o.out, ctx.out.p ? ctx.out.p : "", ctx.out.len);
+	free(text);
+	ctx_free(&ctx);
+	return nerr ? 1 : 0;
+}

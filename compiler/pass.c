@@ -1,0 +1,198 @@
+/* pass.c: the pass pipeline, from one table (the order reads on one
+ * screen; dump and verify hooks are shared), and the small passes:
+ *   layout    assigns shared-memory offsets to buffers, aliases and
+ *             mbarriers and checks the CTA's shared-memory budget;
+ *   legalize  checks that every operation exists on the target.
+ * Each pass requires a SirMod that passed sir_verify and ensures the same. */
+#include <string.h>
+
+#include "fgc.h"
+
+enum { P_VERIFY = 1 };
+
+typedef struct Pass {
+	const char *name;
+	PassFn *fn;
+	int flags;
+} Pass;
+
+static const Pass passes[] = {
+	{"layout", pass_layout, P_VERIFY},
+	{"legalize", pass_legalize, P_VERIFY},
+	{0},
+};
+
+static int64_t
+swz_align(int swizzle)
+{
+	/* a swizzle pattern repeats every 8 rows of its span; tiles start on
+	 * that boundary so that MMA descriptors need no base offset */
+	return swizzle ? 8 * swizzle : 128;
+}
+
+static int64_t
+roundup(int64_t x, int64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+void
+pass_layout(Ctx *ctx, SirMod *m)
+{
+	Kernel *k = m->k;
+	int64_t off = 0;
+
+	for (Res *r = k->res; r; r = r->next) {
+		if (r->kind != R_SMEM)
+			continue;
+		int64_t a = swz_align(r->lay->swizzle), n = ty_bytes(r->ety);
+		for (int i = 0; i < r->rank; i++)
+			n *= r->shape[i];
+		r->bytes = roundup(n, a);
+		if (r->alias)
+			continue;
+		off = roundup(off, a);
+		r->off = off;
+		off += r->bytes * r->stages;
+	}
+	for (Res *r = k->res; r; r = r->next) {
+		if (r->kind != R_SMEM || !r->alias)
+			continue;
+		Res *t = r->alias;
+		r->off = t->off;
+		if (r->bytes * r->stages > t->bytes * t->stages) {
+			diag_error(ctx, r->nspan, "'%s' needs %lld bytes but the "
+				"buffer it overlays has %lld", r->name,
+				(long long)(r->bytes * r->stages),
+				(long long)(t->bytes * t->stages));
+			diag_note(ctx, t->nspan, "'%s' declared here", t->name);
+		}
+		if (r->off % swz_align(r->lay->swizzle))
+			diag_error(ctx, r->nspan, "'%s' overlays '%s' at a "
+				"misaligned offset", r->name, t->name);
+	}
+	off = roundup(off, 8);
+	for (Res *r = k->res; r; r = r->next) {
+		if (r->kind != R_MBAR)
+			continue;
+		r->off = off;
+		off += 8 * r->count;
+	}
+	if (k->target == TGT_SM100A)
+		off += 16;  /* the slot tcgen05.alloc writes the address to */
+	k->smem_bytes = off;
+	if (off > ctx->target->smem_max) {
+		diag_error(ctx, k->span, "kernel '%s' needs %lld bytes of shared "
+			"memory; %s allows %d per CTA", k->name, (long long)off,
+			ctx->target->name, ctx->target->smem_max);
+		for (Res *r = k->res; r; r = r->next)
+			if (r->kind == R_SMEM && !r->alias)
+				diag_note(ctx, r->nspan, "'%s' takes %lld bytes "
+					"(%d x %lld)", r->name,
+					(long long)(r->bytes * r->stages),
+					r->stages, (long long)r->bytes);
+	}
+}
+
+static void
+legal_block(Ctx *ctx, const SirBlock *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (!(sir_ops[in->op].targets & ctx->target->tgt_bit))
+			diag_error(ctx, in->span, "'%s' is not available on %s",
+				sir_ops[in->op].name, ctx->target->name);
+		if (in->body)
+			legal_block(ctx, in->body);
+		if (in->els)
+			legal_block(ctx, in->els);
+	}
+}
+
+void
+pass_legalize(Ctx *ctx, SirMod *m)
+{
+	for (int i = 0; i < m->nparts; i++)
+		legal_block(ctx, &m->parts[i]->body);
+}
+
+/* Structural invariants of SIR.  A failure is a compiler bug. */
+static bool
+verify_block(const SirPart *p, const SirBlock *b, const char **why)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in->op >= NSOP) {
+			*why = "unknown op";
+			return false;
+		}
+		if (in->dst >= p->nvals) {
+			*why = "result out of range";
+			return false;
+		}
+		for (int k = 0; k < in->na; k++)
+			if (in->a[k] >= p->nvals) {
+				*why = "operand out of range";
+				return false;
+			}
+		int na = sir_ops[in->op].nargs;
+		if (na >= 0 && in->na != na && !(in->op == SOP_mbar_arrive) &&
+		    !(in->op == SOP_wgmma || in->op == SOP_tc_mma) &&
+		    !(in->op == SOP_tile)) {
+			*why = "wrong operand count";
+			return false;
+		}
+		bool ctrl = in->op == SOP_tile || in->op == SOP_for ||
+			in->op == SOP_if || in->op == SOP_elect;
+		if (ctrl != (in->body != NULL)) {
+			*why = "control op without body, or body elsewhere";
+			return false;
+		}
+		if (in->body && !verify_block(p, in->body, why))
+			return false;
+		if (in->els && !verify_block(p, in->els, why))
+			return false;
+	}
+	return true;
+}
+
+bool
+sir_verify(Ctx *ctx, const SirMod *m)
+{
+	const char *why = NULL;
+
+	(void)ctx;
+	for (int i = 0; i < m->nparts; i++)
+		if (!verify_block(m->parts[i], &m->parts[i]->body, &why))
+			fg_bug("sir_verify: %s in partition '%s'", why,
+				m->parts[i]->part->name);
+	return true;
+}
+
+bool
+pass_run_all(Ctx *ctx, SirMod *m)
+{
+	if (ctx->verify_each)
+		sir_verify(ctx, m);
+	for (const Pass *p = passes; p->name; p++) {
+		p->fn(ctx, m);
+		arena_reset(&ctx->scratch);
+		if (ctx->nerr)
+			return false;
+		if ((p->flags & P_VERIFY) && ctx->verify_each)
+			sir_verify(ctx, m);
+		if (ctx->dump_after && !strcmp(ctx->dump_after, p->name) &&
+		    ctx->dump)
+			sir_print(m, ctx->dump);
+	}
+	return true;
+}
+
+bool
+pass_known(const char *name)
+{
+	for (const Pass *p = passes; p->name; p++)
+		if (!strcmp(p->name, name))
+			return true;
+	return !strcmp(name, "sirgen");
+}

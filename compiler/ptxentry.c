@@ -1,0 +1,200 @@
+/* ptxentry.c: the PTX module around the partitions: header, the metadata
+ * comment that the runtime reads to launch the kernel, the entry's
+ * parameters and directives, and the prologue (thread indices, mbarrier
+ * initialisation, tensor-map prefetch, dispatch by warp range with
+ * setmaxnreg). */
+#include <stdio.h>
+#include <string.h>
+
+#include "fgc.h"
+#include "ptxgen.h"
+
+static void
+metadata(const Kernel *k, Buf *out)
+{
+	static const char *const ord[] = {"?", "single", "persistent", "lpt"};
+	int argi = 0;
+
+	buf_printf(out, "// fagen %s: kernel '%s' for %s. Generated; do not "
+		"edit.\n", FAGEN_VERSION, k->name, target_get(k->target)->name);
+	buf_printf(out, "// fagen.kernel name=%s target=%s threads=%d "
+		"cluster=%d,%d,%d smem=%lld order=%s tiles=%d", k->name,
+		target_get(k->target)->name, k->threads, k->cluster[0],
+		k->cluster[1], k->cluster[2], (long long)k->smem_bytes,
+		ord[k->order], k->ntile_dims);
+	if (k->tmem_cols)
+		buf_printf(out, " tmem=%d", k->tmem_cols);
+	buf_putc(out, '\n');
+	for (const Res *r = k->res; r; r = r->next) {
+		int64_t inner, bb;
+		switch (r->kind) {
+		case R_GLOBAL:
+			buf_printf(out, "// fagen.arg %d global %s %s rank=%d\n",
+				argi++, r->name, ty_name(r->ety), r->rank);
+			break;
+		case R_TMA:
+			tma_blocks(r, &inner, &bb);
+			buf_printf(out, "// fagen.arg %d tma %s of=%s box=", argi++,
+				r->name, r->of->name);
+			for (int i = 0; i < r->rank; i++)
+				buf_printf(out, "%s%lld", i ? "," : "", (long long)
+					(i == r->rank - 1 ? inner : r->shape[i]));
+			buf_printf(out, " swizzle=%d oob=%s\n", r->swizzle,
+				r->oob_nan ? "nan" : "zero");
+			break;
+		case R_PARAM:
+			buf_printf(out, "// fagen.arg %d param %s %s\n", argi++,
+				r->name, ty_name(r->ety));
+			break;
+		default:
+			break;
+		}
+	}
+	buf_puts(out, "\n");
+}
+
+static void
+params(PG *g)
+{
+	char line[160];
+
+	for (const Res *r = g->k->res; r; r = r->next) {
+		if (r->kind == R_GLOBAL)
+			snprintf(line, sizeof line, ".param .u64 %s", r->name);
+		else if (r->kind == R_TMA)
+			snprintf(line, sizeof line, ".param .align 64 .b8 %s[128]",
+				r->name);
+		else if (r->kind == R_PARAM)
+			snprintf(line, sizeof line, ".param .%s %s",
+				r->ety == TY_F32 ? "f32" : (r->ety == TY_I64 ||
+				r->ety == TY_U64) ? "u64" : "u32", r->name);
+		else
+			continue;
+		ptx_param(g->f, line);
+	}
+}
+
+static void
+directives(PG *g)
+{
+	char line[96];
+	const Kernel *k = g->k;
+
+	snprintf(line, sizeof line, ".maxntid %d, 1, 1", k->threads);
+	ptx_directive(g->f, line);
+	if (k->maxnreg) {
+		snprintf(line, sizeof line, ".maxnreg %d", k->maxnreg);
+		ptx_directive(g->f, line);
+	}
+	if (k->cluster[0] * k->cluster[1] * k->cluster[2] > 1) {
+		ptx_directive(g->f, ".explicitcluster");
+		snprintf(line, sizeof line, ".reqnctapercluster %d, %d, %d",
+			k->cluster[0], k->cluster[1], k->cluster[2]);
+		ptx_directive(g->f, line);
+	}
+}
+
+/* Thread 0 initialises every mbarrier and prefetches the tensor maps;
+ * then the whole CTA (and cluster) synchronises once. */
+static void
+prologue(PG *g)
+{
+	PReg p = ptx_reg(g->f, RP);
+	int done = ptx_label(g->f);
+
+	ptx_emit(g->f, "mov.u32 %R, %%tid.x;", g->tid);
+	ptx_emit(g->f, "shr.u32 %R, %R, 5;", g->warp, g->tid);
+	ptx_emit(g->f, "and.b32 %R, %R, 31;", g->lane, g->tid);
+	ptx_emit(g->f, "mov.u32 %R, fg_smem;", g->smem);
+	ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, g->tid);
+	ptx_emit(g->f, "@%R bra %L;", p, done);
+	for (const Res *r = g->k->res; r; r = r->next) {
+		if (r->kind == R_TMA) {
+			PReg a = ptx_reg(g->f, RB64);
+			ptx_emit(g->f, "mov.b64 %R, %S;", a, r->name);
+			ptx_emit(g->f, "cvta.param.u64 %R, %R;", a, a);
+			ptx_emit(g->f, "prefetch.tensormap [%R];", a);
+		}
+		if (r->kind != R_MBAR)
+			continue;
+		for (int i = 0; i < r->count; i++) {
+			PReg a = ptx_reg(g->f, RB32);
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", a, g->smem,
+				r->off + 8 * i);
+			ptx_emit(g->f, "mbarrier.init.shared::cta.b64 [%R], %I;", a,
+				r->mcount);
+		}
+	}
+	ptx_emit(g->f, "fence.mbarrier_init.release.cluster;");
+	ptx_place(g->f, done);
+	if (g->k->cluster[0] * g->k->cluster[1] * g->k->cluster[2] > 1) {
+		ptx_emit(g->f, "barrier.cluster.arrive.release.aligned;");
+		ptx_emit(g->f, "barrier.cluster.wait.acquire.aligned;");
+	} else {
+		ptx_emit(g->f, "bar.sync 0;");
+	}
+}
+
+static void
+partition(PG *g, const SirPart *sp, int end)
+{
+	const Part *pt = sp->part;
+	PReg p = ptx_reg(g->f, RP);
+	int next = ptx_label(g->f);
+
+	if (pt->index >= 0)
+		ptx_comment(g->f, "partition %s[%d]: warps %d..%d", pt->name,
+			pt->index, pt->warp_lo, pt->warp_hi);
+	else
+		ptx_comment(g->f, "partition %s: warps %d..%d", pt->name,
+			pt->warp_lo, pt->warp_hi);
+	ptx_emit(g->f, "setp.lt.u32 %R, %R, %I;", p, g->warp,
+		(int64_t)pt->warp_lo);
+	ptx_emit(g->f, "@%R bra %L;", p, next);
+	ptx_emit(g->f, "setp.gt.u32 %R, %R, %I;", p, g->warp,
+		(int64_t)pt->warp_hi);
+	ptx_emit(g->f, "@%R bra %L;", p, next);
+	if (pt->regs && pt->regs > g->k->maxnreg)
+		ptx_emit(g->f, "setmaxnreg.inc.sync.aligned.u32 %I;",
+			(int64_t)pt->regs);
+	else if (pt->regs && pt->regs < g->k->maxnreg)
+		ptx_emit(g->f, "setmaxnreg.dec.sync.aligned.u32 %I;",
+			(int64_t)pt->regs);
+	g->sp = sp;
+	g->part_end = end;
+	g->map = NEWARR(&g->ctx->scratch, PReg, sp->nvals ? sp->nvals : 1);
+	for (uint32_t i = 0; i < sp->nvals; i++)
+		g->map[i].id = UINT32_MAX;
+	memset(g->tileref, 0, sizeof g->tileref);
+	gen_body(g, &sp->body);
+	ptx_emit(g->f, "bra.uni %L;", end);
+	ptx_place(g->f, next);
+}
+
+bool
+ptx_gen(Ctx *ctx, const SirMod *m, Buf *out)
+{
+	PG g = {.ctx = ctx, .m = m, .k = m->k, .t = ctx->target};
+
+	g.f = ptx_new(&ctx->perm, m->k->name);
+	g.tid = ptx_reg(g.f, RB32);
+	g.warp = ptx_reg(g.f, RB32);
+	g.lane = ptx_reg(g.f, RB32);
+	g.smem = ptx_reg(g.f, RB32);
+	params(&g);
+	directives(&g);
+	prologue(&g);
+	int end = ptx_label(g.f);
+	for (int i = 0; i < m->nparts && !g.failed; i++)
+		partition(&g, m->parts[i], end);
+	ptx_place(g.f, end);
+	ptx_emit(g.f, "ret;");
+	if (g.failed)
+		return false;
+	metadata(m->k, out);
+	buf_printf(out, ".version %s\n.target %s\n.address_size 64\n\n",
+		g.t->ptx_version, g.t->name);
+	buf_puts(out, ".extern .shared .align 1024 .b8 fg_smem[];\n\n");
+	ptx_finish(g.f, out);
+	return true;
+}

@@ -1,0 +1,32 @@
+/* ptxgen.h: state shared by the PTX generator's files (ptxgen.c: values,
+ * arithmetic and control flow; ptxsync.c: barriers, TMA, tensor cores and
+ * memory; ptxentry.c: the module and the entry's prologue). */
+#ifndef PTXGEN_H
+#define PTXGEN_H
+
+typedef struct PG {
+	Ctx *ctx;
+	const SirMod *m;
+	const Kernel *k;
+	const Target *t;
+	PtxFn *f;
+	const SirPart *sp;   /* the partition being generated */
+	PReg *map;           /* Ref -> register, id UINT32_MAX = none yet */
+	PReg tid, warp, lane, smem;  /* CTA-wide */
+	PReg tmap[16];       /* generic addresses of the tensor maps */
+	bool has_tmap[16];
+	PReg tilef[8][4];    /* fields of the open tile loops, by Ref % 8 */
+	Ref tileref[8];
+	int part_end;        /* label after the partition's code */
+	int in_elect;
+	bool failed;
+} PG;
+
+PReg reg_of(PG *, Ref);
+PReg u32_of(PG *, Ref);
+void unsupported(PG *, const SirIns *);
+void gen_body(PG *, const SirBlock *);
+void gen_sync(PG *, const SirIns *);   /* ptxsync.c */
+int tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
+
+#endif

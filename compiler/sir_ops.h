@@ -1,0 +1,70 @@
+/* sir_ops.h: every schedule-IR operation, defined once.
+ *   name: the text form; nargs: value operands (-1: variable);
+ *   eff: E_PURE, E_SYNC (barriers), E_ASYNC (async units), E_CTRL
+ *   (structured control flow), E_MEM (memory effects);
+ *   tgt: the targets that have it (T_ALL, T_SM90, T_SM100). */
+/*    name          nargs  eff      tgt    */
+SOP(  const_i,      0,     E_PURE,  T_ALL  )   /* imm */
+SOP(  const_f,      0,     E_PURE,  T_ALL  )   /* fimm */
+SOP(  param,        0,     E_PURE,  T_ALL  )   /* r[0]: a 'param' */
+SOP(  special,      0,     E_PURE,  T_ALL  )   /* imm: SP_* */
+SOP(  mov,          1,     E_PURE,  T_ALL  )   /* assignment to a 'var' */
+SOP(  cvt,          1,     E_PURE,  T_ALL  )   /* to dst's type */
+SOP(  add,          2,     E_PURE,  T_ALL  )
+SOP(  sub,          2,     E_PURE,  T_ALL  )
+SOP(  mul,          2,     E_PURE,  T_ALL  )
+SOP(  div,          2,     E_PURE,  T_ALL  )
+SOP(  rem,          2,     E_PURE,  T_ALL  )
+SOP(  and,          2,     E_PURE,  T_ALL  )
+SOP(  or,           2,     E_PURE,  T_ALL  )
+SOP(  xor,          2,     E_PURE,  T_ALL  )
+SOP(  shl,          2,     E_PURE,  T_ALL  )
+SOP(  shr,          2,     E_PURE,  T_ALL  )
+SOP(  min,          2,     E_PURE,  T_ALL  )
+SOP(  max,          2,     E_PURE,  T_ALL  )
+SOP(  eq,           2,     E_PURE,  T_ALL  )
+SOP(  ne,           2,     E_PURE,  T_ALL  )
+SOP(  lt,           2,     E_PURE,  T_ALL  )
+SOP(  le,           2,     E_PURE,  T_ALL  )
+SOP(  gt,           2,     E_PURE,  T_ALL  )
+SOP(  ge,           2,     E_PURE,  T_ALL  )
+SOP(  neg,          1,     E_PURE,  T_ALL  )
+SOP(  not,          1,     E_PURE,  T_ALL  )   /* logical */
+SOP(  bnot,         1,     E_PURE,  T_ALL  )   /* bitwise */
+SOP(  select,       3,     E_PURE,  T_ALL  )
+SOP(  exp2,         1,     E_PURE,  T_ALL  )
+SOP(  log2,         1,     E_PURE,  T_ALL  )
+SOP(  rcp,          1,     E_PURE,  T_ALL  )
+SOP(  rowmax,       -1,    E_PURE,  T_ALL  )   /* frag [, init rows] */
+SOP(  rowsum,       -1,    E_PURE,  T_ALL  )
+SOP(  convert,      1,     E_PURE,  T_ALL  )   /* register layout change */
+SOP(  mask_cols,    2,     E_PURE,  T_ALL  )   /* frag, first bad col */
+SOP(  mask_causal,  3,     E_PURE,  T_ALL  )   /* frag, row0, col0 */
+SOP(  fill,         1,     E_PURE,  T_ALL  )   /* frag of one value */
+SOP(  tile,         0,     E_CTRL,  T_ALL  )   /* for t in tiles {body} */
+SOP(  tilefield,    1,     E_PURE,  T_ALL  )   /* imm: 0 x 1 y 2 z 3 iter */
+SOP(  for,          3,     E_CTRL,  T_ALL  )   /* lo, hi, step {body} */
+SOP(  if,           1,     E_CTRL,  T_ALL  )   /* cond {body} else {els} */
+SOP(  elect,        0,     E_CTRL,  T_ALL  )   /* imm 1: one per warp */
+SOP(  exit,         0,     E_CTRL,  T_ALL  )
+SOP(  mbar_wait,    1,     E_SYNC,  T_ALL  )   /* r[0][ri0], parity */
+SOP(  mbar_arrive,  0,     E_SYNC,  T_ALL  )   /* r[0][ri0] */
+SOP(  mbar_expect,  1,     E_SYNC,  T_ALL  )   /* r[0][ri0], bytes */
+SOP(  bar_sync,     0,     E_SYNC,  T_ALL  )   /* r[0]: nbar */
+SOP(  bar_arrive,   0,     E_SYNC,  T_ALL  )
+SOP(  fence,        0,     E_SYNC,  T_ALL  )   /* imm: FENCE_* */
+SOP(  tma_load,     -1,    E_ASYNC, T_ALL  )   /* r0 view, r1 smem, r2 mbar; coords */
+SOP(  tma_store,    -1,    E_ASYNC, T_ALL  )   /* r0 view, r1 smem; coords */
+SOP(  tma_commit,   0,     E_ASYNC, T_ALL  )
+SOP(  tma_wait,     0,     E_ASYNC, T_ALL  )   /* imm: groups, imm2: read */
+SOP(  wgmma,        2,     E_ASYNC, T_SM90 )   /* D(dst, in a[0]), A, B */
+SOP(  wgmma_commit, 0,     E_ASYNC, T_SM90 )
+SOP(  wgmma_wait,   0,     E_ASYNC, T_SM90 )   /* imm: groups */
+SOP(  tc_mma,       1,     E_ASYNC, T_SM100)   /* r0 D tmem, A, B; a0 acc */
+SOP(  tc_commit,    0,     E_ASYNC, T_SM100)   /* r[0][ri0]: mbar */
+SOP(  tmem_alloc,   0,     E_SYNC,  T_SM100)
+SOP(  tmem_free,    0,     E_SYNC,  T_SM100)
+SOP(  tmem_load,    0,     E_MEM,   T_SM100)   /* r0 region -> frag */
+SOP(  tmem_store,   1,     E_MEM,   T_SM100)   /* frag -> r0 region */
+SOP(  smem_store,   1,     E_MEM,   T_ALL  )   /* frag -> r0 buffer */
+SOP(  gstore,       2,     E_MEM,   T_ALL  )   /* r0 global [index] = v */

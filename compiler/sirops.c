@@ -1,0 +1,595 @@
+/* sirops.c: operation statements (wait, arrive, tma_load, ...) to SIR,
+ * with their operand checks. */
+#include <string.h>
+
+#include "fgc.h"
+#include "sirgen.h"
+
+static const char *
+rkind(ResKind k)
+{
+	static const char *const n[] = {"?", "a global tensor", "a TMA view",
+		"a shared-memory buffer", "a tensor-memory region", "an mbarrier",
+		"a named barrier", "a parameter", "a constant", "a layout",
+		"a partition"};
+	return n[k];
+}
+
+/* A resource operand: NAME or NAME[index].  Returns the resource and the
+ * index value (0 when there is none: element 0). */
+static Res *
+resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
+{
+	const Node *base = e->kind == N_INDEX ? e->a : e;
+	Res *r;
+
+	*idx = 0;
+	if (base->kind != N_NAME) {
+		diag_error(g->ctx, e->span, "expected %s", what);
+		return NULL;
+	}
+	if (!(r = kernel_find(g->k, base->name))) {
+		diag_error(g->ctx, base->span, "'%s' is not declared",
+			base->name);
+		return NULL;
+	}
+	if (r->kind != want) {
+		diag_error(g->ctx, base->span, "'%s' is %s; expected %s",
+			r->name, rkind(r->kind), what);
+		diag_note(g->ctx, r->nspan, "'%s' declared here", r->name);
+		return NULL;
+	}
+	bool staged = want == R_SMEM && r->stages > 1;
+	if (e->kind == N_INDEX) {
+		int64_t v;
+		if (!r->is_array && !staged) {
+			diag_error(g->ctx, e->span, "'%s' is not an array",
+				r->name);
+			return NULL;
+		}
+		if (e->kids.n != 1) {
+			diag_error(g->ctx, e->span, "'%s' takes one index",
+				r->name);
+			return NULL;
+		}
+		*idx = expr(g, e->kids.v[0]);
+		if (!ty_isint(V(g, *idx)->ty) && V(g, *idx)->ty != TY_ERR) {
+			diag_error(g->ctx, e->kids.v[0]->span, "an index must "
+				"be an integer");
+			return NULL;
+		}
+		int64_t n = staged ? r->stages : r->count;
+		if (is_const_int(g, *idx, &v) && (v < 0 || v >= n)) {
+			diag_error(g->ctx, e->kids.v[0]->span, "index %lld is "
+				"out of range for '%s' (0..%lld)", (long long)v,
+				r->name, (long long)n - 1);
+			return NULL;
+		}
+	} else if (r->is_array || staged) {
+		diag_error(g->ctx, e->span, "'%s' has %d %s; say which one, "
+			"e.g. '%s[0]'", r->name, staged ? r->stages : r->count,
+			staged ? "stages" : "elements", r->name);
+		return NULL;
+	}
+	return r;
+}
+
+static Ref
+int_arg(G *g, const Node *e, const char *what)
+{
+	Ref r = expr(g, e);
+	Ty t = V(g, r)->ty;
+
+	if (t != TY_ERR && !ty_isint(t) && !(t == TY_BOOL && V(g, r)->isconst))
+		diag_error(g->ctx, e->span, "%s must be an integer, found '%s'",
+			what, t == TY_FRAG ? "register tile" : ty_name(t));
+	return r;
+}
+
+bool
+const_arg(G *g, const Node *e, const char *what, int64_t lo, int64_t hi,
+	int64_t *out)
+{
+	Ref r = expr(g, e);
+
+	if (!is_const_int(g, r, out)) {
+		if (V(g, r)->ty != TY_ERR)
+			diag_error(g->ctx, e->span, "%s must be a constant",
+				what);
+		return false;
+	}
+	if (*out < lo || *out > hi) {
+		diag_error(g->ctx, e->span, "%s must be in %lld..%lld, found "
+			"%lld", what, (long long)lo, (long long)hi,
+			(long long)*out);
+		return false;
+	}
+	return true;
+}
+
+static bool
+argc(G *g, const Node *n, int lo, int hi)
+{
+	const char *op = op_names[n->op];
+
+	if (n->kids.n >= lo && n->kids.n <= hi)
+		return true;
+	if (lo == hi)
+		diag_error(g->ctx, n->span, "'%s' takes %d operand%s, found %d",
+			op, lo, lo == 1 ? "" : "s", n->kids.n);
+	else
+		diag_error(g->ctx, n->span, "'%s' takes %d to %d operands, "
+			"found %d", op, lo, hi, n->kids.n);
+	return false;
+}
+
+const Node *
+opattr(G *g, const Node *n, const char *name, bool flag)
+{
+	for (int i = 0; i < n->attrs.n; i++) {
+		const Node *a = n->attrs.v[i];
+		if (strcmp(a->name, name))
+			continue;
+		if (flag && a->a)
+			diag_error(g->ctx, a->span, "'%s' is a flag and takes no "
+				"value", name);
+		if (!flag && !a->a)
+			diag_error(g->ctx, a->span, "'%s' needs a value: "
+				"'%s=...'", name, name);
+		return a;
+	}
+	return NULL;
+}
+
+void
+noattrs(G *g, const Node *n, const char *const *ok)
+{
+	for (int i = 0; i < n->attrs.n; i++) {
+		bool found = false;
+		for (const char *const *p = ok; p && *p; p++)
+			found |= !strcmp(*p, n->attrs.v[i]->name);
+		if (!found)
+			diag_error(g->ctx, n->attrs.v[i]->nspan, "'%s' takes no "
+				"attribute '%s'", n->kind == N_MMA ? "mma" :
+				op_names[n->op], n->attrs.v[i]->name);
+	}
+}
+
+bool
+need_target(G *g, const Node *n, int tgt, const char *what)
+{
+	const Target *t = target_get(g->k->target);
+
+	if (t->tgt_bit & tgt)
+		return true;
+	diag_error(g->ctx, n->span, "%s is not available on %s%s", what,
+		t->name, tgt == T_SM90 ? " (it is a Hopper instruction)" :
+		" (it needs Blackwell's tcgen05)");
+	return false;
+}
+
+/* The smem tile a TMA view's box fills: the box without leading 1s. */
+static bool
+box_matches(G *g, const Node *at, const Res *v, const Res *b)
+{
+	int lead = 0;
+
+	while (lead < v->rank - 1 && v->shape[lead] == 1 &&
+	    v->rank - lead > b->rank)
+		lead++;
+	bool ok = v->rank - lead == b->rank;
+	for (int i = 0; ok && i < b->rank; i++)
+		ok = v->shape[lead + i] == b->shape[i];
+	if (!ok) {
+		diag_error(g->ctx, at->span, "the box of '%s' does not match "
+			"the tile of '%s'", v->name, b->name);
+		diag_note(g->ctx, v->nspan, "'%s' declared here", v->name);
+		diag_note(g->ctx, b->nspan, "'%s' declared here", b->name);
+		return false;
+	}
+	if (v->ety != b->ety) {
+		diag_error(g->ctx, at->span, "'%s' holds %s but '%s' holds %s",
+			v->name, ty_name(v->ety), b->name, ty_name(b->ety));
+		return false;
+	}
+	if (v->swizzle != b->lay->swizzle) {
+		diag_error(g->ctx, at->span, "'%s' swizzles %d bytes but the "
+			"layout of '%s' swizzles %d; they must agree", v->name,
+			v->swizzle, b->name, b->lay->swizzle);
+		diag_note(g->ctx, b->nspan, "'%s' declared here", b->name);
+		return false;
+	}
+	return true;
+}
+
+/* 'V[c0, c1, ...]': a TMA view and its coordinates. */
+static Res *
+view_coords(G *g, const Node *e, SirIns *i)
+{
+	Ref dummy;
+
+	if (e->kind != N_INDEX) {
+		diag_error(g->ctx, e->span, "expected a TMA view with "
+			"coordinates, e.g. 'tx[row, col]'");
+		return NULL;
+	}
+	Node base = *e;
+	base.kind = N_NAME;
+	base.name = e->a->kind == N_NAME ? e->a->name : NULL;
+	base.span = e->a->span;
+	if (!base.name) {
+		diag_error(g->ctx, e->span, "expected a TMA view");
+		return NULL;
+	}
+	Res *v = resource(g, &base, R_TMA, "a TMA view", &dummy);
+	if (!v)
+		return NULL;
+	if (e->kids.n != v->rank) {
+		diag_error(g->ctx, e->span, "'%s' has %d dimensions; give %d "
+			"coordinates, found %d", v->name, v->rank, v->rank,
+			e->kids.n);
+		return NULL;
+	}
+	for (int k = 0; k < e->kids.n; k++)
+		i->a[i->na++] = int_arg(g, e->kids.v[k], "a coordinate");
+	return v;
+}
+
+static void
+op_tma(G *g, const Node *n, bool load)
+{
+	const Node *arrow = n->kids.n ? n->kids.v[0] : NULL;
+	SirIns tmp = {0};
+
+	if (!argc(g, n, load ? 2 : 1, load ? 2 : 1))
+		return;
+	if (arrow->kind != N_ARROW) {
+		diag_error(g->ctx, arrow->span, load ? "write 'tma_load "
+			"VIEW[coords] -> BUF[stage], BAR[i]'" : "write 'tma_store "
+			"BUF[stage] -> VIEW[coords]'");
+		return;
+	}
+	const Node *vn = load ? arrow->a : arrow->b;
+	const Node *bn = load ? arrow->b : arrow->a;
+	Res *v = view_coords(g, vn, &tmp);
+	Res *b = resource(g, bn, R_SMEM, "a shared-memory buffer", &tmp.ri[1]);
+	Res *m = NULL;
+	if (load)
+		m = resource(g, n->kids.v[1], R_MBAR, "an mbarrier", &tmp.ri[2]);
+	if (!v || !b || (load && !m) || !box_matches(g, n, v, b))
+		return;
+	if (g->in_elect == 0)
+		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
+			"'elect' is issued by every thread of the partition",
+			op_names[n->op]);
+	SirIns *i = emit(g, load ? SOP_tma_load : SOP_tma_store, n->span);
+	memcpy(i->a, tmp.a, sizeof i->a);
+	i->na = tmp.na;
+	i->r[0] = v;
+	i->r[1] = b;
+	i->ri[1] = tmp.ri[1];
+	i->r[2] = m;
+	i->ri[2] = tmp.ri[2];
+}
+
+static void
+op_mbar(G *g, const Node *n)
+{
+	Ref idx;
+	int want = n->op == OP_ARRIVE ? 1 : 2;
+
+	noattrs(g, n, (const char *const[]){"count", NULL});
+	if (!argc(g, n, want, want))
+		return;
+	Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
+	if (!r)
+		return;
+	SirOp op = n->op == OP_WAIT ? SOP_mbar_wait : n->op == OP_ARRIVE ?
+		SOP_mbar_arrive : SOP_mbar_expect;
+	Ref a = want == 2 ? int_arg(g, n->kids.v[1], n->op == OP_WAIT ?
+		"the parity" : "the byte count") : 0;
+	int64_t cnt = 0;
+	const Node *ca = opattr(g, n, "count", false);
+	if (ca && ca->a && op == SOP_mbar_arrive && !const_arg(g, ca->a,
+	    "'count'", 1, r->mcount, &cnt))
+		return;
+	if (ca && op != SOP_mbar_arrive)
+		diag_error(g->ctx, ca->span, "only 'arrive' takes 'count='");
+	SirIns *i = emit(g, op, n->span);
+	i->r[0] = r;
+	i->ri[0] = idx;
+	i->imm = cnt;
+	if (a) {
+		i->a[0] = a;
+		i->na = 1;
+	}
+}
+
+static void
+op_simple(G *g, const Node *n)
+{
+	static const char *const fences[] = {"async_smem", "mbar_init",
+		"tmem_before", "tmem_after", "acq_rel", NULL};
+	Ref idx;
+	int64_t v = 0;
+
+	switch (n->op) {
+	case OP_TMA_COMMIT:
+		if (argc(g, n, 0, 0))
+			emit(g, SOP_tma_commit, n->span);
+		return;
+	case OP_TMA_WAIT: {
+		noattrs(g, n, (const char *const[]){"read", NULL});
+		if (!argc(g, n, 1, 1) || !const_arg(g, n->kids.v[0],
+		    "the number of pending groups", 0, 63, &v))
+			return;
+		SirIns *i = emit(g, SOP_tma_wait, n->span);
+		i->imm = v;
+		i->imm2 = opattr(g, n, "read", true) != NULL;
+		return;
+	}
+	case OP_FENCE: {
+		const Node *a = n->kids.n ? n->kids.v[0] : NULL;
+		int f = -1;
+		if (!argc(g, n, 1, 1))
+			return;
+		for (int k = 0; a->kind == N_NAME && fences[k]; k++)
+			if (!strcmp(fences[k], a->name))
+				f = k;
+		if (f < 0) {
+			diag_error(g->ctx, a->span, "'fence' takes one of "
+				"'async_smem', 'mbar_init', 'tmem_before', "
+				"'tmem_after' or 'acq_rel'");
+			return;
+		}
+		if ((f == FENCE_TMEM_BEFORE || f == FENCE_TMEM_AFTER) &&
+		    !need_target(g, n, T_SM100, "a tensor-memory fence"))
+			return;
+		emit(g, SOP_fence, n->span)->imm = f;
+		return;
+	}
+	case OP_BSYNC: case OP_BARRIVE: {
+		if (!argc(g, n, 1, 1))
+			return;
+		Res *r = resource(g, n->kids.v[0], R_NBAR, "a named barrier",
+			&idx);
+		if (!r)
+			return;
+		SirIns *i = emit(g, n->op == OP_BSYNC ? SOP_bar_sync :
+			SOP_bar_arrive, n->span);
+		i->r[0] = r;
+		i->ri[0] = idx;
+		return;
+	}
+	case OP_MMA_COMMIT:
+		if (argc(g, n, 0, 0) && need_target(g, n, T_SM90,
+		    "'mma_commit' (wgmma.commit_group)"))
+			emit(g, SOP_wgmma_commit, n->span);
+		return;
+	case OP_MMA_WAIT:
+		if (argc(g, n, 1, 1) && need_target(g, n, T_SM90,
+		    "'mma_wait' (wgmma.wait_group)") && const_arg(g,
+		    n->kids.v[0], "the number of pending groups", 0, 7, &v))
+			emit(g, SOP_wgmma_wait, n->span)->imm = v;
+		return;
+	case OP_COMMIT: {
+		if (!argc(g, n, 1, 1) || !need_target(g, n, T_SM100,
+		    "'commit' (tcgen05.commit)"))
+			return;
+		Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
+		if (!r)
+			return;
+		SirIns *i = emit(g, SOP_tc_commit, n->span);
+		i->r[0] = r;
+		i->ri[0] = idx;
+		return;
+	}
+	case OP_TMEM_ALLOC:
+		if (!argc(g, n, 1, 1) || !need_target(g, n, T_SM100,
+		    "'tmem_alloc'") || !const_arg(g, n->kids.v[0],
+		    "the column count", 32, 512, &v))
+			return;
+		if (v & (v - 1)) {
+			diag_error(g->ctx, n->kids.v[0]->span, "tensor memory is "
+				"allocated in powers of two from 32 to 512 "
+				"columns, found %lld", (long long)v);
+			return;
+		}
+		if (g->k->tmem_cols && g->k->tmem_cols != v)
+			diag_error(g->ctx, n->span, "tensor memory is allocated "
+				"once per kernel; an earlier 'tmem_alloc' took %d "
+				"columns", g->k->tmem_cols);
+		g->k->tmem_cols = (int)v;
+		emit(g, SOP_tmem_alloc, n->span)->imm = v;
+		return;
+	case OP_TMEM_FREE:
+		if (argc(g, n, 0, 0) && need_target(g, n, T_SM100,
+		    "'tmem_free'"))
+			emit(g, SOP_tmem_free, n->span);
+		return;
+	case OP_EXIT:
+		if (argc(g, n, 0, 0))
+			emit(g, SOP_exit, n->span);
+		return;
+	}
+}
+
+
+static Ref
+frag_var(G *g, const Node *e, const char *what)
+{
+	Ref r = expr(g, e);
+
+	if (V(g, r)->ty != TY_FRAG && V(g, r)->ty != TY_ERR) {
+		diag_error(g->ctx, e->span, "%s must be a register tile", what);
+		return errval(g);
+	}
+	return r;
+}
+
+/* tmem_load x, R[i];   tmem_store R[i], x;   smem_store B[s], x;
+ * store G[i0, ...], v; */
+static void
+op_mem(G *g, const Node *n)
+{
+	Ref idx = 0;
+
+	if (!argc(g, n, 2, 2))
+		return;
+	if (n->op == OP_STORE) {
+		const Node *d = n->kids.v[0];
+		SirIns tmp = {0};
+		if (d->kind != N_INDEX || d->a->kind != N_NAME) {
+			diag_error(g->ctx, d->span, "write 'store G[i, ...], v'");
+			return;
+		}
+		Node base = *d->a;
+		Res *r = resource(g, &base, R_GLOBAL, "a global tensor", &idx);
+		if (!r)
+			return;
+		if (d->kids.n != r->rank) {
+			diag_error(g->ctx, d->span, "'%s' has %d dimensions; "
+				"give %d indices", r->name, r->rank, r->rank);
+			return;
+		}
+		for (int k = 0; k < d->kids.n; k++)
+			tmp.a[tmp.na++] = int_arg(g, d->kids.v[k], "an index");
+		Ref v = expr(g, n->kids.v[1]);
+		SirVal *sv = V(g, v);
+		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
+			diag_error(g->ctx, n->kids.v[1]->span, "'store' writes a "
+				"scalar or a row vector; store a tile through "
+				"shared memory and 'tma_store'");
+			return;
+		}
+		SirIns *i = emit(g, SOP_gstore, n->span);
+		memcpy(i->a, tmp.a, sizeof i->a);
+		i->na = tmp.na;
+		i->a[i->na++] = v;
+		i->r[0] = r;
+		return;
+	}
+	bool ld = n->op == OP_TLOAD;
+	const Node *re = ld ? n->kids.v[1] : n->kids.v[0];
+	const Node *fe = ld ? n->kids.v[0] : n->kids.v[1];
+	ResKind want = n->op == OP_SSTORE ? R_SMEM : R_TMEM;
+	if (want == R_TMEM && !need_target(g, n, T_SM100, ld ? "'tmem_load'" :
+	    "'tmem_store'"))
+		return;
+	Res *r = resource(g, re, want, want == R_SMEM ?
+		"a shared-memory buffer" : "a tensor-memory region", &idx);
+	Ref x = frag_var(g, fe, ld ? "the destination" : "the value");
+	if (!r || V(g, x)->ty == TY_ERR)
+		return;
+	SirVal *v = V(g, x);
+	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS) {
+		diag_error(g->ctx, fe->span, "tensor memory moves to and from "
+			"'tmem_rows' tiles; '%s' has layout '%s'", v->name ?
+			v->name : "x", layname(v->lay));
+		return;
+	}
+	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
+		r->shape[r->rank - 1];
+	if (v->m != rows || v->n != cols) {
+		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
+			"[%lld,%lld]", v->m, v->n, r->name, (long long)rows,
+			(long long)cols);
+		return;
+	}
+	if (ld && !v->mut) {
+		diag_error(g->ctx, fe->span, "'tmem_load' writes a 'reg' "
+			"variable");
+		return;
+	}
+	SirIns *i = emit(g, ld ? SOP_tmem_load : n->op == OP_TSTORE ?
+		SOP_tmem_store : SOP_smem_store, n->span);
+	i->r[0] = r;
+	i->ri[0] = idx;
+	if (ld) {
+		i->dst = x;
+	} else {
+		i->a[0] = x;
+		i->na = 1;
+	}
+}
+
+void
+sg_op(G *g, const Node *n)
+{
+	switch (n->op) {
+	case OP_WAIT: case OP_ARRIVE: case OP_EXPECT:
+		op_mbar(g, n);
+		return;
+	case OP_TMA_LOAD: case OP_TMA_STORE:
+		op_tma(g, n, n->op == OP_TMA_LOAD);
+		return;
+	case OP_TLOAD: case OP_TSTORE: case OP_SSTORE: case OP_STORE:
+		op_mem(g, n);
+		return;
+	}
+	if (n->op != OP_TMA_WAIT)
+		noattrs(g, n, NULL);
+	op_simple(g, n);
+}
+
+/* One MMA operand: a buffer (B[s], B.T, B[s].T), a TMEM region, or a
+ * register tile.  Fills slot k of the instruction. */
+bool
+sg_mma_opd(G *g, const Node *e, SirIns *i, int k, bool value_ok)
+{
+	if (e->kind == N_FIELD && !strcmp(e->name, "T")) {
+		i->trans[k] = true;
+		e = e->a;
+	}
+	const Node *base = e->kind == N_INDEX ? e->a : e;
+	Res *r = base->kind == N_NAME ? kernel_find(g->k, base->name) : NULL;
+	if (r && (r->kind == R_SMEM || r->kind == R_TMEM)) {
+		i->r[k] = resource(g, e, r->kind, "an MMA operand", &i->ri[k]);
+		return i->r[k] != NULL;
+	}
+	if (!value_ok || i->trans[k]) {
+		diag_error(g->ctx, e->span, "expected a buffer%s", value_ok ?
+			"" : " or a tensor-memory region");
+		return false;
+	}
+	i->a[i->na++] = frag_var(g, e, "this operand");
+	return V(g, i->a[i->na - 1])->ty != TY_ERR;
+}
+
+
+bool
+sg_resource_tmem(G *g, const Node *e, Ref *idx)
+{
+	return resource(g, e, R_TMEM, "a tensor-memory region", idx) != NULL;
+}
+
+/* A layout in a 'reg' declaration: a declared name or 'rows(NAME)'. */
+const Layout *
+sg_layout_ref(G *g, const Node *e)
+{
+	if (e->kind == N_CALL && e->a->kind == N_NAME &&
+	    !strcmp(e->a->name, "rows") && e->kids.n == 1) {
+		const Layout *p = sg_layout_ref(g, e->kids.v[0]);
+		if (!p)
+			return NULL;
+		Layout *r = NEW(&g->ctx->perm, Layout);
+		Buf b;
+		*r = (Layout){.kind = LK_ROWS, .parent = p, .m = p->m, .n = 1};
+		buf_init(&b, &g->ctx->perm);
+		buf_printf(&b, "rows(%s)", layname(p));
+		r->name = b.p;
+		return r;
+	}
+	Res *r = e->kind == N_NAME ? kernel_find(g->k, e->name) : NULL;
+	if (!r || r->kind != R_LAYOUT) {
+		diag_error(g->ctx, e->span, "expected the name of a 'layout' or "
+			"'rows(NAME)'");
+		return NULL;
+	}
+	if (r->cval.lay && r->cval.lay->kind == LK_SMEM) {
+		diag_error(g->ctx, e->span, "'%s' is a shared-memory layout; a "
+			"register tile needs a register layout", r->name);
+		return NULL;
+	}
+	return r->cval.lay;
+}

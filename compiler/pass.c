@@ -116,9 +116,12 @@ pass_legalize(Ctx *ctx, SirMod *m)
 		legal_block(ctx, &m->parts[i]->body);
 }
 
-/* Structural invariants of SIR.  A failure is a compiler bug. */
+/* Structural invariants of SIR.  A failure is a compiler bug.  'def'
+ * marks the values defined so far in program order: every operand must be
+ * defined before the instruction that reads it. */
 static bool
-verify_block(const SirPart *p, const SirBlock *b, const char **why)
+verify_block(const SirPart *p, const SirBlock *b, uint8_t *def,
+	const char **why)
 {
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
@@ -130,11 +133,24 @@ verify_block(const SirPart *p, const SirBlock *b, const char **why)
 			*why = "result out of range";
 			return false;
 		}
-		for (int k = 0; k < in->na; k++)
+		for (int k = 0; k < in->na; k++) {
 			if (in->a[k] >= p->nvals) {
 				*why = "operand out of range";
 				return false;
 			}
+			if (in->a[k] && !def[in->a[k]]) {
+				*why = "operand used before its definition";
+				return false;
+			}
+		}
+		for (int k = 0; k < 3; k++)
+			if (in->ri[k] && (in->ri[k] >= p->nvals ||
+			    !def[in->ri[k]])) {
+				*why = "resource index used before its definition";
+				return false;
+			}
+		if (in->dst)
+			def[in->dst] = 1;
 		int na = sir_ops[in->op].nargs;
 		if (na >= 0 && in->na != na && !(in->op == SOP_mbar_arrive) &&
 		    !(in->op == SOP_wgmma || in->op == SOP_tc_mma) &&
@@ -148,9 +164,9 @@ verify_block(const SirPart *p, const SirBlock *b, const char **why)
 			*why = "control op without body, or body elsewhere";
 			return false;
 		}
-		if (in->body && !verify_block(p, in->body, why))
+		if (in->body && !verify_block(p, in->body, def, why))
 			return false;
-		if (in->els && !verify_block(p, in->els, why))
+		if (in->els && !verify_block(p, in->els, def, why))
 			return false;
 	}
 	return true;
@@ -161,11 +177,13 @@ sir_verify(Ctx *ctx, const SirMod *m)
 {
 	const char *why = NULL;
 
-	(void)ctx;
-	for (int i = 0; i < m->nparts; i++)
-		if (!verify_block(m->parts[i], &m->parts[i]->body, &why))
+	for (int i = 0; i < m->nparts; i++) {
+		const SirPart *p = m->parts[i];
+		uint8_t *def = arena_alloc(&ctx->scratch, p->nvals + 1);
+		if (!verify_block(p, &p->body, def, &why))
 			fg_bug("sir_verify: %s in partition '%s'", why,
-				m->parts[i]->part->name);
+				p->part->name);
+	}
 	return true;
 }
 

@@ -33,7 +33,7 @@ metadata(const Kernel *k, Buf *out)
 				argi++, r->name, ty_name(r->ety), r->rank);
 			break;
 		case R_TMA:
-			tma_blocks(r, &inner, &bb);
+			pg_tma_blocks(r, &inner, &bb);
 			buf_printf(out, "// fagen.arg %d tma %s of=%s box=", argi++,
 				r->name, r->of->name);
 			for (int i = 0; i < r->rank; i++)
@@ -166,7 +166,7 @@ partition(PG *g, const SirPart *sp, int end)
 	for (uint32_t i = 0; i < sp->nvals; i++)
 		g->map[i].id = UINT32_MAX;
 	memset(g->tileref, 0, sizeof g->tileref);
-	gen_body(g, &sp->body);
+	pg_body(g, &sp->body);
 	ptx_emit(g->f, "bra.uni %L;", end);
 	ptx_place(g->f, next);
 }

@@ -12,7 +12,7 @@
 static void gen_block(PG *, const SirBlock *);
 
 PReg
-reg_of(PG *g, Ref r)
+pg_reg(PG *g, Ref r)
 {
 	const SirVal *v = &g->sp->vals[r];
 
@@ -48,10 +48,10 @@ bsfx(Ty t)
 
 /* A value known to be a 32-bit integer, as a register. */
 PReg
-u32_of(PG *g, Ref r)
+pg_u32(PG *g, Ref r)
 {
 	const SirVal *v = &g->sp->vals[r];
-	PReg x = reg_of(g, r);
+	PReg x = pg_reg(g, r);
 
 	if (v->ty == TY_I64 || v->ty == TY_U64) {
 		PReg y = ptx_reg(g->f, RB32);
@@ -67,7 +67,7 @@ u32_of(PG *g, Ref r)
 }
 
 void
-unsupported(PG *g, const SirIns *in)
+pg_unsupported(PG *g, const SirIns *in)
 {
 	diag_error(g->ctx, in->span, "'%s' is not lowered to PTX for %s yet",
 		sir_ops[in->op].name, g->t->name);
@@ -77,7 +77,7 @@ unsupported(PG *g, const SirIns *in)
 static void
 gen_const(PG *g, const SirIns *in)
 {
-	PReg d = reg_of(g, in->dst);
+	PReg d = pg_reg(g, in->dst);
 	const SirVal *v = &g->sp->vals[in->dst];
 
 	if (in->op == SOP_const_f)
@@ -93,7 +93,7 @@ gen_const(PG *g, const SirIns *in)
 static void
 gen_param(PG *g, const SirIns *in)
 {
-	PReg d = reg_of(g, in->dst);
+	PReg d = pg_reg(g, in->dst);
 	const Res *r = in->r[0];
 
 	if (r->ety == TY_BOOL) {
@@ -110,7 +110,7 @@ gen_param(PG *g, const SirIns *in)
 static void
 gen_special(PG *g, const SirIns *in)
 {
-	PReg d = reg_of(g, in->dst);
+	PReg d = pg_reg(g, in->dst);
 	int lo = g->sp->part->warp_lo;
 
 	switch (in->imm) {
@@ -125,7 +125,7 @@ gen_special(PG *g, const SirIns *in)
 		ptx_emit(g->f, "mov.b32 %R, %R;", d, g->lane);
 		break;
 	default:
-		unsupported(g, in);
+		pg_unsupported(g, in);
 	}
 }
 
@@ -133,11 +133,11 @@ static void
 gen_cvt(PG *g, const SirIns *in)
 {
 	const SirVal *dv = &g->sp->vals[in->dst], *sv = &g->sp->vals[in->a[0]];
-	PReg d = reg_of(g, in->dst), s = reg_of(g, in->a[0]);
+	PReg d = pg_reg(g, in->dst), s = pg_reg(g, in->a[0]);
 
 	if (dv->ty == TY_FRAG || sv->ty == TY_FRAG || sv->ty == TY_BOOL ||
 	    dv->ty == TY_BOOL) {
-		unsupported(g, in);
+		pg_unsupported(g, in);
 		return;
 	}
 	if (dv->ty == sv->ty) {
@@ -161,11 +161,11 @@ gen_arith(PG *g, const SirIns *in)
 
 	if (dv->ty == TY_FRAG || av->ty == TY_FRAG || (in->na > 1 &&
 	    g->sp->vals[in->a[1]].ty == TY_FRAG)) {
-		unsupported(g, in);
+		pg_unsupported(g, in);
 		return;
 	}
-	PReg d = reg_of(g, in->dst), a = reg_of(g, in->a[0]);
-	PReg b = in->na > 1 ? reg_of(g, in->a[1]) : a;
+	PReg d = pg_reg(g, in->dst), a = pg_reg(g, in->a[0]);
+	PReg b = in->na > 1 ? pg_reg(g, in->a[1]) : a;
 	Ty ot = in->op >= SOP_eq && in->op <= SOP_ge ? av->ty : t;
 	bool fl = ot == TY_F32, pr = ot == TY_BOOL;
 	static const char *const cmp[] = {"eq", "ne", "lt", "le", "gt", "ge"};
@@ -197,11 +197,11 @@ gen_arith(PG *g, const SirIns *in)
 		break;
 	case SOP_shl:
 		ptx_emit(g->f, "shl.%S %R, %R, %R;", bsfx(ot), d, a,
-			u32_of(g, in->a[1]));
+			pg_u32(g, in->a[1]));
 		break;
 	case SOP_shr:
 		ptx_emit(g->f, "shr.%S %R, %R, %R;", sfx(ot), d, a,
-			u32_of(g, in->a[1]));
+			pg_u32(g, in->a[1]));
 		break;
 	case SOP_min: case SOP_max:
 		ptx_emit(g->f, "%S.%S %R, %R, %R;", in->op == SOP_min ? "min" :
@@ -210,7 +210,7 @@ gen_arith(PG *g, const SirIns *in)
 	case SOP_eq: case SOP_ne: case SOP_lt: case SOP_le: case SOP_gt:
 	case SOP_ge:
 		if (pr && in->op != SOP_eq && in->op != SOP_ne) {
-			unsupported(g, in);
+			pg_unsupported(g, in);
 			break;
 		}
 		if (pr) {
@@ -232,20 +232,15 @@ gen_arith(PG *g, const SirIns *in)
 		break;
 	case SOP_select:
 		if (dv->ty == TY_BOOL) {
-			unsupported(g, in);
+			pg_unsupported(g, in);
 			break;
 		}
 		ptx_emit(g->f, "selp.%S %R, %R, %R, %R;", bsfx(dv->ty), d,
-			reg_of(g, in->a[1]), reg_of(g, in->a[2]), a);
+			pg_reg(g, in->a[1]), pg_reg(g, in->a[2]), a);
 		break;
-	case SOP_exp2:
-		ptx_emit(g->f, "ex2.approx.ftz.f32 %R, %R;", d, a);
-		break;
-	case SOP_log2:
-		ptx_emit(g->f, "lg2.approx.ftz.f32 %R, %R;", d, a);
-		break;
-	case SOP_rcp:
-		ptx_emit(g->f, "rcp.rn.f32 %R, %R;", d, a);
+	case SOP_exp2: case SOP_log2: case SOP_rcp:
+		if (!pg_row(g, in))
+			pg_unsupported(g, in);
 		break;
 	default:
 		fg_bug("gen_arith: %s", sir_ops[in->op].name);
@@ -258,11 +253,11 @@ gen_mov(PG *g, const SirIns *in)
 	const SirVal *dv = &g->sp->vals[in->dst];
 
 	if (dv->ty == TY_FRAG) {
-		unsupported(g, in);
+		pg_unsupported(g, in);
 		return;
 	}
-	ptx_emit(g->f, "mov.%S %R, %R;", bsfx(dv->ty), reg_of(g, in->dst),
-		reg_of(g, in->a[0]));
+	ptx_emit(g->f, "mov.%S %R, %R;", bsfx(dv->ty), pg_reg(g, in->dst),
+		pg_reg(g, in->a[0]));
 }
 
 /* for t in tiles: one tile per CTA, or a persistent loop over the
@@ -295,7 +290,7 @@ gen_tile(PG *g, const SirIns *in)
 		dim[k] = ptx_reg(g->f, RB32);
 		if (k < nd)
 			ptx_emit(g->f, "mov.b32 %R, %R;", dim[k],
-				u32_of(g, in->a[k]));
+				pg_u32(g, in->a[k]));
 		else
 			ptx_emit(g->f, "mov.b32 %R, 1;", dim[k]);
 	}
@@ -332,22 +327,22 @@ gen_tilefield(PG *g, const SirIns *in)
 
 	if (g->tileref[slot] != in->a[0])
 		fg_bug("tile field of an unknown tile");
-	ptx_emit(g->f, "mov.b32 %R, %R;", reg_of(g, in->dst),
+	ptx_emit(g->f, "mov.b32 %R, %R;", pg_reg(g, in->dst),
 		g->tilef[slot][in->imm]);
 }
 
 static void
 gen_for(PG *g, const SirIns *in)
 {
-	PReg iv = reg_of(g, in->dst), p = ptx_reg(g->f, RP);
+	PReg iv = pg_reg(g, in->dst), p = ptx_reg(g->f, RP);
 	int top = ptx_label(g->f), done = ptx_label(g->f);
 
-	ptx_emit(g->f, "mov.b32 %R, %R;", iv, u32_of(g, in->a[0]));
+	ptx_emit(g->f, "mov.b32 %R, %R;", iv, pg_u32(g, in->a[0]));
 	ptx_place(g->f, top);
-	ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p, iv, u32_of(g, in->a[1]));
+	ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p, iv, pg_u32(g, in->a[1]));
 	ptx_emit(g->f, "@%R bra %L;", p, done);
 	gen_block(g, in->body);
-	ptx_emit(g->f, "add.s32 %R, %R, %R;", iv, iv, u32_of(g, in->a[2]));
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", iv, iv, pg_u32(g, in->a[2]));
 	ptx_emit(g->f, "bra.uni %L;", top);
 	ptx_place(g->f, done);
 }
@@ -357,7 +352,7 @@ gen_if(PG *g, const SirIns *in)
 {
 	int els = ptx_label(g->f), end = ptx_label(g->f);
 
-	ptx_emit(g->f, "@!%R bra %L;", reg_of(g, in->a[0]), els);
+	ptx_emit(g->f, "@!%R bra %L;", pg_reg(g, in->a[0]), els);
 	gen_block(g, in->body);
 	ptx_emit(g->f, "bra.uni %L;", end);
 	ptx_place(g->f, els);
@@ -414,7 +409,7 @@ gen_ins(PG *g, const SirIns *in)
 	case SOP_elect: gen_elect(g, in); break;
 	case SOP_exit: ptx_emit(g->f, "bra.uni %L;", g->part_end); break;
 	default:
-		gen_sync(g, in);  /* barriers, TMA, MMA, memory: ptxsync.c */
+		pg_sync(g, in);  /* barriers, TMA, MMA, memory: ptxsync.c */
 	}
 }
 
@@ -425,8 +420,47 @@ gen_block(PG *g, const SirBlock *b)
 		gen_ins(g, &b->v[i]);
 }
 
+/* Expand a row's template: %= the result, %0..%2 operands, %i the
+ * immediate; everything else is copied. */
+bool
+pg_row(PG *g, const SirIns *in)
+{
+	const PtxRow *rows = g->t->id == TGT_SM90A ? sm90_rows : sm100_rows;
+	const PtxRow *r = NULL;
+	char nm[16];
+	Buf b;
+
+	/* the variant: the read flag of tma_wait, else the immediate */
+	int64_t key = in->op == SOP_tma_wait ? in->imm2 : in->imm;
+
+	for (const PtxRow *p = rows; p->tmpl && !r; p++)
+		if (p->op == in->op && (p->sub == ANY || p->sub == key))
+			r = p;
+	if (!r)
+		return false;
+	buf_init(&b, &g->ctx->scratch);
+	for (const char *c = r->tmpl; *c; c++) {
+		if (c[0] != '%' || !c[1]) {
+			buf_putc(&b, *c);
+			continue;
+		}
+		c++;
+		if (*c == '=')
+			buf_puts(&b, ptx_regname(g->f, pg_reg(g, in->dst), nm));
+		else if (*c >= '0' && *c <= '2')
+			buf_puts(&b, ptx_regname(g->f, pg_reg(g, in->a[*c - '0']),
+				nm));
+		else if (*c == 'i')
+			buf_printf(&b, "%lld", (long long)in->imm);
+		else
+			fg_bug("bad row template '%s'", r->tmpl);
+	}
+	ptx_emit(g->f, "%S", b.p);
+	return true;
+}
+
 void
-gen_body(PG *g, const SirBlock *b)
+pg_body(PG *g, const SirBlock *b)
 {
 	gen_block(g, b);
 }

@@ -22,11 +22,21 @@ typedef struct PG {
 	bool failed;
 } PG;
 
-PReg reg_of(PG *, Ref);
-PReg u32_of(PG *, Ref);
-void unsupported(PG *, const SirIns *);
-void gen_body(PG *, const SirBlock *);
-void gen_sync(PG *, const SirIns *);   /* ptxsync.c */
-int tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
+/* A per-target instruction row: op (and variant) -> template. */
+enum { ANY = -1 };
+typedef struct PtxRow {
+	uint16_t op;
+	int16_t sub;        /* the instruction's immediate, or ANY */
+	const char *tmpl;
+} PtxRow;
+extern const PtxRow sm90_rows[], sm100_rows[];
+bool pg_row(PG *, const SirIns *);  /* false: no row for this op */
+
+PReg pg_reg(PG *, Ref);
+PReg pg_u32(PG *, Ref);
+void pg_unsupported(PG *, const SirIns *);
+void pg_body(PG *, const SirBlock *);
+void pg_sync(PG *, const SirIns *);   /* ptxsync.c */
+int pg_tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
 
 #endif

@@ -20,7 +20,7 @@ addr(PG *g, int64_t off, Ref idx, int64_t stride)
 			off + i * stride);
 		return a;
 	}
-	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", a, u32_of(g, idx),
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", a, pg_u32(g, idx),
 		stride, g->smem);
 	if (off)
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", a, a, off);
@@ -40,7 +40,7 @@ emit_mbar_wait(PG *g, const SirIns *in)
 	PReg ph = ptx_reg(g->f, RB32);
 	int top = ptx_label(g->f);
 
-	ptx_emit(g->f, "and.b32 %R, %R, 1;", ph, u32_of(g, in->a[0]));
+	ptx_emit(g->f, "and.b32 %R, %R, 1;", ph, pg_u32(g, in->a[0]));
 	ptx_place(g->f, top);
 	ptx_emit(g->f, "mbarrier.try_wait.parity.shared::cta.b64 %R, [%R], "
 		"%R;", p, a, ph);
@@ -54,7 +54,7 @@ emit_mbar_arrive(PG *g, const SirIns *in)
 
 	if (in->op == SOP_mbar_expect)
 		ptx_emit(g->f, "mbarrier.arrive.expect_tx.shared::cta.b64 _, "
-			"[%R], %R;", a, u32_of(g, in->a[0]));
+			"[%R], %R;", a, pg_u32(g, in->a[0]));
 	else if (in->imm > 1)
 		ptx_emit(g->f, "mbarrier.arrive.shared::cta.b64 _, [%R], %I;",
 			a, in->imm);
@@ -76,23 +76,9 @@ emit_bar(PG *g, const SirIns *in)
 		return;
 	}
 	PReg id = ptx_reg(g->f, RB32);
-	ptx_emit(g->f, "add.s32 %R, %R, %I;", id, u32_of(g, in->ri[0]),
+	ptx_emit(g->f, "add.s32 %R, %R, %I;", id, pg_u32(g, in->ri[0]),
 		(int64_t)r->bar_id);
 	ptx_emit(g->f, "%S %R, %I;", op, id, r->threads);
-}
-
-static void
-emit_fence(PG *g, const SirIns *in)
-{
-	static const char *const f[NFENCE] = {
-		[FENCE_ASYNC_SMEM] = "fence.proxy.async.shared::cta;",
-		[FENCE_MBAR_INIT] = "fence.mbarrier_init.release.cluster;",
-		[FENCE_TMEM_BEFORE] = "tcgen05.fence::before_thread_sync;",
-		[FENCE_TMEM_AFTER] = "tcgen05.fence::after_thread_sync;",
-		[FENCE_ACQ_REL] = "fence.acq_rel.cta;",
-	};
-
-	ptx_emit(g->f, "%S", f[in->imm]);
 }
 
 static PReg
@@ -110,7 +96,7 @@ tmap_addr(PG *g, const Res *v)
  * bytes in shared memory (the layout wgmma and tcgen05 descriptors
  * expect for 128B-swizzled K-major tiles). */
 int
-tma_blocks(const Res *v, int64_t *inner, int64_t *blockbytes)
+pg_tma_blocks(const Res *v, int64_t *inner, int64_t *blockbytes)
 {
 	int n = v->rank, esz = ty_bytes(v->ety);
 	int64_t rows = 1;
@@ -130,14 +116,14 @@ emit_tma(PG *g, const SirIns *in)
 	const Res *v = in->r[0], *b = in->r[1];
 	bool load = in->op == SOP_tma_load;
 	int64_t inner, bb;
-	int nblk = tma_blocks(v, &inner, &bb), n = v->rank;
+	int nblk = pg_tma_blocks(v, &inner, &bb), n = v->rank;
 	PReg map = tmap_addr(g, v);
 	PReg base = addr(g, b->off, in->ri[1], b->bytes);
 	PReg bar = load ? bar_addr(g, in->r[2], in->ri[2]) : (PReg){0};
 	PReg c[5];
 
 	for (int i = 0; i < n; i++)
-		c[i] = u32_of(g, in->a[i]);
+		c[i] = pg_u32(g, in->a[i]);
 	for (int k = 0; k < nblk; k++) {
 		PReg dst = base, ci = c[n - 1];
 		char crd[128];
@@ -197,8 +183,10 @@ emit_tmem(PG *g, const SirIns *in)
 }
 
 void
-gen_sync(PG *g, const SirIns *in)
+pg_sync(PG *g, const SirIns *in)
 {
+	if (pg_row(g, in))  /* one instruction on this target */
+		return;
 	switch (in->op) {
 	case SOP_mbar_wait:
 		emit_mbar_wait(g, in);
@@ -209,24 +197,8 @@ gen_sync(PG *g, const SirIns *in)
 	case SOP_bar_sync: case SOP_bar_arrive:
 		emit_bar(g, in);
 		break;
-	case SOP_fence:
-		emit_fence(g, in);
-		break;
 	case SOP_tma_load: case SOP_tma_store:
 		emit_tma(g, in);
-		break;
-	case SOP_tma_commit:
-		ptx_emit(g->f, "cp.async.bulk.commit_group;");
-		break;
-	case SOP_tma_wait:
-		ptx_emit(g->f, in->imm2 ? "cp.async.bulk.wait_group.read %I;" :
-			"cp.async.bulk.wait_group %I;", in->imm);
-		break;
-	case SOP_wgmma_commit:
-		ptx_emit(g->f, "wgmma.commit_group.sync.aligned;");
-		break;
-	case SOP_wgmma_wait:
-		ptx_emit(g->f, "wgmma.wait_group.sync.aligned %I;", in->imm);
 		break;
 	case SOP_tc_commit:
 		ptx_emit(g->f, "tcgen05.commit.cta_group::1.mbarrier::arrive::one."
@@ -240,6 +212,6 @@ gen_sync(PG *g, const SirIns *in)
 		/* wgmma and tcgen05.mma, tensor-memory loads and stores and
 		 * register-tile math are lowered by the Hopper and Blackwell
 		 * backends (issues #3 and #6) */
-		unsupported(g, in);
+		pg_unsupported(g, in);
 	}
 }

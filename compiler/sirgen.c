@@ -11,51 +11,51 @@
 
 
 SirVal *
-V(G *g, Ref r)
+sg_val(G *g, Ref r)
 {
 	return &g->p->vals[r];
 }
 
 SirIns *
-emit(G *g, SirOp op, Span sp)
+sg_emit(G *g, SirOp op, Span sp)
 {
 	return sir_push(g->ctx, g->cur, op, sp);
 }
 
 Ref
-errval(G *g)
+sg_err(G *g)
 {
 	return sir_val(g->ctx, g->p, TY_ERR, NULL);
 }
 
 Ref
-const_i(G *g, int64_t v, Ty ty, Span sp)
+sg_const_i(G *g, int64_t v, Ty ty, Span sp)
 {
 	Ref r = sir_val(g->ctx, g->p, ty, NULL);
-	SirIns *i = emit(g, SOP_const_i, sp);
+	SirIns *i = sg_emit(g, SOP_const_i, sp);
 
 	i->dst = r;
 	i->imm = v;
-	V(g, r)->isconst = true;
-	V(g, r)->ci = v;
+	sg_val(g, r)->isconst = true;
+	sg_val(g, r)->ci = v;
 	return r;
 }
 
 Ref
-const_f(G *g, double v, Span sp)
+sg_const_f(G *g, double v, Span sp)
 {
 	Ref r = sir_val(g->ctx, g->p, TY_F32, NULL);
-	SirIns *i = emit(g, SOP_const_f, sp);
+	SirIns *i = sg_emit(g, SOP_const_f, sp);
 
 	i->dst = r;
 	i->fimm = v;
-	V(g, r)->isconst = true;
-	V(g, r)->cf = v;
+	sg_val(g, r)->isconst = true;
+	sg_val(g, r)->cf = v;
 	return r;
 }
 
 void
-bind(G *g, const char *name, Ref r, Span sp)
+sg_bind(G *g, const char *name, Ref r, Span sp)
 {
 	Bind *b = NEW(&g->ctx->scratch, Bind);
 
@@ -64,7 +64,7 @@ bind(G *g, const char *name, Ref r, Span sp)
 }
 
 Bind *
-lookup(G *g, const char *name)
+sg_lookup(G *g, const char *name)
 {
 	for (Bind *b = g->scope; b; b = b->next)
 		if (b->name == name)
@@ -73,7 +73,7 @@ lookup(G *g, const char *name)
 }
 
 const char *
-layname(const Layout *l)
+sg_layname(const Layout *l)
 {
 	static const char *const k[] = {"?", "smem", "wgmma_acc", "wgmma_a",
 		"tmem_rows", "rows", "tmem"};
@@ -81,19 +81,19 @@ layname(const Layout *l)
 }
 
 bool
-same_layout(const Layout *a, const Layout *b)
+sg_same_layout(const Layout *a, const Layout *b)
 {
 	if (a == b)
 		return true;
 	if (!a || !b || a->kind != b->kind || a->m != b->m || a->n != b->n)
 		return false;
-	return a->kind != LK_ROWS || same_layout(a->parent, b->parent);
+	return a->kind != LK_ROWS || sg_same_layout(a->parent, b->parent);
 }
 
 static Ty
 unify(G *g, const Node *n, Ref a, Ref b)
 {
-	SirVal *x = V(g, a), *y = V(g, b);
+	SirVal *x = sg_val(g, a), *y = sg_val(g, b);
 
 	if (x->ty == TY_ERR || y->ty == TY_ERR)
 		return TY_ERR;
@@ -114,7 +114,7 @@ unify(G *g, const Node *n, Ref a, Ref b)
 static void
 frag_like(G *g, Ref dst, const SirVal *src)
 {
-	SirVal *d = V(g, dst);
+	SirVal *d = sg_val(g, dst);
 
 	d->ety = src->ety;
 	d->lay = src->lay;
@@ -127,7 +127,7 @@ frag_like(G *g, Ref dst, const SirVal *src)
 static Ref
 frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 {
-	SirVal *x = V(g, a), *y = V(g, b);
+	SirVal *x = sg_val(g, a), *y = sg_val(g, b);
 	const SirVal *f = x->ty == TY_FRAG ? x : y;
 	const SirVal *o = x->ty == TY_FRAG ? y : x;
 	Ref r;
@@ -135,38 +135,38 @@ frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 	if (op >= SOP_eq && op <= SOP_ge) {
 		diag_error(g->ctx, n->span, "comparisons apply to scalars, not "
 			"register tiles; use 'mask_cols' or 'select'");
-		return errval(g);
+		return sg_err(g);
 	}
 	if (o->ty == TY_FRAG) {
 		bool rowvec = o->lay && o->lay->kind == LK_ROWS &&
-			same_layout(o->lay->parent, f->lay);
+			sg_same_layout(o->lay->parent, f->lay);
 		bool rowvec2 = f->lay && f->lay->kind == LK_ROWS &&
-			same_layout(f->lay->parent, o->lay);
+			sg_same_layout(f->lay->parent, o->lay);
 		if (rowvec2) {
 			const SirVal *t = f;
 			f = o;
 			o = t;
-		} else if (!rowvec && !same_layout(f->lay, o->lay)) {
+		} else if (!rowvec && !sg_same_layout(f->lay, o->lay)) {
 			diag_error(g->ctx, n->span, "register tiles with layouts "
 				"'%s' and '%s' meet here; write 'convert(x, %s)' "
-				"on one of them", layname(x->lay),
-				layname(y->lay), layname(x->lay));
-			return errval(g);
+				"on one of them", sg_layname(x->lay),
+				sg_layname(y->lay), sg_layname(x->lay));
+			return sg_err(g);
 		}
 		if (!rowvec && !rowvec2 && (f->m != o->m || f->n != o->n)) {
 			diag_error(g->ctx, n->span, "register tiles of shapes "
 				"[%d,%d] and [%d,%d] meet here", x->m, x->n,
 				y->m, y->n);
-			return errval(g);
+			return sg_err(g);
 		}
 	} else if (o->ty != TY_F32 && !(o->isconst && ty_isint(o->ty))) {
 		diag_error(g->ctx, n->span, "a register tile combines with "
 			"'f32' scalars, not '%s'", ty_name(o->ty));
-		return errval(g);
+		return sg_err(g);
 	}
 	r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
 	frag_like(g, r, f);
-	SirIns *i = emit(g, op, n->span);
+	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = a;
 	i->a[1] = b;
@@ -188,7 +188,7 @@ static const struct {
 static Ref
 fold(G *g, const Node *n, Ref a, Ref b)
 {
-	SirVal *x = V(g, a), *y = V(g, b);
+	SirVal *x = sg_val(g, a), *y = sg_val(g, b);
 	Val va, vb, out;
 
 	va = x->ty == TY_F32 ? (Val){.ty = TY_F64, .f = x->cf} :
@@ -196,48 +196,48 @@ fold(G *g, const Node *n, Ref a, Ref b)
 	vb = y->ty == TY_F32 ? (Val){.ty = TY_F64, .f = y->cf} :
 		(Val){.ty = y->ty == TY_BOOL ? TY_BOOL : TY_I64, .i = y->ci};
 	if (!const_binary(g->ctx, n, &va, &vb, &out))
-		return errval(g);
+		return sg_err(g);
 	if (out.ty == TY_F64)
-		return const_f(g, out.f, n->span);
+		return sg_const_f(g, out.f, n->span);
 	if (out.ty == TY_BOOL)
-		return const_i(g, out.i, TY_BOOL, n->span);
+		return sg_const_i(g, out.i, TY_BOOL, n->span);
 	Ty t = x->ty == TY_BOOL ? y->ty : x->ty;
-	return const_i(g, out.i, ty_isint(t) ? t : TY_I32, n->span);
+	return sg_const_i(g, out.i, ty_isint(t) ? t : TY_I32, n->span);
 }
 
 static Ref
 binary(G *g, const Node *n)
 {
-	Ref a = expr(g, n->a), b = expr(g, n->b);
+	Ref a = sg_expr(g, n->a), b = sg_expr(g, n->b);
 	SirOp op = SOP_add;
 	Ty t;
 
 	for (size_t i = 0; i < COUNT(binops); i++)
 		if (binops[i].tok == n->op)
 			op = binops[i].op;
-	if (V(g, a)->ty == TY_ERR || V(g, b)->ty == TY_ERR)
-		return errval(g);
-	if (V(g, a)->ty == TY_FRAG || V(g, b)->ty == TY_FRAG)
+	if (sg_val(g, a)->ty == TY_ERR || sg_val(g, b)->ty == TY_ERR)
+		return sg_err(g);
+	if (sg_val(g, a)->ty == TY_FRAG || sg_val(g, b)->ty == TY_FRAG)
 		return frag_binary(g, n, op, a, b);
-	if (V(g, a)->isconst && V(g, b)->isconst)
+	if (sg_val(g, a)->isconst && sg_val(g, b)->isconst)
 		return fold(g, n, a, b);
 	if ((t = unify(g, n, a, b)) == TY_ERR)
-		return errval(g);
+		return sg_err(g);
 	bool logic = n->op == B_ANDAND || n->op == B_OROR;
 	if (logic && t != TY_BOOL) {
 		diag_error(g->ctx, n->span, "'%s' needs booleans, found '%s'",
 			n->op == B_ANDAND ? "&&" : "||", ty_name(t));
-		return errval(g);
+		return sg_err(g);
 	}
 	if ((op == SOP_rem || op == SOP_and || op == SOP_or || op == SOP_xor ||
 	    op == SOP_shl || op == SOP_shr) && t == TY_F32) {
 		diag_error(g->ctx, n->span, "operator needs integers, found "
 			"'f32'");
-		return errval(g);
+		return sg_err(g);
 	}
 	Ref r = sir_val(g->ctx, g->p, op >= SOP_eq && op <= SOP_ge ? TY_BOOL :
 		t, NULL);
-	SirIns *i = emit(g, op, n->span);
+	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = a;
 	i->a[1] = b;
@@ -248,32 +248,32 @@ binary(G *g, const Node *n)
 static Ref
 unary(G *g, const Node *n)
 {
-	Ref a = expr(g, n->a);
-	SirVal *x = V(g, a);
+	Ref a = sg_expr(g, n->a);
+	SirVal *x = sg_val(g, a);
 	SirOp op = n->op == '-' ? SOP_neg : n->op == '!' ? SOP_not : SOP_bnot;
 
 	if (x->ty == TY_ERR)
 		return a;
 	if (x->isconst) {
 		if (x->ty == TY_F32 && n->op == '-')
-			return const_f(g, -x->cf, n->span);
+			return sg_const_f(g, -x->cf, n->span);
 		if (ty_isint(x->ty) && n->op != '!')
-			return const_i(g, n->op == '-' ? -x->ci : ~x->ci, x->ty,
+			return sg_const_i(g, n->op == '-' ? -x->ci : ~x->ci, x->ty,
 				n->span);
 		if (x->ty == TY_BOOL && n->op == '!')
-			return const_i(g, !x->ci, TY_BOOL, n->span);
+			return sg_const_i(g, !x->ci, TY_BOOL, n->span);
 	}
 	if ((op == SOP_not) != (x->ty == TY_BOOL) ||
 	    (op == SOP_bnot && !ty_isint(x->ty))) {
 		diag_error(g->ctx, n->span, "operator '%c' does not apply to "
 			"'%s'", n->op, x->ty == TY_FRAG ? "register tile" :
 			ty_name(x->ty));
-		return errval(g);
+		return sg_err(g);
 	}
 	Ref r = sir_val(g->ctx, g->p, x->ty, NULL);
 	if (x->ty == TY_FRAG)
 		frag_like(g, r, x);
-	SirIns *i = emit(g, op, n->span);
+	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = a;
 	i->na = 1;
@@ -284,7 +284,7 @@ static Ref
 name(G *g, const Node *n)
 {
 	static const char *const specials[] = {"tid", "warp", "lane"};
-	Bind *b = lookup(g, n->name);
+	Bind *b = sg_lookup(g, n->name);
 	Res *r;
 
 	if (b)
@@ -293,17 +293,17 @@ name(G *g, const Node *n)
 		if (r->kind == R_CONST) {
 			Val v = r->cval;
 			if (v.ty == TY_I64 || v.ty == TY_BOOL)
-				return const_i(g, v.i, v.ty == TY_BOOL ?
+				return sg_const_i(g, v.i, v.ty == TY_BOOL ?
 					TY_BOOL : TY_I32, n->span);
 			if (v.ty == TY_F64)
-				return const_f(g, v.f, n->span);
+				return sg_const_f(g, v.f, n->span);
 			diag_error(g->ctx, n->span, "constant '%s' is %s, not "
 				"a number", n->name, ty_name(v.ty));
-			return errval(g);
+			return sg_err(g);
 		}
 		if (r->kind == R_PARAM) {
 			Ref d = sir_val(g->ctx, g->p, r->ety, r->name);
-			SirIns *i = emit(g, SOP_param, n->span);
+			SirIns *i = sg_emit(g, SOP_param, n->span);
 			i->dst = d;
 			i->r[0] = r;
 			return d;
@@ -311,25 +311,25 @@ name(G *g, const Node *n)
 		diag_error(g->ctx, n->span, "'%s' is a resource, not a value",
 			n->name);
 		diag_note(g->ctx, r->nspan, "'%s' declared here", n->name);
-		return errval(g);
+		return sg_err(g);
 	}
 	for (size_t k = 0; k < COUNT(specials); k++)
 		if (!strcmp(specials[k], n->name)) {
 			Ref d = sir_val(g->ctx, g->p, TY_I32, n->name);
-			SirIns *i = emit(g, SOP_special, n->span);
+			SirIns *i = sg_emit(g, SOP_special, n->span);
 			i->dst = d;
 			i->imm = (int64_t)k;
 			return d;
 		}
 	diag_error(g->ctx, n->span, "'%s' is not declared", n->name);
-	return errval(g);
+	return sg_err(g);
 }
 
 
 bool
-is_const_int(G *g, Ref r, int64_t *out)
+sg_const_int(G *g, Ref r, int64_t *out)
 {
-	SirVal *v = V(g, r);
+	SirVal *v = sg_val(g, r);
 
 	if (!v->isconst || !(ty_isint(v->ty) || v->ty == TY_BOOL))
 		return false;
@@ -341,10 +341,10 @@ static Ref
 unop(G *g, SirOp op, Ref a, Ty ty, Span sp)
 {
 	Ref r = sir_val(g->ctx, g->p, ty, NULL);
-	SirIns *i = emit(g, op, sp);
+	SirIns *i = sg_emit(g, op, sp);
 
 	if (ty == TY_FRAG)
-		frag_like(g, r, V(g, a));
+		frag_like(g, r, sg_val(g, a));
 	i->dst = r;
 	i->a[0] = a;
 	i->na = 1;
@@ -373,7 +373,7 @@ rows_of(G *g, const Layout *l)
 	*r = (Layout){.kind = LK_ROWS, .parent = l, .m = l->m, .n = 1};
 	Buf b;
 	buf_init(&b, &g->ctx->perm);
-	buf_printf(&b, "rows(%s)", layname(l));
+	buf_printf(&b, "rows(%s)", sg_layname(l));
 	r->name = b.p;
 	return r;
 }
@@ -387,37 +387,37 @@ reduce(G *g, const Node *n, SirOp op)
 	Ref x, init = 0, r;
 
 	if (!nargs(g, n, f, 1, 2))
-		return errval(g);
-	x = expr(g, n->kids.v[0]);
-	if (V(g, x)->ty == TY_ERR)
+		return sg_err(g);
+	x = sg_expr(g, n->kids.v[0]);
+	if (sg_val(g, x)->ty == TY_ERR)
 		return x;
-	if (V(g, x)->ty != TY_FRAG || V(g, x)->lay->kind == LK_ROWS) {
+	if (sg_val(g, x)->ty != TY_FRAG || sg_val(g, x)->lay->kind == LK_ROWS) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'%s' reduces the rows "
 			"of a register tile", f);
-		return errval(g);
+		return sg_err(g);
 	}
-	const Layout *rl = rows_of(g, V(g, x)->lay);
+	const Layout *rl = rows_of(g, sg_val(g, x)->lay);
 	if (n->kids.n == 2) {
-		init = expr(g, n->kids.v[1]);
-		SirVal *iv = V(g, init);
-		if (iv->ty == TY_FRAG && !same_layout(iv->lay, rl)) {
+		init = sg_expr(g, n->kids.v[1]);
+		SirVal *iv = sg_val(g, init);
+		if (iv->ty == TY_FRAG && !sg_same_layout(iv->lay, rl)) {
 			diag_error(g->ctx, n->kids.v[1]->span, "the initial "
 				"value has layout '%s'; '%s' needs '%s'",
-				layname(iv->lay), f, layname(rl));
-			return errval(g);
+				sg_layname(iv->lay), f, sg_layname(rl));
+			return sg_err(g);
 		}
 		if (iv->ty != TY_FRAG && iv->ty != TY_F32 && !iv->isconst) {
 			diag_error(g->ctx, n->kids.v[1]->span, "the initial "
 				"value must be a row vector or an f32 scalar");
-			return errval(g);
+			return sg_err(g);
 		}
 	}
 	r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
-	V(g, r)->ety = TY_F32;
-	V(g, r)->lay = rl;
-	V(g, r)->m = V(g, x)->m;
-	V(g, r)->n = 1;
-	SirIns *i = emit(g, op, n->span);
+	sg_val(g, r)->ety = TY_F32;
+	sg_val(g, r)->lay = rl;
+	sg_val(g, r)->m = sg_val(g, x)->m;
+	sg_val(g, r)->n = 1;
+	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = x;
 	i->a[1] = init;
@@ -444,32 +444,32 @@ convert(G *g, const Node *n)
 	const Layout *l;
 
 	if (!nargs(g, n, "convert", 2, 2))
-		return errval(g);
-	x = expr(g, n->kids.v[0]);
-	if (!(l = layout_arg(g, n->kids.v[1])) || V(g, x)->ty == TY_ERR)
-		return errval(g);
-	SirVal *v = V(g, x);
+		return sg_err(g);
+	x = sg_expr(g, n->kids.v[0]);
+	if (!(l = layout_arg(g, n->kids.v[1])) || sg_val(g, x)->ty == TY_ERR)
+		return sg_err(g);
+	SirVal *v = sg_val(g, x);
 	if (v->ty != TY_FRAG || l->kind == LK_SMEM) {
 		diag_error(g->ctx, n->span, "'convert' changes the layout of a "
 			"register tile to another register layout");
-		return errval(g);
+		return sg_err(g);
 	}
-	bool ok = same_layout(v->lay, l) ||
+	bool ok = sg_same_layout(v->lay, l) ||
 		(v->lay->kind == LK_WGMMA_ACC && l->kind == LK_WGMMA_A &&
 		ty_bytes(v->ety) == 2);
 	if (!ok) {
 		if (v->lay->kind == LK_WGMMA_ACC && l->kind == LK_WGMMA_A)
 			diag_error(g->ctx, n->span, "'convert' to '%s' needs "
 				"16-bit values; write 'convert(cvt(x, bf16), %s)'",
-				layname(l), layname(l));
+				sg_layname(l), sg_layname(l));
 		else
 			diag_error(g->ctx, n->span, "no conversion from layout "
-				"'%s' to '%s' is available", layname(v->lay),
-				layname(l));
-		return errval(g);
+				"'%s' to '%s' is available", sg_layname(v->lay),
+				sg_layname(l));
+		return sg_err(g);
 	}
 	Ref r = unop(g, SOP_convert, x, TY_FRAG, n->span);
-	V(g, r)->lay = l;
+	sg_val(g, r)->lay = l;
 	return r;
 }
 
@@ -480,33 +480,33 @@ cvt(G *g, const Node *n)
 	Val t;
 
 	if (!nargs(g, n, "cvt", 2, 2))
-		return errval(g);
-	x = expr(g, n->kids.v[0]);
-	if (!const_eval(g->ctx, g->k, n->kids.v[1], &t) || V(g, x)->ty ==
+		return sg_err(g);
+	x = sg_expr(g, n->kids.v[0]);
+	if (!const_eval(g->ctx, g->k, n->kids.v[1], &t) || sg_val(g, x)->ty ==
 	    TY_ERR)
-		return errval(g);
+		return sg_err(g);
 	if (t.ty != TY_DTYPE) {
 		diag_error(g->ctx, n->kids.v[1]->span, "'cvt' needs a type such "
 			"as 'f32' or 'bf16'");
-		return errval(g);
+		return sg_err(g);
 	}
-	SirVal *v = V(g, x);
+	SirVal *v = sg_val(g, x);
 	if (v->ty == TY_FRAG) {
 		if (t.i != TY_BF16 && t.i != TY_F16 && t.i != TY_F32) {
 			diag_error(g->ctx, n->span, "a register tile converts to "
 				"'f32', 'bf16' or 'f16'");
-			return errval(g);
+			return sg_err(g);
 		}
 		Ref r = unop(g, SOP_cvt, x, TY_FRAG, n->span);
-		V(g, r)->ety = (Ty)t.i;
+		sg_val(g, r)->ety = (Ty)t.i;
 		return r;
 	}
 	if (v->isconst && ty_isint((Ty)t.i) && ty_isint(v->ty))
-		return const_i(g, v->ci, (Ty)t.i, n->span);
+		return sg_const_i(g, v->ci, (Ty)t.i, n->span);
 	if ((Ty)t.i == TY_BF16 || (Ty)t.i == TY_F16) {
 		diag_error(g->ctx, n->span, "scalars convert to 'i32', 'u32', "
 			"'i64', 'u64' or 'f32'");
-		return errval(g);
+		return sg_err(g);
 	}
 	return unop(g, SOP_cvt, x, (Ty)t.i, n->span);
 }
@@ -517,22 +517,22 @@ math1(G *g, const Node *n, SirOp op)
 	Ref x;
 
 	if (!nargs(g, n, sir_ops[op].name, 1, 1))
-		return errval(g);
-	x = expr(g, n->kids.v[0]);
-	SirVal *v = V(g, x);
+		return sg_err(g);
+	x = sg_expr(g, n->kids.v[0]);
+	SirVal *v = sg_val(g, x);
 	if (v->ty == TY_ERR)
 		return x;
 	if (v->ty == TY_FRAG && v->ety == TY_F32)
 		return unop(g, op, x, TY_FRAG, n->span);
 	if (v->ty == TY_F32 || v->isconst) {
 		if (v->isconst && !ty_isfloat(v->ty) && v->ty != TY_F32)
-			x = const_f(g, (double)v->ci, n->span);
+			x = sg_const_f(g, (double)v->ci, n->span);
 		return unop(g, op, x, TY_F32, n->span);
 	}
 	diag_error(g->ctx, n->span, "'%s' needs f32 values, found '%s'",
 		sir_ops[op].name, v->ty == TY_FRAG ? ty_name(v->ety) :
 		ty_name(v->ty));
-	return errval(g);
+	return sg_err(g);
 }
 
 static Ref
@@ -541,47 +541,43 @@ minmax_cdiv(G *g, const Node *n, const char *f)
 	Ref a, b;
 
 	if (!nargs(g, n, f, 2, 2))
-		return errval(g);
-	a = expr(g, n->kids.v[0]);
-	b = expr(g, n->kids.v[1]);
-	if (V(g, a)->ty == TY_ERR || V(g, b)->ty == TY_ERR)
-		return errval(g);
-	if (V(g, a)->ty == TY_FRAG || V(g, b)->ty == TY_FRAG)
+		return sg_err(g);
+	a = sg_expr(g, n->kids.v[0]);
+	b = sg_expr(g, n->kids.v[1]);
+	if (sg_val(g, a)->ty == TY_ERR || sg_val(g, b)->ty == TY_ERR)
+		return sg_err(g);
+	if (sg_val(g, a)->ty == TY_FRAG || sg_val(g, b)->ty == TY_FRAG)
 		return frag_binary(g, n, f[1] == 'i' ? SOP_min : SOP_max, a, b);
 	Ty t = unify(g, n, a, b);
 	if (t == TY_ERR)
-		return errval(g);
+		return sg_err(g);
 	if (f[0] == 'c') {  /* cdiv(a, b) = (a + b - 1) / b */
 		if (!ty_isint(t)) {
 			diag_error(g->ctx, n->span, "'cdiv' needs integers");
-			return errval(g);
+			return sg_err(g);
 		}
 		Node add = {.kind = N_BINARY, .op = '+', .span = n->span};
-		Node one = {.kind = N_BINARY, .op = '-', .span = n->span};
+		Node sub = {.kind = N_BINARY, .op = '-', .span = n->span};
 		Node dv = {.kind = N_BINARY, .op = '/', .span = n->span};
-		Ref s = V(g, a)->isconst && V(g, b)->isconst ? fold(g, &add, a,
-			b) : 0;
-		(void)one;
-		(void)dv;
-		if (s) {
-			Ref m1 = const_i(g, 1, t, n->span);
-			Ref s1 = fold(g, &one, s, m1);
+		if (sg_val(g, a)->isconst && sg_val(g, b)->isconst) {
+			Ref s = fold(g, &add, a, b);
+			Ref s1 = fold(g, &sub, s, sg_const_i(g, 1, t, n->span));
 			return fold(g, &dv, s1, b);
 		}
 		Ref r1 = sir_val(g->ctx, g->p, t, NULL), r2, r3;
-		SirIns *i = emit(g, SOP_add, n->span);
+		SirIns *i = sg_emit(g, SOP_add, n->span);
 		i->dst = r1, i->a[0] = a, i->a[1] = b, i->na = 2;
+		Ref one1 = sg_const_i(g, 1, t, n->span);  /* before the sub */
 		r2 = sir_val(g->ctx, g->p, t, NULL);
-		i = emit(g, SOP_sub, n->span);
-		i->dst = r2, i->a[0] = r1, i->a[1] = const_i(g, 1, t, n->span);
-		i->na = 2;
+		i = sg_emit(g, SOP_sub, n->span);
+		i->dst = r2, i->a[0] = r1, i->a[1] = one1, i->na = 2;
 		r3 = sir_val(g->ctx, g->p, t, NULL);
-		i = emit(g, SOP_div, n->span);
+		i = sg_emit(g, SOP_div, n->span);
 		i->dst = r3, i->a[0] = r2, i->a[1] = b, i->na = 2;
 		return r3;
 	}
 	Ref r = sir_val(g->ctx, g->p, t, NULL);
-	SirIns *i = emit(g, f[1] == 'i' ? SOP_min : SOP_max, n->span);
+	SirIns *i = sg_emit(g, f[1] == 'i' ? SOP_min : SOP_max, n->span);
 	i->dst = r, i->a[0] = a, i->a[1] = b, i->na = 2;
 	return r;
 }
@@ -596,23 +592,23 @@ mask(G *g, const Node *n, SirOp op)
 	Ref a[3];
 
 	if (!nargs(g, n, sir_ops[op].name, na, na))
-		return errval(g);
+		return sg_err(g);
 	for (int k = 0; k < na; k++)
-		a[k] = expr(g, n->kids.v[k]);
-	if (V(g, a[0])->ty != TY_FRAG || V(g, a[0])->lay->kind == LK_ROWS) {
+		a[k] = sg_expr(g, n->kids.v[k]);
+	if (sg_val(g, a[0])->ty != TY_FRAG || sg_val(g, a[0])->lay->kind == LK_ROWS) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'%s' masks a register "
 			"tile", sir_ops[op].name);
-		return errval(g);
+		return sg_err(g);
 	}
 	for (int k = 1; k < na; k++)
-		if (!ty_isint(V(g, a[k])->ty)) {
+		if (!ty_isint(sg_val(g, a[k])->ty)) {
 			diag_error(g->ctx, n->kids.v[k]->span, "'%s' needs an "
 				"integer here", sir_ops[op].name);
-			return errval(g);
+			return sg_err(g);
 		}
 	Ref r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
-	frag_like(g, r, V(g, a[0]));
-	SirIns *i = emit(g, op, n->span);
+	frag_like(g, r, sg_val(g, a[0]));
+	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	memcpy(i->a, a, sizeof a);
 	i->na = na;
@@ -628,7 +624,7 @@ call(G *g, const Node *n)
 		if (n->kids.v[k]->kind == N_NAMEDARG) {
 			diag_error(g->ctx, n->kids.v[k]->span, "'%s' takes no "
 				"named arguments", f);
-			return errval(g);
+			return sg_err(g);
 		}
 	if (!strcmp(f, "rowmax"))
 		return reduce(g, n, SOP_rowmax);
@@ -653,30 +649,30 @@ call(G *g, const Node *n)
 	if (!strcmp(f, "sizeof")) {
 		Val v;
 		if (!const_eval(g->ctx, g->k, n, &v))
-			return errval(g);
-		return const_i(g, v.i, TY_I32, n->span);
+			return sg_err(g);
+		return sg_const_i(g, v.i, TY_I32, n->span);
 	}
 	diag_error(g->ctx, n->a->span, "unknown function '%s'", f);
-	return errval(g);
+	return sg_err(g);
 }
 
 static Ref
 field(G *g, const Node *n)
 {
 	static const char *const f[] = {"x", "y", "z", "iter"};
-	Ref b = expr(g, n->a);
+	Ref b = sg_expr(g, n->a);
 
-	if (V(g, b)->ty == TY_ERR)
+	if (sg_val(g, b)->ty == TY_ERR)
 		return b;
-	if (V(g, b)->ty != TY_TILE) {
+	if (sg_val(g, b)->ty != TY_TILE) {
 		diag_error(g->ctx, n->span, "only tiles have fields (t.x, t.y, "
 			"t.z, t.iter)");
-		return errval(g);
+		return sg_err(g);
 	}
 	for (int k = 0; k < 4; k++)
 		if (!strcmp(f[k], n->name)) {
 			Ref r = sir_val(g->ctx, g->p, TY_I32, NULL);
-			SirIns *i = emit(g, SOP_tilefield, n->span);
+			SirIns *i = sg_emit(g, SOP_tilefield, n->span);
 			i->dst = r;
 			i->a[0] = b;
 			i->na = 1;
@@ -685,47 +681,47 @@ field(G *g, const Node *n)
 		}
 	diag_error(g->ctx, n->nspan, "a tile has fields 'x', 'y', 'z' and "
 		"'iter', not '%s'", n->name);
-	return errval(g);
+	return sg_err(g);
 }
 
 static Ref
 ternary(G *g, const Node *n)
 {
-	Ref c = cond_expr(g, n->a), a, b;
+	Ref c = sg_cond(g, n->a), a, b;
 	int64_t cv;
 
-	if (is_const_int(g, c, &cv))
-		return expr(g, cv ? n->b : n->c);
-	a = expr(g, n->b);
-	b = expr(g, n->c);
-	if (V(g, c)->ty == TY_ERR || V(g, a)->ty == TY_ERR ||
-	    V(g, b)->ty == TY_ERR)
-		return errval(g);
+	if (sg_const_int(g, c, &cv))
+		return sg_expr(g, cv ? n->b : n->c);
+	a = sg_expr(g, n->b);
+	b = sg_expr(g, n->c);
+	if (sg_val(g, c)->ty == TY_ERR || sg_val(g, a)->ty == TY_ERR ||
+	    sg_val(g, b)->ty == TY_ERR)
+		return sg_err(g);
 	Ty t = unify(g, n, a, b);
 	if (t == TY_ERR)
-		return errval(g);
+		return sg_err(g);
 	if (t == TY_FRAG) {
 		diag_error(g->ctx, n->span, "'?:' chooses between scalars");
-		return errval(g);
+		return sg_err(g);
 	}
 	Ref r = sir_val(g->ctx, g->p, t, NULL);
-	SirIns *i = emit(g, SOP_select, n->span);
+	SirIns *i = sg_emit(g, SOP_select, n->span);
 	i->dst = r, i->a[0] = c, i->a[1] = a, i->a[2] = b, i->na = 3;
 	return r;
 }
 
 Ref
-expr(G *g, const Node *n)
+sg_expr(G *g, const Node *n)
 {
 	switch (n->kind) {
 	case N_INT:
 		if (n->ival > INT32_MAX)
-			return const_i(g, n->ival, TY_I64, n->span);
-		return const_i(g, n->ival, TY_I32, n->span);
+			return sg_const_i(g, n->ival, TY_I64, n->span);
+		return sg_const_i(g, n->ival, TY_I32, n->span);
 	case N_FLOAT:
-		return const_f(g, n->fval, n->span);
+		return sg_const_f(g, n->fval, n->span);
 	case N_BOOL:
-		return const_i(g, n->ival, TY_BOOL, n->span);
+		return sg_const_i(g, n->ival, TY_BOOL, n->span);
 	case N_NAME:
 		return name(g, n);
 	case N_BINARY:
@@ -748,25 +744,25 @@ expr(G *g, const Node *n)
 		else
 			diag_error(g->ctx, n->span, "only resources are "
 				"indexed");
-		return errval(g);
+		return sg_err(g);
 	}
 	default:
 		diag_error(g->ctx, n->span, "expected a value");
-		return errval(g);
+		return sg_err(g);
 	}
 }
 
 Ref
-cond_expr(G *g, const Node *n)
+sg_cond(G *g, const Node *n)
 {
-	Ref c = expr(g, n);
-	Ty t = V(g, c)->ty;
+	Ref c = sg_expr(g, n);
+	Ty t = sg_val(g, c)->ty;
 
 	if (t != TY_BOOL && t != TY_ERR) {
 		diag_error(g->ctx, n->span, "a condition must be a boolean, "
 			"found '%s'", t == TY_FRAG ? "register tile" :
 			ty_name(t));
-		return errval(g);
+		return sg_err(g);
 	}
 	return c;
 }

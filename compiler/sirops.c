@@ -52,14 +52,14 @@ resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
 				r->name);
 			return NULL;
 		}
-		*idx = expr(g, e->kids.v[0]);
-		if (!ty_isint(V(g, *idx)->ty) && V(g, *idx)->ty != TY_ERR) {
+		*idx = sg_expr(g, e->kids.v[0]);
+		if (!ty_isint(sg_val(g, *idx)->ty) && sg_val(g, *idx)->ty != TY_ERR) {
 			diag_error(g->ctx, e->kids.v[0]->span, "an index must "
 				"be an integer");
 			return NULL;
 		}
 		int64_t n = staged ? r->stages : r->count;
-		if (is_const_int(g, *idx, &v) && (v < 0 || v >= n)) {
+		if (sg_const_int(g, *idx, &v) && (v < 0 || v >= n)) {
 			diag_error(g->ctx, e->kids.v[0]->span, "index %lld is "
 				"out of range for '%s' (0..%lld)", (long long)v,
 				r->name, (long long)n - 1);
@@ -77,23 +77,23 @@ resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
 static Ref
 int_arg(G *g, const Node *e, const char *what)
 {
-	Ref r = expr(g, e);
-	Ty t = V(g, r)->ty;
+	Ref r = sg_expr(g, e);
+	Ty t = sg_val(g, r)->ty;
 
-	if (t != TY_ERR && !ty_isint(t) && !(t == TY_BOOL && V(g, r)->isconst))
+	if (t != TY_ERR && !ty_isint(t) && !(t == TY_BOOL && sg_val(g, r)->isconst))
 		diag_error(g->ctx, e->span, "%s must be an integer, found '%s'",
 			what, t == TY_FRAG ? "register tile" : ty_name(t));
 	return r;
 }
 
 bool
-const_arg(G *g, const Node *e, const char *what, int64_t lo, int64_t hi,
+sg_const_arg(G *g, const Node *e, const char *what, int64_t lo, int64_t hi,
 	int64_t *out)
 {
-	Ref r = expr(g, e);
+	Ref r = sg_expr(g, e);
 
-	if (!is_const_int(g, r, out)) {
-		if (V(g, r)->ty != TY_ERR)
+	if (!sg_const_int(g, r, out)) {
+		if (sg_val(g, r)->ty != TY_ERR)
 			diag_error(g->ctx, e->span, "%s must be a constant",
 				what);
 		return false;
@@ -124,7 +124,7 @@ argc(G *g, const Node *n, int lo, int hi)
 }
 
 const Node *
-opattr(G *g, const Node *n, const char *name, bool flag)
+sg_opattr(G *g, const Node *n, const char *name, bool flag)
 {
 	for (int i = 0; i < n->attrs.n; i++) {
 		const Node *a = n->attrs.v[i];
@@ -142,7 +142,7 @@ opattr(G *g, const Node *n, const char *name, bool flag)
 }
 
 void
-noattrs(G *g, const Node *n, const char *const *ok)
+sg_noattrs(G *g, const Node *n, const char *const *ok)
 {
 	for (int i = 0; i < n->attrs.n; i++) {
 		bool found = false;
@@ -156,7 +156,7 @@ noattrs(G *g, const Node *n, const char *const *ok)
 }
 
 bool
-need_target(G *g, const Node *n, int tgt, const char *what)
+sg_need_target(G *g, const Node *n, int tgt, const char *what)
 {
 	const Target *t = target_get(g->k->target);
 
@@ -262,7 +262,7 @@ op_tma(G *g, const Node *n, bool load)
 		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
 			"'elect' is issued by every thread of the partition",
 			op_names[n->op]);
-	SirIns *i = emit(g, load ? SOP_tma_load : SOP_tma_store, n->span);
+	SirIns *i = sg_emit(g, load ? SOP_tma_load : SOP_tma_store, n->span);
 	memcpy(i->a, tmp.a, sizeof i->a);
 	i->na = tmp.na;
 	i->r[0] = v;
@@ -278,7 +278,7 @@ op_mbar(G *g, const Node *n)
 	Ref idx;
 	int want = n->op == OP_ARRIVE ? 1 : 2;
 
-	noattrs(g, n, (const char *const[]){"count", NULL});
+	sg_noattrs(g, n, (const char *const[]){"count", NULL});
 	if (!argc(g, n, want, want))
 		return;
 	Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
@@ -289,13 +289,13 @@ op_mbar(G *g, const Node *n)
 	Ref a = want == 2 ? int_arg(g, n->kids.v[1], n->op == OP_WAIT ?
 		"the parity" : "the byte count") : 0;
 	int64_t cnt = 0;
-	const Node *ca = opattr(g, n, "count", false);
-	if (ca && ca->a && op == SOP_mbar_arrive && !const_arg(g, ca->a,
+	const Node *ca = sg_opattr(g, n, "count", false);
+	if (ca && ca->a && op == SOP_mbar_arrive && !sg_const_arg(g, ca->a,
 	    "'count'", 1, r->mcount, &cnt))
 		return;
 	if (ca && op != SOP_mbar_arrive)
 		diag_error(g->ctx, ca->span, "only 'arrive' takes 'count='");
-	SirIns *i = emit(g, op, n->span);
+	SirIns *i = sg_emit(g, op, n->span);
 	i->r[0] = r;
 	i->ri[0] = idx;
 	i->imm = cnt;
@@ -316,16 +316,16 @@ op_simple(G *g, const Node *n)
 	switch (n->op) {
 	case OP_TMA_COMMIT:
 		if (argc(g, n, 0, 0))
-			emit(g, SOP_tma_commit, n->span);
+			sg_emit(g, SOP_tma_commit, n->span);
 		return;
 	case OP_TMA_WAIT: {
-		noattrs(g, n, (const char *const[]){"read", NULL});
-		if (!argc(g, n, 1, 1) || !const_arg(g, n->kids.v[0],
+		sg_noattrs(g, n, (const char *const[]){"read", NULL});
+		if (!argc(g, n, 1, 1) || !sg_const_arg(g, n->kids.v[0],
 		    "the number of pending groups", 0, 63, &v))
 			return;
-		SirIns *i = emit(g, SOP_tma_wait, n->span);
+		SirIns *i = sg_emit(g, SOP_tma_wait, n->span);
 		i->imm = v;
-		i->imm2 = opattr(g, n, "read", true) != NULL;
+		i->imm2 = sg_opattr(g, n, "read", true) != NULL;
 		return;
 	}
 	case OP_FENCE: {
@@ -343,9 +343,9 @@ op_simple(G *g, const Node *n)
 			return;
 		}
 		if ((f == FENCE_TMEM_BEFORE || f == FENCE_TMEM_AFTER) &&
-		    !need_target(g, n, T_SM100, "a tensor-memory fence"))
+		    !sg_need_target(g, n, T_SM100, "a tensor-memory fence"))
 			return;
-		emit(g, SOP_fence, n->span)->imm = f;
+		sg_emit(g, SOP_fence, n->span)->imm = f;
 		return;
 	}
 	case OP_BSYNC: case OP_BARRIVE: {
@@ -355,38 +355,38 @@ op_simple(G *g, const Node *n)
 			&idx);
 		if (!r)
 			return;
-		SirIns *i = emit(g, n->op == OP_BSYNC ? SOP_bar_sync :
+		SirIns *i = sg_emit(g, n->op == OP_BSYNC ? SOP_bar_sync :
 			SOP_bar_arrive, n->span);
 		i->r[0] = r;
 		i->ri[0] = idx;
 		return;
 	}
 	case OP_MMA_COMMIT:
-		if (argc(g, n, 0, 0) && need_target(g, n, T_SM90,
+		if (argc(g, n, 0, 0) && sg_need_target(g, n, T_SM90,
 		    "'mma_commit' (wgmma.commit_group)"))
-			emit(g, SOP_wgmma_commit, n->span);
+			sg_emit(g, SOP_wgmma_commit, n->span);
 		return;
 	case OP_MMA_WAIT:
-		if (argc(g, n, 1, 1) && need_target(g, n, T_SM90,
-		    "'mma_wait' (wgmma.wait_group)") && const_arg(g,
+		if (argc(g, n, 1, 1) && sg_need_target(g, n, T_SM90,
+		    "'mma_wait' (wgmma.wait_group)") && sg_const_arg(g,
 		    n->kids.v[0], "the number of pending groups", 0, 7, &v))
-			emit(g, SOP_wgmma_wait, n->span)->imm = v;
+			sg_emit(g, SOP_wgmma_wait, n->span)->imm = v;
 		return;
 	case OP_COMMIT: {
-		if (!argc(g, n, 1, 1) || !need_target(g, n, T_SM100,
+		if (!argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
 		    "'commit' (tcgen05.commit)"))
 			return;
 		Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
 		if (!r)
 			return;
-		SirIns *i = emit(g, SOP_tc_commit, n->span);
+		SirIns *i = sg_emit(g, SOP_tc_commit, n->span);
 		i->r[0] = r;
 		i->ri[0] = idx;
 		return;
 	}
 	case OP_TMEM_ALLOC:
-		if (!argc(g, n, 1, 1) || !need_target(g, n, T_SM100,
-		    "'tmem_alloc'") || !const_arg(g, n->kids.v[0],
+		if (!argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
+		    "'tmem_alloc'") || !sg_const_arg(g, n->kids.v[0],
 		    "the column count", 32, 512, &v))
 			return;
 		if (v & (v - 1)) {
@@ -400,16 +400,16 @@ op_simple(G *g, const Node *n)
 				"once per kernel; an earlier 'tmem_alloc' took %d "
 				"columns", g->k->tmem_cols);
 		g->k->tmem_cols = (int)v;
-		emit(g, SOP_tmem_alloc, n->span)->imm = v;
+		sg_emit(g, SOP_tmem_alloc, n->span)->imm = v;
 		return;
 	case OP_TMEM_FREE:
-		if (argc(g, n, 0, 0) && need_target(g, n, T_SM100,
+		if (argc(g, n, 0, 0) && sg_need_target(g, n, T_SM100,
 		    "'tmem_free'"))
-			emit(g, SOP_tmem_free, n->span);
+			sg_emit(g, SOP_tmem_free, n->span);
 		return;
 	case OP_EXIT:
 		if (argc(g, n, 0, 0))
-			emit(g, SOP_exit, n->span);
+			sg_emit(g, SOP_exit, n->span);
 		return;
 	}
 }
@@ -418,11 +418,11 @@ op_simple(G *g, const Node *n)
 static Ref
 frag_var(G *g, const Node *e, const char *what)
 {
-	Ref r = expr(g, e);
+	Ref r = sg_expr(g, e);
 
-	if (V(g, r)->ty != TY_FRAG && V(g, r)->ty != TY_ERR) {
+	if (sg_val(g, r)->ty != TY_FRAG && sg_val(g, r)->ty != TY_ERR) {
 		diag_error(g->ctx, e->span, "%s must be a register tile", what);
-		return errval(g);
+		return sg_err(g);
 	}
 	return r;
 }
@@ -454,15 +454,15 @@ op_mem(G *g, const Node *n)
 		}
 		for (int k = 0; k < d->kids.n; k++)
 			tmp.a[tmp.na++] = int_arg(g, d->kids.v[k], "an index");
-		Ref v = expr(g, n->kids.v[1]);
-		SirVal *sv = V(g, v);
+		Ref v = sg_expr(g, n->kids.v[1]);
+		SirVal *sv = sg_val(g, v);
 		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
 			diag_error(g->ctx, n->kids.v[1]->span, "'store' writes a "
 				"scalar or a row vector; store a tile through "
 				"shared memory and 'tma_store'");
 			return;
 		}
-		SirIns *i = emit(g, SOP_gstore, n->span);
+		SirIns *i = sg_emit(g, SOP_gstore, n->span);
 		memcpy(i->a, tmp.a, sizeof i->a);
 		i->na = tmp.na;
 		i->a[i->na++] = v;
@@ -473,19 +473,19 @@ op_mem(G *g, const Node *n)
 	const Node *re = ld ? n->kids.v[1] : n->kids.v[0];
 	const Node *fe = ld ? n->kids.v[0] : n->kids.v[1];
 	ResKind want = n->op == OP_SSTORE ? R_SMEM : R_TMEM;
-	if (want == R_TMEM && !need_target(g, n, T_SM100, ld ? "'tmem_load'" :
+	if (want == R_TMEM && !sg_need_target(g, n, T_SM100, ld ? "'tmem_load'" :
 	    "'tmem_store'"))
 		return;
 	Res *r = resource(g, re, want, want == R_SMEM ?
 		"a shared-memory buffer" : "a tensor-memory region", &idx);
 	Ref x = frag_var(g, fe, ld ? "the destination" : "the value");
-	if (!r || V(g, x)->ty == TY_ERR)
+	if (!r || sg_val(g, x)->ty == TY_ERR)
 		return;
-	SirVal *v = V(g, x);
+	SirVal *v = sg_val(g, x);
 	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS) {
 		diag_error(g->ctx, fe->span, "tensor memory moves to and from "
 			"'tmem_rows' tiles; '%s' has layout '%s'", v->name ?
-			v->name : "x", layname(v->lay));
+			v->name : "x", sg_layname(v->lay));
 		return;
 	}
 	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
@@ -501,7 +501,7 @@ op_mem(G *g, const Node *n)
 			"variable");
 		return;
 	}
-	SirIns *i = emit(g, ld ? SOP_tmem_load : n->op == OP_TSTORE ?
+	SirIns *i = sg_emit(g, ld ? SOP_tmem_load : n->op == OP_TSTORE ?
 		SOP_tmem_store : SOP_smem_store, n->span);
 	i->r[0] = r;
 	i->ri[0] = idx;
@@ -528,7 +528,7 @@ sg_op(G *g, const Node *n)
 		return;
 	}
 	if (n->op != OP_TMA_WAIT)
-		noattrs(g, n, NULL);
+		sg_noattrs(g, n, NULL);
 	op_simple(g, n);
 }
 
@@ -553,7 +553,7 @@ sg_mma_opd(G *g, const Node *e, SirIns *i, int k, bool value_ok)
 		return false;
 	}
 	i->a[i->na++] = frag_var(g, e, "this operand");
-	return V(g, i->a[i->na - 1])->ty != TY_ERR;
+	return sg_val(g, i->a[i->na - 1])->ty != TY_ERR;
 }
 
 
@@ -576,7 +576,7 @@ sg_layout_ref(G *g, const Node *e)
 		Buf b;
 		*r = (Layout){.kind = LK_ROWS, .parent = p, .m = p->m, .n = 1};
 		buf_init(&b, &g->ctx->perm);
-		buf_printf(&b, "rows(%s)", layname(p));
+		buf_printf(&b, "rows(%s)", sg_layname(p));
 		r->name = b.p;
 		return r;
 	}

@@ -101,12 +101,12 @@ mma_dims(G *g, const Node *n, SirIns *i, int64_t *m, int64_t *nn,
 			return false;
 		}
 	} else {
-		const SirVal *a = V(g, i->a[1]);
+		const SirVal *a = sg_val(g, i->a[1]);
 		if (a->lay->kind != LK_WGMMA_A) {
 			diag_error(g->ctx, n->b->span, "a register A operand "
 				"needs layout 'wgmma_a'; '%s' has '%s': write "
 				"'convert(cvt(x, %s), <a wgmma_a layout>)'",
-				a->name ? a->name : "x", layname(a->lay),
+				a->name ? a->name : "x", sg_layname(a->lay),
 				ty_name(b->ety));
 			return false;
 		}
@@ -134,7 +134,7 @@ mma(G *g, const Node *n)
 	int64_t m, nn, k, arow = 0;
 	Ty ety;
 
-	noattrs(g, n, (const char *const[]){"acc", "arow", NULL});
+	sg_noattrs(g, n, (const char *const[]){"acc", "arow", NULL});
 	if (n->op != '=' && n->op != '+') {
 		diag_error(g->ctx, n->span, "write 'mma D = A @ B' or 'mma D += "
 			"A @ B'");
@@ -142,19 +142,19 @@ mma(G *g, const Node *n)
 	}
 	t.imm = n->op == '+';
 	t.na = 2;  /* a[0]: acc predicate, a[1]: register A */
-	const Node *acc = opattr(g, n, "acc", false);
+	const Node *acc = sg_opattr(g, n, "acc", false);
 	if (acc && acc->a) {
-		t.a[0] = cond_expr(g, acc->a);
+		t.a[0] = sg_cond(g, acc->a);
 		t.imm = 1;
 	}
-	const Node *ar = opattr(g, n, "arow", false);
-	if (ar && ar->a && !const_arg(g, ar->a, "'arow'", 0, 1024, &arow))
+	const Node *ar = sg_opattr(g, n, "arow", false);
+	if (ar && ar->a && !sg_const_arg(g, ar->a, "'arow'", 0, 1024, &arow))
 		return;
 	t.roff[1] = arow;
 	/* D */
 	if (sm90) {
-		Ref d = expr(g, n->a);
-		SirVal *dv = V(g, d);
+		Ref d = sg_expr(g, n->a);
+		SirVal *dv = sg_val(g, d);
 		if (dv->ty == TY_ERR)
 			return;
 		if (dv->ty != TY_FRAG || !dv->mut || dv->lay->kind !=
@@ -193,7 +193,7 @@ mma(G *g, const Node *n)
 	    k))
 		return;
 	if (sm90) {
-		SirVal *dv = V(g, t.dst);
+		SirVal *dv = sg_val(g, t.dst);
 		if (dv->n != nn) {
 			diag_error(g->ctx, n->a->span, "the accumulator is "
 				"[%d,%d] but A @ B is [%lld,%lld]", dv->m, dv->n,
@@ -222,18 +222,18 @@ mma(G *g, const Node *n)
 			return;
 		}
 	}
-	*emit(g, t.op, n->span) = t;
+	*sg_emit(g, t.op, n->span) = t;
 }
 
 static void
 let(G *g, const Node *n)
 {
-	Ref r = n->a ? expr(g, n->a) : 0;
+	Ref r = n->a ? sg_expr(g, n->a) : 0;
 
 	if (n->kind == N_LET) {
-		bind(g, n->name, r, n->nspan);
-		if (!V(g, r)->name)
-			V(g, r)->name = n->name;
+		sg_bind(g, n->name, r, n->nspan);
+		if (!sg_val(g, r)->name)
+			sg_val(g, r)->name = n->name;
 		return;
 	}
 	Ty t = TY_I32;
@@ -250,7 +250,7 @@ let(G *g, const Node *n)
 		}
 		t = (Ty)v.i;
 	} else if (r) {
-		t = V(g, r)->ty;
+		t = sg_val(g, r)->ty;
 		if (t == TY_FRAG || t == TY_TILE) {
 			diag_error(g->ctx, n->span, "a 'var' is a scalar; "
 				"declare register tiles with 'reg'");
@@ -258,21 +258,21 @@ let(G *g, const Node *n)
 		}
 	}
 	Ref d = sir_val(g->ctx, g->p, t, n->name);
-	V(g, d)->mut = true;
-	if (r && V(g, r)->ty != TY_ERR && V(g, r)->ty != t &&
-	    !(V(g, r)->isconst && (ty_isint(t) || t == TY_F32))) {
+	sg_val(g, d)->mut = true;
+	if (r && sg_val(g, r)->ty != TY_ERR && sg_val(g, r)->ty != t &&
+	    !(sg_val(g, r)->isconst && (ty_isint(t) || t == TY_F32))) {
 		diag_error(g->ctx, n->a->span, "'%s' is %s but its initial "
 			"value is %s", n->name, ty_name(t),
-			ty_name(V(g, r)->ty));
+			ty_name(sg_val(g, r)->ty));
 	}
 	if (!r)
-		r = t == TY_F32 ? const_f(g, 0, n->span) : const_i(g, 0, t,
+		r = t == TY_F32 ? sg_const_f(g, 0, n->span) : sg_const_i(g, 0, t,
 			n->span);
-	SirIns *i = emit(g, SOP_mov, n->span);
+	SirIns *i = sg_emit(g, SOP_mov, n->span);
 	i->dst = d;
 	i->a[0] = r;
 	i->na = 1;
-	bind(g, n->name, d, n->nspan);
+	sg_bind(g, n->name, d, n->nspan);
 }
 
 static void
@@ -281,7 +281,7 @@ reg(G *g, const Node *n)
 	const Node *la = NULL, *init = NULL;
 	const Layout *l = NULL;
 
-	noattrs(g, n, (const char *const[]){"layout", "init", NULL});
+	sg_noattrs(g, n, (const char *const[]){"layout", "init", NULL});
 	for (int i = 0; i < n->attrs.n; i++) {
 		if (!strcmp(n->attrs.v[i]->name, "layout"))
 			la = n->attrs.v[i]->a;
@@ -309,44 +309,44 @@ reg(G *g, const Node *n)
 	int want = l->kind == LK_ROWS ? 1 : 2;
 	if (n->b->kids.n != 1 || n->b->kids.v[0]->kids.n != want) {
 		diag_error(g->ctx, n->b->span, "a tile with layout '%s' has %d "
-			"dimension%s, e.g. '%s'", layname(l), want,
+			"dimension%s, e.g. '%s'", sg_layname(l), want,
 			want == 1 ? "" : "s", want == 1 ? "f32[64]" :
 			"f32[64, 128]");
 		return;
 	}
 	int64_t sh[2] = {0, 1};
 	for (int i = 0; i < want; i++)
-		if (!const_arg(g, n->b->kids.v[0]->kids.v[i], "a tile extent", 1,
+		if (!sg_const_arg(g, n->b->kids.v[0]->kids.v[i], "a tile extent", 1,
 		    512, &sh[i]))
 			return;
 	if (l->kind != LK_ROWS && (l->m != sh[0] || (l->n && l->n != sh[1]))) {
 		diag_error(g->ctx, n->b->span, "layout '%s' is %dx%d but the "
-			"tile is %lldx%lld", layname(l), l->m, l->n,
+			"tile is %lldx%lld", sg_layname(l), l->m, l->n,
 			(long long)sh[0], (long long)sh[1]);
 		return;
 	}
 	Ref d = sir_val(g->ctx, g->p, TY_FRAG, n->name);
-	SirVal *dv = V(g, d);
+	SirVal *dv = sg_val(g, d);
 	*dv = (SirVal){.ty = TY_FRAG, .name = n->name, .mut = true, .ety = ety,
 		.lay = l, .m = (int)sh[0], .n = (int)sh[1]};
-	Ref iv = init ? expr(g, init) : const_f(g, 0, n->span);
-	if (V(g, iv)->ty != TY_F32 && !(V(g, iv)->isconst) &&
-	    V(g, iv)->ty != TY_ERR)
+	Ref iv = init ? sg_expr(g, init) : sg_const_f(g, 0, n->span);
+	if (sg_val(g, iv)->ty != TY_F32 && !(sg_val(g, iv)->isconst) &&
+	    sg_val(g, iv)->ty != TY_ERR)
 		diag_error(g->ctx, init->span, "'init' is an f32 scalar");
-	SirIns *i = emit(g, SOP_fill, n->span);
+	SirIns *i = sg_emit(g, SOP_fill, n->span);
 	i->dst = d;
 	i->a[0] = iv;
 	i->na = 1;
-	bind(g, n->name, d, n->nspan);
+	sg_bind(g, n->name, d, n->nspan);
 }
 
 static void
 assign(G *g, const Node *n)
 {
-	Bind *b = n->a->kind == N_NAME ? lookup(g, n->a->name) : NULL;
+	Bind *b = n->a->kind == N_NAME ? sg_lookup(g, n->a->name) : NULL;
 	Ref r;
 
-	if (!b || !V(g, b->ref)->mut) {
+	if (!b || !sg_val(g, b->ref)->mut) {
 		if (n->a->kind == N_NAME && !b && !kernel_find(g->k,
 		    n->a->name))
 			diag_error(g->ctx, n->a->span, "'%s' is not declared",
@@ -354,25 +354,25 @@ assign(G *g, const Node *n)
 		else
 			diag_error(g->ctx, n->a->span, "only 'var' and 'reg' "
 				"variables can be assigned");
-		expr(g, n->b);
+		sg_expr(g, n->b);
 		return;
 	}
 	if (n->op == '=') {
-		r = expr(g, n->b);
+		r = sg_expr(g, n->b);
 	} else {
 		Node bin = {.kind = N_BINARY, .op = n->op, .span = n->span,
 			.a = n->a, .b = n->b};
-		r = expr(g, &bin);
+		r = sg_expr(g, &bin);
 	}
-	SirVal *d = V(g, b->ref), *s = V(g, r);
+	SirVal *d = sg_val(g, b->ref), *s = sg_val(g, r);
 	if (s->ty == TY_ERR)
 		return;
 	if (d->ty == TY_FRAG) {
-		if (s->ty == TY_FRAG && !same_layout(d->lay, s->lay)) {
+		if (s->ty == TY_FRAG && !sg_same_layout(d->lay, s->lay)) {
 			diag_error(g->ctx, n->span, "'%s' has layout '%s' but "
 				"the value has '%s'; write 'convert(..., %s)'",
-				d->name, layname(d->lay), layname(s->lay),
-				layname(d->lay));
+				d->name, sg_layname(d->lay), sg_layname(s->lay),
+				sg_layname(d->lay));
 			return;
 		}
 		if (s->ty == TY_FRAG && (s->m != d->m || s->n != d->n ||
@@ -383,7 +383,7 @@ assign(G *g, const Node *n)
 			return;
 		}
 		if (s->ty != TY_FRAG) {
-			SirIns *i = emit(g, SOP_fill, n->span);
+			SirIns *i = sg_emit(g, SOP_fill, n->span);
 			i->dst = b->ref, i->a[0] = r, i->na = 1;
 			return;
 		}
@@ -394,7 +394,7 @@ assign(G *g, const Node *n)
 			"a register tile" : ty_name(s->ty));
 		return;
 	}
-	SirIns *i = emit(g, SOP_mov, n->span);
+	SirIns *i = sg_emit(g, SOP_mov, n->span);
 	i->dst = b->ref;
 	i->a[0] = r;
 	i->na = 1;
@@ -415,10 +415,10 @@ sub(G *g, const Node *body)
 static void
 if_stmt(G *g, const Node *n)
 {
-	Ref c = cond_expr(g, n->a);
+	Ref c = sg_cond(g, n->a);
 	int64_t cv;
 
-	if (is_const_int(g, c, &cv)) {
+	if (sg_const_int(g, c, &cv)) {
 		if (cv)
 			block(g, n->b);
 		else if (n->c)
@@ -434,7 +434,7 @@ if_stmt(G *g, const Node *n)
 		n->c->kind == N_IF ? if_stmt(g, n->c) : block(g, n->c);
 		g->cur = saved;
 	}
-	*emit(g, SOP_if, n->span) = tmp;
+	*sg_emit(g, SOP_if, n->span) = tmp;
 }
 
 static void
@@ -450,18 +450,18 @@ for_stmt(G *g, const Node *n)
 		}
 		SirIns tmp = {.op = SOP_tile, .span = n->span};
 		for (int k = 0; k < g->k->ntile_dims; k++) {
-			tmp.a[k] = expr(g, g->k->tile_dims[k]);
-			if (!ty_isint(V(g, tmp.a[k])->ty))
+			tmp.a[k] = sg_expr(g, g->k->tile_dims[k]);
+			if (!ty_isint(sg_val(g, tmp.a[k])->ty))
 				diag_error(g->ctx, g->k->tile_dims[k]->span, "a "
 					"tile-grid extent must be an integer");
 		}
 		tmp.na = g->k->ntile_dims;
 		Ref t = sir_val(g->ctx, g->p, TY_TILE, n->name);
 		tmp.dst = t;
-		bind(g, n->name, t, n->nspan);
+		sg_bind(g, n->name, t, n->nspan);
 		g->loop_depth++;
 		tmp.body = sub(g, n->b);
-		*emit(g, SOP_tile, n->span) = tmp;
+		*sg_emit(g, SOP_tile, n->span) = tmp;
 		g->loop_depth--;
 		g->scope = saved;
 		return;
@@ -471,27 +471,27 @@ for_stmt(G *g, const Node *n)
 			"S]' or 'tiles'");
 		return;
 	}
-	Ref lo = expr(g, n->a->a), hi = expr(g, n->a->b);
-	Ref st = n->a->c ? expr(g, n->a->c) : const_i(g, 1, TY_I32, n->span);
+	Ref lo = sg_expr(g, n->a->a), hi = sg_expr(g, n->a->b);
+	Ref st = n->a->c ? sg_expr(g, n->a->c) : sg_const_i(g, 1, TY_I32, n->span);
 	int64_t sv;
-	if (!is_const_int(g, st, &sv) || sv <= 0) {
+	if (!sg_const_int(g, st, &sv) || sv <= 0) {
 		diag_error(g->ctx, n->a->c ? n->a->c->span : n->span, "a loop "
 			"step is a positive constant");
 		return;
 	}
 	for (int k = 0; k < 2; k++) {
 		Ref x = k ? hi : lo;
-		if (!ty_isint(V(g, x)->ty) && V(g, x)->ty != TY_ERR)
+		if (!ty_isint(sg_val(g, x)->ty) && sg_val(g, x)->ty != TY_ERR)
 			diag_error(g->ctx, (k ? n->a->b : n->a->a)->span, "loop "
 				"bounds are integers");
 	}
 	Ref iv = sir_val(g->ctx, g->p, TY_I32, n->name);
-	bind(g, n->name, iv, n->nspan);
+	sg_bind(g, n->name, iv, n->nspan);
 	g->loop_depth++;
 	SirIns tmp = {.op = SOP_for, .dst = iv, .span = n->span,
 		.a = {lo, hi, st}, .na = 3};
 	tmp.body = sub(g, n->b);
-	*emit(g, SOP_for, n->span) = tmp;
+	*sg_emit(g, SOP_for, n->span) = tmp;
 	g->loop_depth--;
 	g->scope = saved;
 }
@@ -500,11 +500,11 @@ static void
 static_stmt(G *g, const Node *n)
 {
 	if (n->kind == N_SIF) {
-		Ref c = cond_expr(g, n->a);
+		Ref c = sg_cond(g, n->a);
 		int64_t cv;
-		if (V(g, c)->ty == TY_ERR)
+		if (sg_val(g, c)->ty == TY_ERR)
 			return;
-		if (!is_const_int(g, c, &cv)) {
+		if (!sg_const_int(g, c, &cv)) {
 			diag_error(g->ctx, n->a->span, "'static if' needs a "
 				"constant condition; use 'if' for a runtime one");
 			return;
@@ -517,10 +517,10 @@ static_stmt(G *g, const Node *n)
 		return;
 	}
 	int64_t lo, hi, st = 1;
-	if (n->a->kind != N_RANGE || !const_arg(g, n->a->a, "a 'static for' "
-	    "bound", -65536, 65536, &lo) || !const_arg(g, n->a->b,
+	if (n->a->kind != N_RANGE || !sg_const_arg(g, n->a->a, "a 'static for' "
+	    "bound", -65536, 65536, &lo) || !sg_const_arg(g, n->a->b,
 	    "a 'static for' bound", -65536, 65536, &hi) || (n->a->c &&
-	    !const_arg(g, n->a->c, "a 'static for' step", 1, 65536, &st))) {
+	    !sg_const_arg(g, n->a->c, "a 'static for' step", 1, 65536, &st))) {
 		if (n->a->kind != N_RANGE)
 			diag_error(g->ctx, n->a->span, "'static for' runs over "
 				"constant 'A..B [step S]'");
@@ -533,7 +533,7 @@ static_stmt(G *g, const Node *n)
 	}
 	for (int64_t i = lo; i < hi; i += st) {
 		Bind *saved = g->scope;
-		bind(g, n->name, const_i(g, i, TY_I32, n->span), n->nspan);
+		sg_bind(g, n->name, sg_const_i(g, i, TY_I32, n->span), n->nspan);
 		block(g, n->b);
 		g->scope = saved;
 	}
@@ -550,7 +550,7 @@ elect(G *g, const Node *n)
 	SirIns tmp = {.op = SOP_elect, .span = n->span, .imm = n->op};
 	tmp.body = sub(g, n->a);
 	g->in_elect--;
-	*emit(g, SOP_elect, n->span) = tmp;
+	*sg_emit(g, SOP_elect, n->span) = tmp;
 }
 
 static void
@@ -608,7 +608,7 @@ sirgen(Ctx *ctx, Kernel *k)
 
 		sp->part = p;
 		if (p->ivar)
-			bind(&g, p->ivar, const_i(&g, p->index, TY_I32,
+			sg_bind(&g, p->ivar, sg_const_i(&g, p->index, TY_I32,
 				p->nspan), p->nspan);
 		stmts(&g, &p->decl->kids);
 		p->sir = sp;

@@ -131,3 +131,45 @@ ast_dump(const Node *n, Buf *b, int ind)
 	for (int i = 0; i < n->kids.n; i++)
 		ast_dump(n->kids.v[i], b, ind + 2);
 }
+
+/* Reject trees deeper than MAXTREE before any recursive walk sees them:
+ * left-associative chains ('a + a + ... ', 'x.f.f...') grow the tree
+ * without growing bison's stack.  Iterative, with an explicit stack. */
+bool
+ast_check_depth(Ctx *ctx, const Node *root)
+{
+	typedef struct {
+		const Node *n;
+		int depth;
+	} Item;
+	size_t cap = 256, sp = 0;
+	Item *st = NEWARR(&ctx->scratch, Item, cap);
+
+	st[sp++] = (Item){root, 0};
+	while (sp) {
+		Item it = st[--sp];
+		const Node *n = it.n;
+		if (it.depth > MAXTREE) {
+			diag_error(ctx, n->span, "the schedule is nested too "
+				"deeply here (more than %d levels)", MAXTREE);
+			return false;
+		}
+		const Node *f[] = {n->a, n->b, n->c, n->d};
+		size_t need = sp + COUNT(f) + (size_t)n->kids.n +
+			(size_t)n->attrs.n;
+		if (need > cap) {
+			size_t nc = need * 2;
+			st = arena_realloc(&ctx->scratch, st, cap * sizeof *st,
+				nc * sizeof *st);
+			cap = nc;
+		}
+		for (size_t i = 0; i < COUNT(f); i++)
+			if (f[i] && f[i] != n)
+				st[sp++] = (Item){f[i], it.depth + 1};
+		for (int i = 0; i < n->kids.n; i++)
+			st[sp++] = (Item){n->kids.v[i], it.depth + 1};
+		for (int i = 0; i < n->attrs.n; i++)
+			st[sp++] = (Item){n->attrs.v[i], it.depth + 1};
+	}
+	return true;
+}

@@ -13,6 +13,9 @@ driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 	arena_reset(&ctx->scratch);
 	if (ctx->nerr || !mod)
 		return ctx->nerr ? ctx->nerr : 1;
+	if (!ast_check_depth(ctx, mod))
+		return ctx->nerr;
+	arena_reset(&ctx->scratch);
 	if (emit == EMIT_AST) {
 		ast_dump(mod, &ctx->out, 0);
 		return 0;

@@ -244,6 +244,8 @@ void nodelist_push(Ctx *, NodeList *, Node *);
 Span span_join(Span, Span);
 const char *node_kind_name(int kind);
 void ast_dump(const Node *, Buf *, int indent);   /* for tests */
+bool ast_check_depth(Ctx *, const Node *);        /* depth <= MAXTREE */
+#define MAXTREE 1000
 
 /* ---------------------------------------------------------------- parse.h
  * The hand-written boundary around the generated parser (jq's jq_parse):

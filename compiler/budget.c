@@ -62,40 +62,73 @@ check_warps(Ctx *ctx, Kernel *k)
 	}
 }
 
-/* setmaxnreg is per warpgroup and '.sync.aligned': a budget needs whole,
- * aligned warpgroups, and the budgets must fit 64K registers. */
+/* setmaxnreg is per warpgroup and '.sync.aligned': every warp of a
+ * warpgroup must run the same one, so a budget belongs to a warpgroup.
+ * Partitions that share a warpgroup must agree on it (FA4's load, MMA and
+ * epilogue warps share one at 48); the prologue then runs it once per
+ * warpgroup.  The budgets must fit 64K registers. */
 static void
 check_regs(Ctx *ctx, Kernel *k)
 {
-	bool any = false;
+	const Part *who[8] = {0};
 	int64_t total = 0;
+	int nwg = (k->threads / 32 + 3) / 4;
 
 	for (Part *p = k->parts; p; p = p->next) {
-		if (!p->regs)
-			continue;
-		any = true;
-		if (p->warp_lo % 4 || (p->warp_hi + 1) % 4)
-			diag_error(ctx, p->nspan, "'regs' needs whole "
-				"warpgroups: partition '%s' has warps %d..%d, "
-				"but setmaxnreg applies to 4 aligned warps",
-				pname(ctx, p), p->warp_lo, p->warp_hi);
+		for (int g = p->warp_lo / 4; g <= p->warp_hi / 4; g++) {
+			if (!p->regs && !who[g])
+				continue;
+			if (who[g] && who[g]->regs != p->regs) {
+				const Part *o = who[g]->regs ? who[g] : p;
+				const Part *q = o == p ? who[g] : p;
+				diag_error(ctx, q->nspan, "partition '%s' shares "
+					"warpgroup %d (warps %d..%d) with '%s', whose "
+					"budget is regs=%d; setmaxnreg applies to whole "
+					"warpgroups, so give it regs=%d too",
+					pname(ctx, q), g, 4 * g, 4 * g + 3,
+					pname(ctx, o), o->regs, o->regs);
+				return;
+			}
+			if (p->regs)
+				who[g] = p;
+		}
 	}
-	if (!any || ctx->nerr)
+	/* a partition without regs in a warpgroup that has a budget */
+	for (Part *p = k->parts; p; p = p->next)
+		for (int g = p->warp_lo / 4; g <= p->warp_hi / 4; g++)
+			if (!p->regs && who[g]) {
+				diag_error(ctx, p->nspan, "partition '%s' shares "
+					"warpgroup %d with '%s', whose budget is "
+					"regs=%d; give it regs=%d too", pname(ctx, p),
+					g, pname(ctx, who[g]), who[g]->regs,
+					who[g]->regs);
+				return;
+			}
+	bool any = false;
+	for (int g = 0; g < nwg; g++)
+		if (who[g]) {
+			k->wg_regs[g] = who[g]->regs;
+			any = true;
+		}
+	if (!any)
 		return;
 	k->maxnreg = (65536 / k->threads) & ~7;
 	if (k->maxnreg > 256)
 		k->maxnreg = 256;
-	for (Part *p = k->parts; p; p = p->next)
-		total += (int64_t)(p->warp_hi - p->warp_lo + 1) * 32 *
-			(p->regs ? p->regs : k->maxnreg);
+	for (int g = 0; g < nwg; g++) {
+		int warps = k->threads / 32 - 4 * g < 4 ? k->threads / 32 -
+			4 * g : 4;
+		total += (int64_t)warps * 32 * (k->wg_regs[g] ? k->wg_regs[g] :
+			k->maxnreg);
+	}
 	if (total > 65536) {
 		diag_error(ctx, k->span, "register budgets need %lld registers; "
 			"the register file has 65536", (long long)total);
-		for (Part *p = k->parts; p; p = p->next)
-			if (p->regs)
-				diag_note(ctx, p->nspan, "'%s': %d warps x 32 x "
-					"%d", pname(ctx, p), p->warp_hi -
-					p->warp_lo + 1, p->regs);
+		for (int g = 0; g < nwg; g++)
+			if (who[g])
+				diag_note(ctx, who[g]->nspan, "warpgroup %d: 128 "
+					"threads x %d ('%s')", g, k->wg_regs[g],
+					pname(ctx, who[g]));
 	}
 }
 

@@ -213,6 +213,10 @@ const_eval(Ctx *ctx, const Kernel *k, const Node *n, Val *out)
 			diag_note(ctx, r->nspan, "'%s' declared here", n->name);
 			return false;
 		}
+		if (!strcmp(n->name, "inf")) {
+			*out = (Val){.ty = TY_F64, .f = INFINITY};
+			return true;
+		}
 		if ((t = ty_lookup(n->name)) != TY_ERR) {
 			*out = (Val){.ty = TY_DTYPE, .i = t};
 			return true;

@@ -203,23 +203,43 @@ src_linecol(const Src *s, uint32_t off, uint32_t *line, uint32_t *col)
 
 static void
 push(Ctx *c, DiagKind k, const char *wname, bool has_span, Span sp,
-    const char *fmt, va_list ap)
+    const char *msg)
 {
 	Diag *d = NEW(&c->perm, Diag);
-	Buf b;
 
-	buf_init(&b, &c->perm);
-	buf_vprintf(&b, fmt, ap);
 	d->kind = k;
 	d->span = sp;
 	d->has_span = has_span;
 	d->wname = wname ? intern_cstr(c->strs, wname) : NULL;
-	d->msg = b.p;
+	d->msg = (char *)msg;
 	if (c->dlast)
 		c->dlast->next = d;
 	else
 		c->diags = d;
 	c->dlast = d;
+}
+
+static const char *
+format(Ctx *c, const char *fmt, va_list ap)
+{
+	Buf b;
+
+	buf_init(&b, &c->perm);
+	buf_vprintf(&b, fmt, ap);
+	return b.p;
+}
+
+/* The same primary diagnostic at the same place again: code expanded by
+ * 'static for' or by a partition family reports each mistake once. */
+static bool
+repeated(const Ctx *c, DiagKind k, bool has_span, Span sp, const char *msg)
+{
+	for (const Diag *d = c->diags; d; d = d->next)
+		if (d->kind == k && d->has_span == has_span &&
+		    d->span.lo == sp.lo && d->span.hi == sp.hi &&
+		    !strcmp(d->msg, msg))
+			return true;
+	return false;
 }
 
 /* Decide whether a primary diagnostic (error or warning) is kept, and count
@@ -280,24 +300,40 @@ vwarn(Ctx *c, const char *wname, bool has_span, Span sp, const char *fmt,
 	int st = wstate(c, wname);
 	DiagKind k = st == 2 ? D_ERROR : D_WARNING;
 
+	const char *msg;
+
 	if (st == 0) {
 		c->drop_notes = true;
 		return;
 	}
+	msg = format(c, fmt, ap);
+	if (repeated(c, k, has_span, sp, msg)) {
+		c->drop_notes = true;
+		return;
+	}
 	if (admit(c, k))
-		push(c, k, wname ? wname : "", has_span, sp, fmt, ap);
+		push(c, k, wname ? wname : "", has_span, sp, msg);
 }
 
 void
 diag_error(Ctx *c, Span sp, const char *fmt, ...)
 {
 	va_list ap;
+	const char *msg;
 
-	if (!admit(c, D_ERROR))
+	if (c->too_many) {
+		c->drop_notes = true;
 		return;
+	}
 	va_start(ap, fmt);
-	push(c, D_ERROR, NULL, true, sp, fmt, ap);
+	msg = format(c, fmt, ap);
 	va_end(ap);
+	if (repeated(c, D_ERROR, true, sp, msg)) {
+		c->drop_notes = true;
+		return;
+	}
+	if (admit(c, D_ERROR))
+		push(c, D_ERROR, NULL, true, sp, msg);
 }
 
 void
@@ -318,7 +354,7 @@ diag_note(Ctx *c, Span sp, const char *fmt, ...)
 	if (c->drop_notes)
 		return;
 	va_start(ap, fmt);
-	push(c, D_NOTE, NULL, true, sp, fmt, ap);
+	push(c, D_NOTE, NULL, true, sp, format(c, fmt, ap));
 	va_end(ap);
 }
 
@@ -335,7 +371,7 @@ diag_plain(Ctx *c, DiagKind k, const char *fmt, ...)
 	} else {
 		keep = k == D_NOTE ? !c->drop_notes : admit(c, D_ERROR);
 		if (keep)
-			push(c, k, NULL, false, none, fmt, ap);
+			push(c, k, NULL, false, none, format(c, fmt, ap));
 	}
 	va_end(ap);
 }

@@ -379,6 +379,7 @@ typedef struct Kernel {
 	int nparts;
 	int64_t smem_bytes;  /* after pass_layout */
 	int maxnreg;         /* entry register cap when setmaxnreg is used */
+	int wg_regs[8];      /* setmaxnreg budget per warpgroup, 0 = none */
 } Kernel;
 
 Kernel *sema_kernel(Ctx *, const Node *module);

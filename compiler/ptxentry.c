@@ -94,6 +94,28 @@ directives(PG *g)
 	}
 }
 
+/* One setmaxnreg per warpgroup with a budget: the branch is uniform over
+ * the warpgroup, so its four warps run the same instruction. */
+static void
+budgets(PG *g)
+{
+	if (!g->k->maxnreg)
+		return;
+	PReg wg = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
+	ptx_emit(g->f, "shr.u32 %R, %R, 2;", wg, g->warp);
+	for (int i = 0; i < 8; i++) {
+		int r = g->k->wg_regs[i];
+		if (!r || r == g->k->maxnreg)
+			continue;
+		int skip = ptx_label(g->f);
+		ptx_emit(g->f, "setp.ne.u32 %R, %R, %I;", p, wg, (int64_t)i);
+		ptx_emit(g->f, "@%R bra %L;", p, skip);
+		ptx_emit(g->f, "setmaxnreg.%S.sync.aligned.u32 %I;",
+			r > g->k->maxnreg ? "inc" : "dec", (int64_t)r);
+		ptx_place(g->f, skip);
+	}
+}
+
 /* Thread 0 initialises every mbarrier and prefetches the tensor maps;
  * then the whole CTA (and cluster) synchronises once. */
 static void
@@ -133,6 +155,7 @@ prologue(PG *g)
 	} else {
 		ptx_emit(g->f, "bar.sync 0;");
 	}
+	budgets(g);
 }
 
 static void
@@ -154,12 +177,6 @@ partition(PG *g, const SirPart *sp, int end)
 	ptx_emit(g->f, "setp.gt.u32 %R, %R, %I;", p, g->warp,
 		(int64_t)pt->warp_hi);
 	ptx_emit(g->f, "@%R bra %L;", p, next);
-	if (pt->regs && pt->regs > g->k->maxnreg)
-		ptx_emit(g->f, "setmaxnreg.inc.sync.aligned.u32 %I;",
-			(int64_t)pt->regs);
-	else if (pt->regs && pt->regs < g->k->maxnreg)
-		ptx_emit(g->f, "setmaxnreg.dec.sync.aligned.u32 %I;",
-			(int64_t)pt->regs);
 	g->sp = sp;
 	g->part_end = end;
 	g->map = NEWARR(&g->ctx->scratch, PReg, sp->nvals ? sp->nvals : 1);

@@ -166,6 +166,11 @@ attr_word(S *s, const Node *d, const char *name, const char *const *words,
 
 	if (!a)
 		return dflt;
+	/* an enum word wins over a declaration of the same name ('K') */
+	if (a->a && a->a->kind == N_NAME)
+		for (int i = 0; words[i]; i++)
+			if (!strcmp(words[i], a->a->name))
+				return i;
 	if (!a->a || !const_eval(s->ctx, s->k, a->a, &v))
 		goto bad;
 	if (v.ty == TY_WORD || v.ty == TY_DTYPE) {
@@ -580,11 +585,9 @@ layout_expr(S *s, const Node *e)
 					"0, 32, 64 or 128 (bytes)");
 			l->swizzle = (int)v;
 		} else if (l->kind == LK_SMEM && !strcmp(a->name, "major")) {
-			Val w;
-			if (const_eval(s->ctx, s->k, a->a, &w) && w.ty ==
-			    TY_WORD && (!strcmp(w.word, "K") ||
-			    !strcmp(w.word, "MN")))
-				l->mn_major = w.word[0] == 'M';
+			if (a->a->kind == N_NAME && (!strcmp(a->a->name, "K") ||
+			    !strcmp(a->a->name, "MN")))
+				l->mn_major = a->a->name[0] == 'M';
 			else
 				diag_error(s->ctx, a->a->span, "'major' must be "
 					"'K' or 'MN'");
@@ -693,12 +696,10 @@ decl_smem(S *s, const Node *d)
 		l->span = d->nspan;
 		l->swizzle = swizzle_of(s, d);
 		const Node *mj = attr(d, "major");
-		Val w;
-		if (mj && mj->a && const_eval(s->ctx, s->k, mj->a, &w) &&
-		    w.ty == TY_WORD && !strcmp(w.word, "MN"))
+		bool word = mj && mj->a && mj->a->kind == N_NAME;
+		if (word && !strcmp(mj->a->name, "MN"))
 			l->mn_major = true;
-		else if (mj && (!mj->a || w.ty != TY_WORD ||
-		    strcmp(w.word, "K")))
+		else if (mj && !(word && !strcmp(mj->a->name, "K")))
 			diag_error(s->ctx, mj->span, "'major' must be 'K' or "
 				"'MN'");
 		r->lay = l;

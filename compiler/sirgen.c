@@ -4,6 +4,7 @@
  * 'static for' are expanded here; constant subexpressions are folded.
  * Requires: a Kernel from sema with no errors.  Ensures: a SirMod with one
  * SirPart per partition instance, or diagnostics. */
+#include <math.h>
 #include <string.h>
 
 #include "fgc.h"
@@ -80,14 +81,25 @@ sg_layname(const Layout *l)
 	return l ? (l->name ? l->name : k[l->kind]) : "?";
 }
 
+/* Row vectors depend only on which rows a thread owns: the parent's kind
+ * and row count, not its column count. */
+static bool
+rows_fit(const Layout *rows, const Layout *tile)
+{
+	return rows && tile && rows->kind == LK_ROWS && rows->parent &&
+		rows->parent->kind == tile->kind && rows->parent->m == tile->m;
+}
+
 bool
 sg_same_layout(const Layout *a, const Layout *b)
 {
 	if (a == b)
 		return true;
-	if (!a || !b || a->kind != b->kind || a->m != b->m || a->n != b->n)
+	if (!a || !b || a->kind != b->kind || a->m != b->m)
 		return false;
-	return a->kind != LK_ROWS || sg_same_layout(a->parent, b->parent);
+	if (a->kind == LK_ROWS)
+		return rows_fit(a, b->parent);
+	return a->n == b->n;
 }
 
 static Ty
@@ -134,23 +146,31 @@ frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 
 	if (op >= SOP_eq && op <= SOP_ge) {
 		diag_error(g->ctx, n->span, "comparisons apply to scalars, not "
-			"register tiles; use 'mask_cols' or 'select'");
+			"register tiles; use 'mask_cols' or 'mask_causal'");
 		return sg_err(g);
 	}
 	if (o->ty == TY_FRAG) {
-		bool rowvec = o->lay && o->lay->kind == LK_ROWS &&
-			sg_same_layout(o->lay->parent, f->lay);
-		bool rowvec2 = f->lay && f->lay->kind == LK_ROWS &&
-			sg_same_layout(f->lay->parent, o->lay);
+		bool rowvec = rows_fit(o->lay, f->lay);
+		bool rowvec2 = rows_fit(f->lay, o->lay);
 		if (rowvec2) {
 			const SirVal *t = f;
 			f = o;
 			o = t;
 		} else if (!rowvec && !sg_same_layout(f->lay, o->lay)) {
-			diag_error(g->ctx, n->span, "register tiles with layouts "
-				"'%s' and '%s' meet here; write 'convert(x, %s)' "
-				"on one of them", sg_layname(x->lay),
-				sg_layname(y->lay), sg_layname(x->lay));
+			if (f->lay->kind == LK_ROWS || o->lay->kind == LK_ROWS)
+				diag_error(g->ctx, n->span, "row vector '%s' does "
+					"not fit tile layout '%s': a row vector "
+					"combines with tiles of its parent's kind and "
+					"row count", sg_layname(o->lay->kind ==
+					LK_ROWS ? o->lay : f->lay),
+					sg_layname(o->lay->kind == LK_ROWS ? f->lay :
+					o->lay));
+			else
+				diag_error(g->ctx, n->span, "register tiles with "
+					"layouts '%s' and '%s' meet here; write "
+					"'convert(x, %s)' on one of them",
+					sg_layname(x->lay), sg_layname(y->lay),
+					sg_layname(x->lay));
 			return sg_err(g);
 		}
 		if (!rowvec && !rowvec2 && (f->m != o->m || f->n != o->n)) {
@@ -313,6 +333,8 @@ name(G *g, const Node *n)
 		diag_note(g->ctx, r->nspan, "'%s' declared here", n->name);
 		return sg_err(g);
 	}
+	if (!strcmp(n->name, "inf"))
+		return sg_const_f(g, INFINITY, n->span);
 	for (size_t k = 0; k < COUNT(specials); k++)
 		if (!strcmp(specials[k], n->name)) {
 			Ref d = sir_val(g->ctx, g->p, TY_I32, n->name);

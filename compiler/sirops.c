@@ -490,6 +490,16 @@ op_mem(G *g, const Node *n)
 	}
 	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
 		r->shape[r->rank - 1];
+	const Part *pt = g->p->part;
+	int nw = pt->warp_hi - pt->warp_lo + 1;
+	if (want == R_TMEM && (pt->warp_lo % 4 || nw * 32 != rows || nw > 4)) {
+		diag_error(g->ctx, n->span, "warp w may only touch tensor-memory "
+			"lanes 32*(w%%4)..+31: %lld lanes need %lld warps starting "
+			"at a multiple of 4, but partition '%s' has warps %d..%d",
+			(long long)rows, (long long)rows / 32, pt->name,
+			pt->warp_lo, pt->warp_hi);
+		return;
+	}
 	if (v->m != rows || v->n != cols) {
 		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
 			"[%lld,%lld]", v->m, v->n, r->name, (long long)rows,
@@ -552,8 +562,8 @@ sg_mma_opd(G *g, const Node *e, SirIns *i, int k, bool value_ok)
 			"" : " or a tensor-memory region");
 		return false;
 	}
-	i->a[i->na++] = frag_var(g, e, "this operand");
-	return sg_val(g, i->a[i->na - 1])->ty != TY_ERR;
+	i->a[1] = frag_var(g, e, "this operand");  /* a[1]: register A */
+	return sg_val(g, i->a[1])->ty != TY_ERR;
 }
 
 

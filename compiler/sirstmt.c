@@ -182,6 +182,11 @@ mma(G *g, const Node *n)
 	if (!sg_mma_opd(g, n->b, &t, 1, sm90) ||
 	    !sg_mma_opd(g, n->c, &t, 2, false))
 		return;
+	if (ar && !t.r[1]) {
+		diag_error(g->ctx, ar->span, "'arow' selects rows of a buffer; "
+			"a register A operand has no rows to select");
+		return;
+	}
 	if (t.r[1] && t.r[1]->kind == R_TMEM && sm90)
 		return;
 	if (!t.r[2] || t.r[2]->kind != R_SMEM) {

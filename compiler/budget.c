@@ -107,14 +107,23 @@ check_regs(Ctx *ctx, Kernel *k)
 	bool any = false;
 	for (int g = 0; g < nwg; g++)
 		if (who[g]) {
+			if (4 * g + 4 > k->threads / 32) {
+				diag_error(ctx, who[g]->nspan, "'regs' needs a whole "
+					"warpgroup, but the CTA's warps end at %d, "
+					"inside warpgroup %d (threads=%d)",
+					k->threads / 32 - 1, g, k->threads);
+				return;
+			}
 			k->wg_regs[g] = who[g]->regs;
 			any = true;
 		}
 	if (!any)
 		return;
+	/* the entry budget: what the launch can give every thread, within
+	 * ptxas's 255 and a multiple of 8 like setmaxnreg's values */
 	k->maxnreg = (65536 / k->threads) & ~7;
-	if (k->maxnreg > 256)
-		k->maxnreg = 256;
+	if (k->maxnreg > 248)
+		k->maxnreg = 248;
 	for (int g = 0; g < nwg; g++) {
 		int warps = k->threads / 32 - 4 * g < 4 ? k->threads / 32 -
 			4 * g : 4;

@@ -71,6 +71,18 @@ pass_layout(Ctx *ctx, SirMod *m)
 			diag_error(ctx, r->nspan, "'%s' overlays '%s' at a "
 				"misaligned offset", r->name, t->name);
 	}
+	for (Res *r = k->res; r; r = r->next) {
+		if (r->kind != R_TMEM)
+			continue;
+		int64_t end = r->col + (r->count - 1) * r->threads + r->ncols;
+		if (!k->tmem_cols)
+			diag_error(ctx, r->nspan, "region '%s' is declared but no "
+				"partition runs 'tmem_alloc'", r->name);
+		else if (end > k->tmem_cols)
+			diag_error(ctx, r->nspan, "region '%s' ends at column %lld "
+				"but 'tmem_alloc' takes %d columns", r->name,
+				(long long)end, k->tmem_cols);
+	}
 	off = roundup(off, 8);
 	for (Res *r = k->res; r; r = r->next) {
 		if (r->kind != R_MBAR)

@@ -223,7 +223,8 @@ define_val(S *s, const Define *def, Val *v, Span sp)
 
 	if (!*t)
 		goto bad;
-	long long i = strtoll(t, &end, 0);
+	bool hex = t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
+	long long i = strtoll(t, &end, hex ? 16 : 10);  /* never octal */
 	if (!*end) {
 		*v = (Val){.ty = TY_I64, .i = i};
 		return true;
@@ -257,6 +258,10 @@ decl_const(S *s, const Node *d)
 	Res *r = declare(s, R_CONST, d);
 	Define *def;
 
+	attrs_allowed(s, d, (const char *const[]){NULL});
+	if (d->b)
+		diag_error(s->ctx, d->b->span, "a 'const' takes its type from "
+			"its value; write 'const %s = ...;'", d->name);
 	if (!r)
 		return;
 	if (!d->d) {
@@ -345,8 +350,19 @@ runtime_names(S *s, const Node *e)
 		return;
 	}
 	if (e->kind == N_CALL) {
+		const char *f = e->a->kind == N_NAME ? e->a->name : "";
+		if (strcmp(f, "cdiv") && strcmp(f, "min") && strcmp(f, "max") &&
+		    strcmp(f, "sizeof"))
+			diag_error(s->ctx, e->a->span, "'%s' is not available "
+				"here; sizes use 'cdiv', 'min' and 'max'", f);
 		for (int i = 0; i < e->kids.n; i++)
 			runtime_names(s, e->kids.v[i]);
+		return;
+	}
+	if (e->kind != N_BINARY && e->kind != N_UNARY && e->kind != N_TERNARY &&
+	    e->kind != N_INT) {
+		diag_error(s->ctx, e->span, "expected an integer expression "
+			"over 'param' and 'const' names");
 		return;
 	}
 	runtime_names(s, e->a);
@@ -913,8 +929,11 @@ item(S *s, const Node *n)
 			"NAME target=...;'");
 		s->k->name = intern_cstr(s->ctx->strs, "?");
 	}
-	if (n->op != DK_PARTITION && n->kids.n)
-		fg_bug("declaration with a body");
+	if (n->op != DK_PARTITION && n->kids.n) {
+		diag_error(s->ctx, n->nspan, "only a 'partition' has a body; "
+			"end '%s' with ';'", decl_names[n->op]);
+		return;
+	}
 	switch (n->op) {
 	case DK_KERNEL: decl_kernel(s, n); break;
 	case DK_CONST: decl_const(s, n); break;

@@ -123,6 +123,33 @@ unify(G *g, const Node *n, Ref a, Ref b)
 	return TY_ERR;
 }
 
+/* A constant adopts the type it meets: an integer constant read as f32
+ * becomes an f32 constant (never a bit pattern), and one read as another
+ * integer type must fit it. */
+Ref
+sg_coerce(G *g, Ref r, Ty t, Span sp)
+{
+	SirVal *v = sg_val(g, r);
+
+	if (!v->isconst || v->ty == t || v->ty == TY_BOOL || t == TY_BOOL)
+		return r;
+	if (t == TY_F32 && ty_isint(v->ty))
+		return sg_const_f(g, (double)v->ci, sp);
+	if (ty_isint(t) && ty_isint(v->ty)) {
+		int64_t x = v->ci;
+		bool fits = t == TY_I64 || (t == TY_I32 && x >= INT32_MIN &&
+			x <= INT32_MAX) || (t == TY_U32 && x >= 0 &&
+			x <= (int64_t)UINT32_MAX) || (t == TY_U64 && x >= 0);
+		if (!fits) {
+			diag_error(g->ctx, sp, "constant %lld does not fit in "
+				"'%s'", (long long)x, ty_name(t));
+			return sg_err(g);
+		}
+		return sg_const_i(g, x, t, sp);
+	}
+	return r;
+}
+
 static void
 frag_like(G *g, Ref dst, const SirVal *src)
 {
@@ -165,6 +192,10 @@ frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 					LK_ROWS ? o->lay : f->lay),
 					sg_layname(o->lay->kind == LK_ROWS ? f->lay :
 					o->lay));
+			else if (f->lay->kind == o->lay->kind)
+				diag_error(g->ctx, n->span, "register tiles of "
+					"shapes [%d,%d] and [%d,%d] meet here", x->m,
+					x->n, y->m, y->n);
 			else
 				diag_error(g->ctx, n->span, "register tiles with "
 					"layouts '%s' and '%s' meet here; write "
@@ -222,7 +253,13 @@ fold(G *g, const Node *n, Ref a, Ref b)
 	if (out.ty == TY_BOOL)
 		return sg_const_i(g, out.i, TY_BOOL, n->span);
 	Ty t = x->ty == TY_BOOL ? y->ty : x->ty;
-	return sg_const_i(g, out.i, ty_isint(t) ? t : TY_I32, n->span);
+	if (y->ty == TY_I64 || y->ty == TY_U64)
+		t = y->ty;
+	if (!ty_isint(t))
+		t = TY_I32;
+	if (t == TY_I32 && (out.i > INT32_MAX || out.i < INT32_MIN))
+		t = TY_I64;  /* a wide constant stays exact; coerce checks use */
+	return sg_const_i(g, out.i, t, n->span);
 }
 
 static Ref
@@ -242,6 +279,10 @@ binary(G *g, const Node *n)
 	if (sg_val(g, a)->isconst && sg_val(g, b)->isconst)
 		return fold(g, n, a, b);
 	if ((t = unify(g, n, a, b)) == TY_ERR)
+		return sg_err(g);
+	a = sg_coerce(g, a, t, n->a->span);
+	b = sg_coerce(g, b, t, n->b->span);
+	if (sg_val(g, a)->ty == TY_ERR || sg_val(g, b)->ty == TY_ERR)
 		return sg_err(g);
 	bool logic = n->op == B_ANDAND || n->op == B_OROR;
 	if (logic && t != TY_BOOL) {
@@ -314,7 +355,8 @@ name(G *g, const Node *n)
 			Val v = r->cval;
 			if (v.ty == TY_I64 || v.ty == TY_BOOL)
 				return sg_const_i(g, v.i, v.ty == TY_BOOL ?
-					TY_BOOL : TY_I32, n->span);
+					TY_BOOL : (v.i > INT32_MAX || v.i < INT32_MIN) ?
+					TY_I64 : TY_I32, n->span);
 			if (v.ty == TY_F64)
 				return sg_const_f(g, v.f, n->span);
 			diag_error(g->ctx, n->span, "constant '%s' is %s, not "
@@ -573,6 +615,8 @@ minmax_cdiv(G *g, const Node *n, const char *f)
 	Ty t = unify(g, n, a, b);
 	if (t == TY_ERR)
 		return sg_err(g);
+	a = sg_coerce(g, a, t, n->kids.v[0]->span);
+	b = sg_coerce(g, b, t, n->kids.v[1]->span);
 	if (f[0] == 'c') {  /* cdiv(a, b) = (a + b - 1) / b */
 		if (!ty_isint(t)) {
 			diag_error(g->ctx, n->span, "'cdiv' needs integers");
@@ -722,6 +766,8 @@ ternary(G *g, const Node *n)
 	Ty t = unify(g, n, a, b);
 	if (t == TY_ERR)
 		return sg_err(g);
+	a = sg_coerce(g, a, t, n->b->span);
+	b = sg_coerce(g, b, t, n->c->span);
 	if (t == TY_FRAG) {
 		diag_error(g->ctx, n->span, "'?:' chooses between scalars");
 		return sg_err(g);

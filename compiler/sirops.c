@@ -241,6 +241,7 @@ op_tma(G *g, const Node *n, bool load)
 	const Node *arrow = n->kids.n ? n->kids.v[0] : NULL;
 	SirIns tmp = {0};
 
+	sg_noattrs(g, n, NULL);
 	if (!argc(g, n, load ? 2 : 1, load ? 2 : 1))
 		return;
 	if (arrow->kind != N_ARROW) {
@@ -389,6 +390,12 @@ op_simple(G *g, const Node *n)
 		    "'tmem_alloc'") || !sg_const_arg(g, n->kids.v[0],
 		    "the column count", 32, 512, &v))
 			return;
+		if (g->p->part->warp_hi != g->p->part->warp_lo) {
+			diag_error(g->ctx, n->span, "'tmem_alloc' is run by one "
+				"whole warp; partition '%s' has %d", g->p->part->name,
+				g->p->part->warp_hi - g->p->part->warp_lo + 1);
+			return;
+		}
 		if (v & (v - 1)) {
 			diag_error(g->ctx, n->kids.v[0]->span, "tensor memory is "
 				"allocated in powers of two from 32 to 512 "
@@ -434,6 +441,7 @@ op_mem(G *g, const Node *n)
 {
 	Ref idx = 0;
 
+	sg_noattrs(g, n, NULL);
 	if (!argc(g, n, 2, 2))
 		return;
 	if (n->op == OP_STORE) {
@@ -456,6 +464,14 @@ op_mem(G *g, const Node *n)
 			tmp.a[tmp.na++] = int_arg(g, d->kids.v[k], "an index");
 		Ref v = sg_expr(g, n->kids.v[1]);
 		SirVal *sv = sg_val(g, v);
+		Ty vt = sv->ty == TY_FRAG ? sv->ety : sv->ty;
+		if (sv->ty != TY_ERR && vt != r->ety && !(sv->isconst &&
+		    r->ety == TY_F32)) {
+			diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but "
+				"the value is %s; write 'cvt(x, %s)'", r->name,
+				ty_name(r->ety), ty_name(vt), ty_name(r->ety));
+			return;
+		}
 		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
 			diag_error(g->ctx, n->kids.v[1]->span, "'store' writes a "
 				"scalar or a row vector; store a tile through "
@@ -504,6 +520,12 @@ op_mem(G *g, const Node *n)
 		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
 			"[%lld,%lld]", v->m, v->n, r->name, (long long)rows,
 			(long long)cols);
+		return;
+	}
+	if (v->ety != r->ety && !(want == R_TMEM && r->packed)) {
+		diag_error(g->ctx, fe->span, "'%s' holds %s but the tile is %s; "
+			"write 'cvt(x, %s)'", r->name, ty_name(r->ety),
+			ty_name(v->ety), ty_name(r->ety));
 		return;
 	}
 	if (ld && !v->mut) {

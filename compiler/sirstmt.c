@@ -236,6 +236,28 @@ let(G *g, const Node *n)
 	Ref r = n->a ? sg_expr(g, n->a) : 0;
 
 	if (n->kind == N_LET) {
+		if (n->b) {
+			Val tv;
+			Node tn = *n->b;
+			tn.kind = N_NAME;
+			if (n->b->kids.n || !const_eval(g->ctx, g->k, &tn, &tv) ||
+			    tv.ty != TY_DTYPE) {
+				diag_error(g->ctx, n->b->span, "'%s' is not a "
+					"scalar type", n->b->name);
+				return;
+			}
+			SirVal *v = sg_val(g, r);
+			if (v->ty != (Ty)tv.i && v->ty != TY_ERR &&
+			    !(v->isconst && ty_isint(v->ty) &&
+			    (ty_isint((Ty)tv.i) || tv.i == TY_F32))) {
+				diag_error(g->ctx, n->a->span, "'%s' is %s but its "
+					"value is %s", n->name, ty_name((Ty)tv.i),
+					v->ty == TY_FRAG ? "a register tile" :
+					ty_name(v->ty));
+				return;
+			}
+			r = sg_coerce(g, r, (Ty)tv.i, n->a->span);
+		}
 		sg_bind(g, n->name, r, n->nspan);
 		if (!sg_val(g, r)->name)
 			sg_val(g, r)->name = n->name;
@@ -262,14 +284,21 @@ let(G *g, const Node *n)
 			return;
 		}
 	}
+	if (r && sg_val(g, r)->ty != TY_ERR && sg_val(g, r)->ty != t) {
+		SirVal *iv = sg_val(g, r);
+		bool ok = iv->isconst && ty_isint(iv->ty) && (ty_isint(t) ||
+			t == TY_F32);
+		if (!ok) {
+			diag_error(g->ctx, n->a->span, "'%s' is %s but its "
+				"initial value is %s", n->name, ty_name(t),
+				iv->ty == TY_FRAG ? "a register tile" :
+				ty_name(iv->ty));
+			return;
+		}
+		r = sg_coerce(g, r, t, n->a->span);
+	}
 	Ref d = sir_val(g->ctx, g->p, t, n->name);
 	sg_val(g, d)->mut = true;
-	if (r && sg_val(g, r)->ty != TY_ERR && sg_val(g, r)->ty != t &&
-	    !(sg_val(g, r)->isconst && (ty_isint(t) || t == TY_F32))) {
-		diag_error(g->ctx, n->a->span, "'%s' is %s but its initial "
-			"value is %s", n->name, ty_name(t),
-			ty_name(sg_val(g, r)->ty));
-	}
 	if (!r)
 		r = t == TY_F32 ? sg_const_f(g, 0, n->span) : sg_const_i(g, 0, t,
 			n->span);
@@ -392,12 +421,14 @@ assign(G *g, const Node *n)
 			i->dst = b->ref, i->a[0] = r, i->na = 1;
 			return;
 		}
-	} else if (d->ty != s->ty && !(s->isconst && (ty_isint(d->ty) ||
-	    d->ty == TY_F32))) {
+	} else if (d->ty != s->ty && !(s->isconst && ty_isint(s->ty) &&
+	    (ty_isint(d->ty) || d->ty == TY_F32))) {
 		diag_error(g->ctx, n->span, "'%s' is %s but the value is %s",
 			d->name, ty_name(d->ty), s->ty == TY_FRAG ?
 			"a register tile" : ty_name(s->ty));
 		return;
+	} else if (d->ty != s->ty) {
+		r = sg_coerce(g, r, d->ty, n->b->span);
 	}
 	SirIns *i = sg_emit(g, SOP_mov, n->span);
 	i->dst = b->ref;
@@ -572,7 +603,14 @@ stmt(G *g, const Node *n)
 	case N_SIF: case N_SFOR: static_stmt(g, n); break;
 	case N_ELECT: elect(g, n); break;
 	case N_MMA: mma(g, n); break;
-	case N_OP: sg_op(g, n); break;
+	case N_OP:
+		if (n->op == OP_EXIT && g->in_elect) {
+			diag_error(g->ctx, n->span, "'exit' inside 'elect' leaves "
+				"one lane while its warp waits to re-converge");
+			break;
+		}
+		sg_op(g, n);
+		break;
 	case N_BLOCK: block(g, n); break;
 	case N_EXPRSTMT:
 		diag_error(g->ctx, n->span, "this expression does nothing; "

@@ -252,8 +252,11 @@ sif_else
 	| ELSE sif_item	{ $$ = $2; }
 	;
 
+/* 'error }' closes a block whose last statement lacks its ';', so that
+ * the braces stay balanced and one mistake gives one error */
 block
 	: '{' stmts '}'	{ $$ = listnode(ls, N_BLOCK, $2, @$); }
+	| '{' stmts error '}' { $$ = listnode(ls, N_BLOCK, $2, @$); }
 	;
 
 stmts
@@ -384,6 +387,12 @@ stmt_if
 sif_selse
 	: %empty		{ $$ = NULL; }
 	| ELSE block	{ $$ = $2; }
+	| ELSE STATIC IF bexpr block sif_selse {
+		$$ = MK(N_SIF, span_join(@2, @6));
+		$$->a = $4;
+		$$->b = $5;
+		$$->c = $6;
+	}
 	;
 
 expr

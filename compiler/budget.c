@@ -27,25 +27,27 @@ check_warps(Ctx *ctx, Kernel *k)
 	int nwarps = k->threads / 32;
 
 	for (Part *p = k->parts; p; p = p->next) {
-		if (p->warp_hi >= nwarps) {
+		bool reported = false;
+		if (p->warp_hi >= nwarps)
 			diag_error(ctx, p->nspan, "partition '%s' has warps "
-				"%d..%d but the CTA has %d warps (threads=%d)",
+				"%d..%d but the CTA has %d warp%s (threads=%d)",
 				pname(ctx, p), p->warp_lo, p->warp_hi, nwarps,
-				k->threads);
-			continue;
-		}
-		for (int w = p->warp_lo; w <= p->warp_hi; w++) {
-			if (owner[w]) {
+				nwarps == 1 ? "" : "s", k->threads);
+		for (int w = p->warp_lo; w <= p->warp_hi && w < nwarps; w++) {
+			if (owner[w] && !reported) {
 				diag_error(ctx, p->nspan, "warp %d is in "
 					"partition '%s' and in '%s'", w,
 					pname(ctx, p), pname(ctx, owner[w]));
 				diag_note(ctx, owner[w]->nspan, "'%s' declared "
 					"here", pname(ctx, owner[w]));
-				break;
+				reported = true;
 			}
-			owner[w] = p;
+			if (!owner[w])
+				owner[w] = p;
 		}
 	}
+	if (ctx->nerr)
+		return;  /* ownership is not meaningful after these errors */
 	for (int w = 0; w < nwarps; w++) {
 		int e = w;
 		if (owner[w])

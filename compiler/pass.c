@@ -141,7 +141,7 @@ verify_block(const SirPart *p, const SirBlock *b, uint8_t *def,
 			*why = "unknown op";
 			return false;
 		}
-		if (in->dst >= p->nvals) {
+		if (in->dst && in->dst >= p->nvals) {
 			*why = "result out of range";
 			return false;
 		}

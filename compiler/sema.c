@@ -3,6 +3,7 @@
  * types, layouts, target availability and the static budgets that do not
  * need the programs (threads, warps, registers, named-barrier ids).
  * Partition bodies are checked by sirgen.c as it lowers them. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 typedef struct {
 	Ctx *ctx;
 	Kernel *k;
+	bool no_kernel;  /* 'kernel' missing at the top: reported once */
 } S;
 
 Res *
@@ -194,8 +196,14 @@ elem_type(S *s, const Node *t, bool scalar_ok, bool data_ok)
 {
 	Val v;
 	Node tmp = *t;
+	Res *r = kernel_find(s->k, t->name);
 
 	tmp.kind = N_NAME;
+	if (r && r->kind != R_CONST) {
+		diag_error(s->ctx, t->nspan, "'%s' is not a type", t->name);
+		diag_note(s->ctx, r->nspan, "'%s' declared here", t->name);
+		return TY_ERR;
+	}
 	if (!const_eval(s->ctx, s->k, &tmp, &v))
 		return TY_ERR;
 	if (v.ty != TY_DTYPE) {
@@ -213,6 +221,19 @@ elem_type(S *s, const Node *t, bool scalar_ok, bool data_ok)
 	return TY_ERR;
 }
 
+static const char *
+val_kind(Ty t)
+{
+	switch (t) {
+	case TY_I64: return "an integer";
+	case TY_F64: return "a number";
+	case TY_BOOL: return "a boolean";
+	case TY_DTYPE: return "an element type";
+	case TY_WORD: return "a word";
+	default: return ty_name(t);
+	}
+}
+
 /* -D NAME=VALUE: the text is an integer, a float, true/false, or a word
  * (an element type or an enum word). */
 static bool
@@ -224,12 +245,23 @@ define_val(S *s, const Define *def, Val *v, Span sp)
 	if (!*t)
 		goto bad;
 	bool hex = t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
+	errno = 0;
 	long long i = strtoll(t, &end, hex ? 16 : 10);  /* never octal */
 	if (!*end) {
+		if (errno == ERANGE) {
+			diag_error(s->ctx, sp, "-D %s=%s: the integer is too "
+				"large", def->name, t);
+			return false;
+		}
 		*v = (Val){.ty = TY_I64, .i = i};
 		return true;
 	}
 	double f = strtod(t, &end);
+	if (!*end && (f != f || f > 1e300 || f < -1e300)) {
+		diag_error(s->ctx, sp, "-D %s=%s: the number is not finite",
+			def->name, t);
+		return false;
+	}
 	if (!*end) {
 		*v = (Val){.ty = TY_F64, .f = f};
 		return true;
@@ -282,7 +314,7 @@ decl_const(S *s, const Node *d)
 		    r->cval.ty && !(old.ty == TY_F64 && r->cval.ty == TY_I64)) {
 			diag_error(s->ctx, d->d->span, "-D %s=%s gives %s, but "
 				"'%s' is %s", def->name, def->value,
-				ty_name(r->cval.ty), d->name, ty_name(old.ty));
+				val_kind(r->cval.ty), d->name, val_kind(old.ty));
 			r->cval.ty = TY_ERR;
 		} else if (old.ty == TY_F64 && r->cval.ty == TY_I64) {
 			r->cval = (Val){.ty = TY_F64, .f = (double)r->cval.i};
@@ -924,10 +956,10 @@ item(S *s, const Node *n)
 			items(s, &n->c->kids);
 		return;
 	}
-	if (!s->k->name && n->op != DK_KERNEL) {
+	if (!s->k->name && n->op != DK_KERNEL && !s->no_kernel) {
 		diag_error(s->ctx, n->nspan, "a schedule starts with 'kernel "
 			"NAME target=...;'");
-		s->k->name = intern_cstr(s->ctx->strs, "?");
+		s->no_kernel = true;
 	}
 	if (n->op != DK_PARTITION && n->kids.n) {
 		diag_error(s->ctx, n->nspan, "only a 'partition' has a body; "
@@ -967,13 +999,14 @@ items(S *s, const NodeList *l)
 Kernel *
 sema_kernel(Ctx *ctx, const Node *mod)
 {
-	S s = {ctx, NEW(&ctx->perm, Kernel)};
+	S s = {.ctx = ctx, .k = NEW(&ctx->perm, Kernel)};
 	Kernel *k = s.k;
 
 	items(&s, &mod->kids);
 	if (!k->name) {
-		diag_error(ctx, (Span){0, 0}, "the schedule is empty; it starts "
-			"with 'kernel NAME target=sm_90a;'");
+		if (!s.no_kernel)
+			diag_error(ctx, (Span){0, 0}, "the schedule is empty; it "
+				"starts with 'kernel NAME target=sm_90a;'");
 		return k;
 	}
 	for (Define *d = ctx->defines; d; d = d->next)
@@ -988,7 +1021,7 @@ sema_kernel(Ctx *ctx, const Node *mod)
 	if (!k->ntile_dims)
 		diag_error(ctx, k->span, "kernel '%s' has no 'tiles "
 			"grid=(...);'", k->name);
-	if (!k->parts)
+	if (!k->parts && !ctx->nerr)
 		diag_error(ctx, k->span, "kernel '%s' has no partition",
 			k->name);
 	if (ctx->nerr == 0)

@@ -67,4 +67,4 @@ SOP(  tmem_free,    0,     E_SYNC,  T_SM100)
 SOP(  tmem_load,    0,     E_MEM,   T_SM100)   /* r0 region -> frag */
 SOP(  tmem_store,   1,     E_MEM,   T_SM100)   /* frag -> r0 region */
 SOP(  smem_store,   1,     E_MEM,   T_ALL  )   /* frag -> r0 buffer */
-SOP(  gstore,       2,     E_MEM,   T_ALL  )   /* r0 global [index] = v */
+SOP(  gstore,       -1,    E_MEM,   T_ALL  )   /* r0 global [indices...] = v */

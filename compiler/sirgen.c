@@ -196,12 +196,31 @@ frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 				diag_error(g->ctx, n->span, "register tiles of "
 					"shapes [%d,%d] and [%d,%d] meet here", x->m,
 					x->n, y->m, y->n);
-			else
+			else if (y->lay->kind == LK_WGMMA_ACC &&
+			    x->lay->kind == LK_WGMMA_A)
 				diag_error(g->ctx, n->span, "register tiles with "
 					"layouts '%s' and '%s' meet here; write "
-					"'convert(x, %s)' on one of them",
+					"'convert(%s%s%s, %s)' on the right-hand one",
 					sg_layname(x->lay), sg_layname(y->lay),
+					y->ety == TY_F32 ? "cvt(y, " : "y",
+					y->ety == TY_F32 ? ty_name(x->ety) : "",
+					y->ety == TY_F32 ? ")" : "",
 					sg_layname(x->lay));
+			else if (x->lay->kind == LK_WGMMA_ACC &&
+			    y->lay->kind == LK_WGMMA_A)
+				diag_error(g->ctx, n->span, "register tiles with "
+					"layouts '%s' and '%s' meet here; write "
+					"'convert(%s%s%s, %s)' on the left-hand one",
+					sg_layname(x->lay), sg_layname(y->lay),
+					x->ety == TY_F32 ? "cvt(x, " : "x",
+					x->ety == TY_F32 ? ty_name(y->ety) : "",
+					x->ety == TY_F32 ? ")" : "",
+					sg_layname(y->lay));
+			else
+				diag_error(g->ctx, n->span, "register tiles with "
+					"layouts '%s' and '%s' meet here, and no "
+					"conversion between them exists",
+					sg_layname(x->lay), sg_layname(y->lay));
 			return sg_err(g);
 		}
 		if (!rowvec && !rowvec2 && (f->m != o->m || f->n != o->n)) {

@@ -4,6 +4,8 @@
 # INPUT is tests/golden/<stage>/<name>.fa, relative to the repository root.
 # Each expected file that exists next to it is one check:
 #   <name>.err        fagen INPUT -o /dev/null         exit 1, stderr compared
+#   <name>.warn       fagen INPUT -o /dev/null         exit 0, stderr compared
+#                     (warnings only; an empty .warn expects no output)
 #   <name>.ir         fagen INPUT --emit ir -o -       stdout compared
 #   <name>.sm90.ptx   fagen INPUT --arch sm_90a -o -   stdout compared
 #   <name>.sm100.ptx  fagen INPUT --arch sm_100a -o -  stdout compared
@@ -71,6 +73,7 @@ check() {
 }
 
 [ -f "$base.err" ] && check "$base.err" 1 stderr -o /dev/null
+[ -f "$base.warn" ] && check "$base.warn" 0 stderr -o /dev/null
 [ -f "$base.ir" ] && check "$base.ir" 0 stdout --emit ir -o -
 [ -f "$base.sm90.ptx" ] && check "$base.sm90.ptx" 0 stdout --arch sm_90a -o -
 [ -f "$base.sm100.ptx" ] &&
@@ -78,7 +81,7 @@ check() {
 
 if [ "$nchecks" -eq 0 ]; then
 	echo "run-golden: $input has no expected file: create an empty" \
-		"$base.err, .ir, .sm90.ptx or .sm100.ptx and fill it with" \
+		"$base.err, .warn, .ir, .sm90.ptx or .sm100.ptx and fill it with" \
 		"FAGEN_UPDATE_GOLDEN=1 meson test -C build --suite golden" >&2
 	exit 1
 fi

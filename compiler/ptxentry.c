@@ -9,8 +9,56 @@
 #include "fgc.h"
 #include "ptxgen.h"
 
+/* A runtime size as a postfix program over params, for the runtime to
+ * evaluate at launch: integers, '$name' for a param, and the operators
+ * + - * / % min max cdiv.  Constants are folded by the compiler. */
 static void
-metadata(const Kernel *k, Buf *out)
+rpn(Ctx *ctx, const Kernel *k, const Node *e, Buf *out)
+{
+	const Res *r = e->kind == N_NAME ? kernel_find(k, e->name) : NULL;
+
+	/* sema checked these names: params and integer consts only */
+	if (r && r->kind == R_PARAM) {
+		buf_printf(out, " $%s", e->name);
+		return;
+	}
+	if (r && r->kind == R_CONST) {
+		buf_printf(out, " %lld", (long long)r->cval.i);
+		return;
+	}
+	if (e->kind == N_INT) {
+		buf_printf(out, " %lld", (long long)e->ival);
+		return;
+	}
+	if (e->kind == N_BINARY) {
+		rpn(ctx, k, e->a, out);
+		rpn(ctx, k, e->b, out);
+		buf_printf(out, " %c", (char)e->op);
+		return;
+	}
+	if (e->kind == N_CALL && e->kids.n == 2) {
+		rpn(ctx, k, e->kids.v[0], out);
+		rpn(ctx, k, e->kids.v[1], out);
+		buf_printf(out, " %s", e->a->name);
+		return;
+	}
+	Val v;
+	if (e->kind == N_CALL && e->kids.n == 1 && !strcmp(e->a->name,
+	    "sizeof") && const_eval(ctx, k, e, &v)) {
+		buf_printf(out, " %lld", (long long)v.i);
+		return;
+	}
+	if (e->kind == N_UNARY && e->op == '-') {
+		buf_puts(out, " 0");
+		rpn(ctx, k, e->a, out);
+		buf_puts(out, " -");
+		return;
+	}
+	buf_puts(out, " ?");  /* sema rejects anything else */
+}
+
+static void
+metadata(Ctx *ctx, const Kernel *k, Buf *out)
 {
 	static const char *const ord[] = {"?", "single", "persistent", "lpt"};
 	int argi = 0;
@@ -25,12 +73,23 @@ metadata(const Kernel *k, Buf *out)
 	if (k->tmem_cols)
 		buf_printf(out, " tmem=%d", k->tmem_cols);
 	buf_putc(out, '\n');
+	buf_puts(out, "// fagen.grid");
+	for (int i = 0; i < k->ntile_dims; i++) {
+		buf_puts(out, i ? " ;" : "");
+		rpn(ctx, k, k->tile_dims[i], out);
+	}
+	buf_putc(out, '\n');
 	for (const Res *r = k->res; r; r = r->next) {
 		int64_t inner, bb;
 		switch (r->kind) {
 		case R_GLOBAL:
-			buf_printf(out, "// fagen.arg %d global %s %s rank=%d\n",
+			buf_printf(out, "// fagen.arg %d global %s %s rank=%d dims",
 				argi++, r->name, ty_name(r->ety), r->rank);
+			for (int i = 0; i < r->rank; i++) {
+				buf_puts(out, i ? " ;" : "");
+				rpn(ctx, k, r->dims[i], out);
+			}
+			buf_putc(out, '\n');
 			break;
 		case R_TMA:
 			pg_tma_blocks(r, &inner, &bb);
@@ -208,7 +267,7 @@ ptx_gen(Ctx *ctx, const SirMod *m, Buf *out)
 	ptx_emit(g.f, "ret;");
 	if (g.failed)
 		return false;
-	metadata(m->k, out);
+	metadata(ctx, m->k, out);
 	buf_printf(out, ".version %s\n.target %s\n.address_size 64\n\n",
 		g.t->ptx_version, g.t->name);
 	buf_puts(out, ".extern .shared .align 1024 .b8 fg_smem[];\n\n");

@@ -241,6 +241,7 @@ partition(PG *g, const SirPart *sp, int end)
 	g->map = NEWARR(&g->ctx->scratch, PReg, sp->nvals ? sp->nvals : 1);
 	for (uint32_t i = 0; i < sp->nvals; i++)
 		g->map[i].id = UINT32_MAX;
+	g->frag = NEWARR(&g->ctx->scratch, PReg *, sp->nvals ? sp->nvals : 1);
 	memset(g->tileref, 0, sizeof g->tileref);
 	pg_body(g, &sp->body);
 	ptx_emit(g->f, "bra.uni %L;", end);

@@ -12,6 +12,7 @@ typedef struct PG {
 	PtxFn *f;
 	const SirPart *sp;   /* the partition being generated */
 	PReg *map;           /* Ref -> register, id UINT32_MAX = none yet */
+	PReg **frag;         /* Ref -> a register tile's registers */
 	PReg tid, warp, lane, smem;  /* CTA-wide */
 	PReg tmap[16];       /* generic addresses of the tensor maps */
 	bool has_tmap[16];
@@ -37,6 +38,10 @@ PReg pg_u32(PG *, Ref);
 void pg_unsupported(PG *, const SirIns *);
 void pg_body(PG *, const SirBlock *);
 void pg_sync(PG *, const SirIns *);   /* ptxsync.c */
+bool pg_frag_op(PG *, const SirIns *);  /* ptx_frag.c: sm_90a tiles */
+PReg *pg_frag(PG *, Ref, int *n);
+PReg pg_stage_base(PG *, const Res *, Ref stage);
+void pg_wgmma(PG *, const SirIns *);     /* ptx_sm90.c */
 int pg_tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
 
 #endif

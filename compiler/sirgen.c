@@ -281,10 +281,30 @@ fold(G *g, const Node *n, Ref a, Ref b)
 	return sg_const_i(g, out.i, t, n->span);
 }
 
+static Ref binop(G *, const Node *, Ref, Ref);
+
 static Ref
 binary(G *g, const Node *n)
 {
-	Ref a = sg_expr(g, n->a), b = sg_expr(g, n->b);
+	/* operands in source order: argument evaluation order is unspecified
+	 * in C, and the emitted code must not depend on the C compiler */
+	Ref a = sg_expr(g, n->a);
+	Ref b = sg_expr(g, n->b);
+
+	return binop(g, n, a, b);
+}
+
+/* A binary operator on two lowered values (n gives the operator and the
+ * span). */
+Ref
+sg_binop(G *g, const Node *n, Ref a, Ref b)
+{
+	return binop(g, n, a, b);
+}
+
+static Ref
+binop(G *g, const Node *n, Ref a, Ref b)
+{
 	SirOp op = SOP_add;
 	Ty t;
 
@@ -299,8 +319,8 @@ binary(G *g, const Node *n)
 		return fold(g, n, a, b);
 	if ((t = unify(g, n, a, b)) == TY_ERR)
 		return sg_err(g);
-	a = sg_coerce(g, a, t, n->a->span);
-	b = sg_coerce(g, b, t, n->b->span);
+	a = sg_coerce(g, a, t, n->a ? n->a->span : n->span);
+	b = sg_coerce(g, b, t, n->b ? n->b->span : n->span);
 	if (sg_val(g, a)->ty == TY_ERR || sg_val(g, b)->ty == TY_ERR)
 		return sg_err(g);
 	bool logic = n->op == B_ANDAND || n->op == B_OROR;

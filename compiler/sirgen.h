@@ -30,6 +30,7 @@ Bind *sg_lookup(G *, const char *);
 const char *sg_layname(const Layout *);
 bool sg_same_layout(const Layout *, const Layout *);
 Ref sg_expr(G *, const Node *);
+Ref sg_binop(G *, const Node *op, Ref, Ref);
 Ref sg_coerce(G *, Ref, Ty, Span);  /* a constant adopts a type */
 Ref sg_cond(G *, const Node *);     /* a runtime boolean */
 bool sg_const_int(G *, Ref, int64_t *);

@@ -441,7 +441,9 @@ op_mem(G *g, const Node *n)
 {
 	Ref idx = 0;
 
-	sg_noattrs(g, n, NULL);
+	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
+		NULL} : n->op == OP_SSTORE ? (const char *const[]){"row",
+		NULL} : NULL);
 	if (!argc(g, n, 2, 2))
 		return;
 	if (n->op == OP_STORE) {
@@ -460,8 +462,21 @@ op_mem(G *g, const Node *n)
 				"give %d indices", r->name, r->rank, r->rank);
 			return;
 		}
-		for (int k = 0; k < d->kids.n; k++)
-			tmp.a[tmp.na++] = int_arg(g, d->kids.v[k], "an index");
+		/* the row-major linear index ((i0*d1 + i1)*d2 + i2)..., so
+		 * that the instruction needs no extents */
+		Ref lin = 0;
+		for (int k = 0; k < d->kids.n; k++) {
+			Ref ik = int_arg(g, d->kids.v[k], "an index");
+			if (!lin) {
+				lin = ik;
+				continue;
+			}
+			Node mul = {.kind = N_BINARY, .op = '*', .span = d->span};
+			Node add = {.kind = N_BINARY, .op = '+', .span = d->span};
+			lin = sg_binop(g, &mul, lin, sg_expr(g, r->dims[k]));
+			lin = sg_binop(g, &add, lin, ik);
+		}
+		tmp.a[tmp.na++] = lin;
 		Ref v = sg_expr(g, n->kids.v[1]);
 		SirVal *sv = sg_val(g, v);
 		Ty vt = sv->ty == TY_FRAG ? sv->ety : sv->ty;
@@ -478,10 +493,24 @@ op_mem(G *g, const Node *n)
 				"shared memory and 'tma_store'");
 			return;
 		}
+		const Node *lim = sg_opattr(g, n, "limit", false);
+		Ref lv = 0;
+		if (lim && lim->a) {
+			if (sv->ty != TY_FRAG) {
+				diag_error(g->ctx, lim->span, "'limit' bounds the "
+					"rows of a row vector; a scalar store has one");
+				return;
+			}
+			lv = int_arg(g, lim->a, "'limit'");
+		}
 		SirIns *i = sg_emit(g, SOP_gstore, n->span);
-		memcpy(i->a, tmp.a, sizeof i->a);
-		i->na = tmp.na;
-		i->a[i->na++] = v;
+		i->a[0] = tmp.a[0];
+		i->a[1] = v;
+		i->na = 2;
+		if (lv) {
+			i->a[2] = lv;
+			i->na = 3;
+		}
 		i->r[0] = r;
 		return;
 	}
@@ -516,10 +545,16 @@ op_mem(G *g, const Node *n)
 			pt->warp_lo, pt->warp_hi);
 		return;
 	}
-	if (v->m != rows || v->n != cols) {
+	int64_t row0 = 0;
+	const Node *ra = n->op == OP_SSTORE ? sg_opattr(g, n, "row", false) :
+		NULL;
+	if (ra && ra->a && !sg_const_arg(g, ra->a, "'row'", 0, rows - 1, &row0))
+		return;
+	if (v->m + row0 > rows || v->n != cols || (!ra && v->m != rows)) {
 		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
-			"[%lld,%lld]", v->m, v->n, r->name, (long long)rows,
-			(long long)cols);
+			"[%lld,%lld]%s", v->m, v->n, r->name, (long long)rows,
+			(long long)cols, n->op == OP_SSTORE && v->n == cols ?
+			"; store it at a row offset with 'row=R'" : "");
 		return;
 	}
 	if (v->ety != r->ety && !(want == R_TMEM && r->packed)) {
@@ -537,6 +572,7 @@ op_mem(G *g, const Node *n)
 		SOP_tmem_store : SOP_smem_store, n->span);
 	i->r[0] = r;
 	i->ri[0] = idx;
+	i->roff[0] = row0;
 	if (ld) {
 		i->dst = x;
 	} else {

@@ -1,0 +1,213 @@
+/* gpu_attn1.c: runs tests/gpu/attn1.fa (one 64-row query tile against one
+ * key block) on a Hopper GPU and checks O and LSE against a float64
+ * reference on fresh random inputs, with O and LSE poisoned before each
+ * run and each run repeated (a moving result is a race).  Exit 77 (SKIP)
+ * without a GPU. */
+#include <math.h>
+#include <stdint.h>
+
+#include "gpu_test.h"
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+
+static double
+urand(void)  /* uniform in [-1, 1) */
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (double)(rng >> 11) / 4503599627370496.0 - 1.0;
+}
+
+static uint16_t
+to16(double x, bool f16)  /* round to nearest even */
+{
+	float f = (float)x;
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if (!f16)
+		return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+	/* f16: inputs here are small normals */
+	int e = (int)((u >> 23) & 0xff) - 127 + 15;
+	uint32_t m = u & 0x7fffff, s = (u >> 16) & 0x8000;
+	if (e <= 0)
+		return (uint16_t)s;
+	uint32_t r = (m >> 13) + (((m >> 12) & 1) && ((m & 0x2fff) ||
+		((m >> 13) & 1)));
+	return (uint16_t)(s | (((uint32_t)e << 10) + r));
+}
+
+static double
+from16(uint16_t h, bool f16)
+{
+	if (!f16) {
+		uint32_t u = (uint32_t)h << 16;
+		float f;
+		memcpy(&f, &u, 4);
+		return f;
+	}
+	int e = (h >> 10) & 0x1f;
+	double m = h & 0x3ff;
+	double v = e ? ldexp(1 + m / 1024, e - 15) : ldexp(m / 1024, -14);
+	return h & 0x8000 ? -v : v;
+}
+
+static void
+tmap(CUtensorMap *m, CUdeviceptr p, int rows, int cols, bool f16)
+{
+	cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+	cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+	cuuint32_t box[2] = {64, (cuuint32_t)rows}, es[2] = {1, 1};
+
+	CK(cu.TensorMapEncodeTiled(m, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 :
+		CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)p, dims, strides,
+		box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+		CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+		CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
+/* One configuration; returns 0 when it passes. */
+static int
+run(const char *src, int D, int BN, int SK, bool f16)
+{
+	char d1[32], d2[32], d3[32];
+	const char *defs[] = {d1, d2, d3};
+	int64_t smem;
+	CUmodule mod;
+	CUfunction fn;
+	size_t nq = 64 * (size_t)D, nk = (size_t)BN * D;
+	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
+	uint16_t *o = malloc(nq * 2);
+	float lse[64];
+	double scale = 1 / sqrt((double)D), err = 0, ref2 = 0, lerr = 0;
+	int bad = 0;
+
+	snprintf(d1, sizeof d1, "D=%d", D);
+	snprintf(d2, sizeof d2, "BN=%d", BN);
+	snprintf(d3, sizeof d3, "DT=%s", f16 ? "f16" : "bf16");
+	char *ptx = compile(src, defs, 3, &smem);
+	CK(cu.ModuleLoadDataEx(&mod, ptx, 0, NULL, NULL));
+	CK(cu.ModuleGetFunction(&fn, mod, "attn1"));
+	CK(cu.FuncSetAttribute(fn,
+		CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+	for (size_t i = 0; i < nq; i++)
+		q[i] = to16(2 * urand(), f16);
+	for (size_t i = 0; i < nk; i++) {
+		k[i] = to16(2 * urand(), f16);
+		v[i] = to16(urand(), f16);
+	}
+	CUdeviceptr Q, K, V, O, L;
+	CK(cu.MemAlloc(&Q, nq * 2));
+	CK(cu.MemAlloc(&K, nk * 2));
+	CK(cu.MemAlloc(&V, nk * 2));
+	CK(cu.MemAlloc(&O, nq * 2));
+	CK(cu.MemAlloc(&L, sizeof lse));
+	CK(cu.MemcpyHtoD(Q, q, nq * 2));
+	CK(cu.MemcpyHtoD(K, k, nk * 2));
+	CK(cu.MemcpyHtoD(V, v, nk * 2));
+	CUtensorMap tq, tk, tv, to;
+	tmap(&tq, Q, 64, D, f16);
+	tmap(&tk, K, BN, D, f16);
+	tmap(&tv, V, BN, D, f16);
+	tmap(&to, O, 64, D, f16);
+	float sl2 = (float)(scale * 1.4426950408889634);
+
+	/* float64 reference */
+	double *ro = calloc(nq, sizeof *ro), rl[64];
+	for (int r = 0; r < 64; r++) {
+		double s[256], m = -INFINITY, l = 0;
+		for (int c = 0; c < BN; c++) {
+			double acc = 0;
+			for (int d = 0; d < D; d++)
+				acc += from16(q[r * D + d], f16) *
+					from16(k[c * D + d], f16);
+			s[c] = c < SK ? acc * scale : -INFINITY;
+			m = fmax(m, s[c]);
+		}
+		for (int c = 0; c < BN; c++)
+			l += s[c] == -INFINITY ? 0 : exp(s[c] - m);
+		for (int d = 0; d < D; d++) {
+			double acc = 0;
+			for (int c = 0; c < SK && c < BN; c++)
+				acc += exp(s[c] - m) * from16(v[c * D + d], f16);
+			ro[r * D + d] = acc / l;
+		}
+		rl[r] = m + log(l);
+	}
+	uint16_t *first = malloc(nq * 2);
+	for (int rep = 0; rep < 2; rep++) {
+		void *args[] = {&SK, &sl2, &Q, &K, &V, &O, &L, &tq, &tk, &tv, &to};
+		CK(cu.MemsetD8(O, 0xff, nq * 2));   /* poison: NaN */
+		CK(cu.MemsetD8(L, 0xff, sizeof lse));
+		CK(cu.LaunchKernel(fn, 1, 1, 1, 128, 1, 1, (unsigned)smem, NULL,
+			args, NULL));
+		CK(cu.CtxSynchronize());
+		CK(cu.MemcpyDtoH(o, O, nq * 2));
+		CK(cu.MemcpyDtoH(lse, L, sizeof lse));
+		if (rep == 0)
+			memcpy(first, o, nq * 2);
+		else if (memcmp(first, o, nq * 2))
+			bad |= 4;
+	}
+	for (size_t i = 0; i < nq; i++) {
+		double x = from16(o[i], f16);
+		if (x != x)
+			bad |= 1;
+		err += (x - ro[i]) * (x - ro[i]);
+		ref2 += ro[i] * ro[i];
+	}
+	for (int r = 0; r < 64; r++) {
+		if (lse[r] != lse[r])
+			bad |= 2;
+		lerr = fmax(lerr, fabs(lse[r] - rl[r]));
+	}
+	double rel = sqrt(err / ref2), tol = f16 ? 3e-3 : 1e-2;
+	if (rel > tol || lerr > 1e-3)
+		bad |= 8;
+	printf("attn1 D=%d BN=%d SK=%d %s: rel err %.2e (tol %.0e), LSE err "
+		"%.2e%s%s%s -> %s\n", D, BN, SK, f16 ? "f16" : "bf16", rel, tol,
+		lerr, bad & 1 ? ", NaN in O" : "", bad & 2 ? ", NaN in LSE" : "",
+		bad & 4 ? ", runs differ" : "", bad ? "FAIL" : "ok");
+	free(q), free(k), free(v), free(o), free(ro), free(first), free(ptx);
+	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(O);
+	cu.MemFree(L);
+	return bad;
+}
+
+int
+main(void)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	char name[128], src[4096];
+	int major, bad = 0;
+	const char *root = getenv("FAGEN_SRCDIR");
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (load_driver() || cu.Init(0) != CUDA_SUCCESS) {
+		puts("no CUDA driver or device: skipping");
+		return SKIP;
+	}
+	CK(cu.DeviceGet(&dev, 0));
+	CK(cu.DeviceGetAttribute(&major,
+		CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+	CK(cu.DeviceGetName(name, sizeof name, dev));
+	if (major != 9) {
+		printf("%s is not a Hopper GPU: skipping\n", name);
+		return SKIP;
+	}
+	printf("device: %s\n", name);
+	CK(cu.DevicePrimaryCtxRetain(&ctx, dev));
+	CK(cu.CtxSetCurrent(ctx));
+	snprintf(src, sizeof src, "%s/tests/gpu/attn1.fa",
+		root ? root : FAGEN_SRCDIR);
+	bad |= run(src, 64, 64, 64, false);
+	bad |= run(src, 64, 64, 17, false);
+	bad |= run(src, 64, 64, 1, false);
+	bad |= run(src, 128, 64, 64, false);
+	bad |= run(src, 64, 128, 100, false);
+	bad |= run(src, 128, 128, 128, false);
+	bad |= run(src, 64, 64, 64, true);
+	bad |= run(src, 128, 128, 77, true);
+	return bad ? 1 : 0;
+}

@@ -424,9 +424,9 @@ gstore(PG *g, const SirIns *in)
 	for (int s = 0; s < 2; s++) {
 		int next = ptx_label(g->f);
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", ri, row, (int64_t)(8 * s));
-		if (in->na > 2) {
+		if (in->na > 2) {  /* the row's last index against limit */
 			ptx_emit(g->f, "add.s32 %R, %R, %R;", li, ri,
-				pg_u32(g, in->a[0]));
+				pg_u32(g, in->a[3]));
 			ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", q, li,
 				pg_u32(g, in->a[2]));
 			ptx_emit(g->f, "@%R bra %L;", q, next);

@@ -153,28 +153,6 @@ directives(PG *g)
 	}
 }
 
-/* One setmaxnreg per warpgroup with a budget: the branch is uniform over
- * the warpgroup, so its four warps run the same instruction. */
-static void
-budgets(PG *g)
-{
-	if (!g->k->maxnreg)
-		return;
-	PReg wg = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
-	ptx_emit(g->f, "shr.u32 %R, %R, 2;", wg, g->warp);
-	for (int i = 0; i < 8; i++) {
-		int r = g->k->wg_regs[i];
-		if (!r || r == g->k->maxnreg)
-			continue;
-		int skip = ptx_label(g->f);
-		ptx_emit(g->f, "setp.ne.u32 %R, %R, %I;", p, wg, (int64_t)i);
-		ptx_emit(g->f, "@%R bra %L;", p, skip);
-		ptx_emit(g->f, "setmaxnreg.%S.sync.aligned.u32 %I;",
-			r > g->k->maxnreg ? "inc" : "dec", (int64_t)r);
-		ptx_place(g->f, skip);
-	}
-}
-
 /* Thread 0 initialises every mbarrier and prefetches the tensor maps;
  * then the whole CTA (and cluster) synchronises once. */
 static void
@@ -214,7 +192,6 @@ prologue(PG *g)
 	} else {
 		ptx_emit(g->f, "bar.sync 0;");
 	}
-	budgets(g);
 }
 
 static void
@@ -248,6 +225,38 @@ partition(PG *g, const SirPart *sp, int end)
 	ptx_place(g->f, next);
 }
 
+/* With register budgets, code is dispatched by warpgroup first: each
+ * warpgroup's branch runs its setmaxnreg, then the partitions it holds.
+ * ptxas honours setmaxnreg only when the code after it is the code of
+ * that warpgroup alone; a partition spanning several warpgroups is
+ * emitted once in each of their branches. */
+static void
+by_warpgroup(PG *g, int end)
+{
+	const Kernel *k = g->k;
+	int nwg = (k->threads / 32 + 3) / 4;
+	PReg wg = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
+
+	ptx_emit(g->f, "shr.u32 %R, %R, 2;", wg, g->warp);
+	for (int w = 0; w < nwg && !g->failed; w++) {
+		int next = ptx_label(g->f), r = k->wg_regs[w];
+		ptx_comment(g->f, "warpgroup %d: warps %d..%d", w, 4 * w,
+			4 * w + 3);
+		ptx_emit(g->f, "setp.ne.u32 %R, %R, %I;", p, wg, (int64_t)w);
+		ptx_emit(g->f, "@%R bra %L;", p, next);
+		if (r && r != k->maxnreg)
+			ptx_emit(g->f, "setmaxnreg.%S.sync.aligned.u32 %I;",
+				r > k->maxnreg ? "inc" : "dec", (int64_t)r);
+		for (int i = 0; i < g->m->nparts && !g->failed; i++) {
+			const Part *pt = g->m->parts[i]->part;
+			if (pt->warp_hi / 4 >= w && pt->warp_lo / 4 <= w)
+				partition(g, g->m->parts[i], end);
+		}
+		ptx_emit(g->f, "bra.uni %L;", end);
+		ptx_place(g->f, next);
+	}
+}
+
 bool
 ptx_gen(Ctx *ctx, const SirMod *m, Buf *out)
 {
@@ -262,8 +271,11 @@ ptx_gen(Ctx *ctx, const SirMod *m, Buf *out)
 	directives(&g);
 	prologue(&g);
 	int end = ptx_label(g.f);
-	for (int i = 0; i < m->nparts && !g.failed; i++)
-		partition(&g, m->parts[i], end);
+	if (m->k->maxnreg)
+		by_warpgroup(&g, end);
+	else
+		for (int i = 0; i < m->nparts && !g.failed; i++)
+			partition(&g, m->parts[i], end);
 	ptx_place(g.f, end);
 	ptx_emit(g.f, "ret;");
 	if (g.failed)

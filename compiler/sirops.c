@@ -172,14 +172,21 @@ sg_need_target(G *g, const Node *n, int tgt, const char *what)
 static bool
 box_matches(G *g, const Node *at, const Res *v, const Res *b)
 {
-	int lead = 0;
-
-	while (lead < v->rank - 1 && v->shape[lead] == 1 &&
-	    v->rank - lead > b->rank)
-		lead++;
-	bool ok = v->rank - lead == b->rank;
-	for (int i = 0; ok && i < b->rank; i++)
-		ok = v->shape[lead + i] == b->shape[i];
+	/* the box's extents other than 1, in order, are the tile's: a box
+	 * (1, BM, 1, D) on a [Z, S, H, D] tensor fills a [BM, D] tile */
+	int64_t ext[5];
+	int n = 0;
+	for (int i = 0; i < v->rank; i++)
+		if (v->shape[i] != 1 || (i == v->rank - 1 && n == 0))
+			ext[n++] = v->shape[i];
+	int bn = 0;
+	int64_t bext[4];
+	for (int i = 0; i < b->rank; i++)
+		if (b->shape[i] != 1 || (i == b->rank - 1 && bn == 0))
+			bext[bn++] = b->shape[i];
+	bool ok = n == bn;
+	for (int i = 0; ok && i < n; i++)
+		ok = ext[i] == bext[i];
 	if (!ok) {
 		diag_error(g->ctx, at->span, "the box of '%s' does not match "
 			"the tile of '%s'", v->name, b->name);
@@ -464,9 +471,10 @@ op_mem(G *g, const Node *n)
 		}
 		/* the row-major linear index ((i0*d1 + i1)*d2 + i2)..., so
 		 * that the instruction needs no extents */
-		Ref lin = 0;
+		Ref lin = 0, last = 0;
 		for (int k = 0; k < d->kids.n; k++) {
 			Ref ik = int_arg(g, d->kids.v[k], "an index");
+			last = ik;
 			if (!lin) {
 				lin = ik;
 				continue;
@@ -507,9 +515,10 @@ op_mem(G *g, const Node *n)
 		i->a[0] = tmp.a[0];
 		i->a[1] = v;
 		i->na = 2;
-		if (lv) {
+		if (lv) {  /* a[2] limit, a[3] the row index it bounds */
 			i->a[2] = lv;
-			i->na = 3;
+			i->a[3] = last;
+			i->na = 4;
 		}
 		i->r[0] = r;
 		return;

@@ -545,11 +545,13 @@ static_stmt(G *g, const Node *n)
 				"constant condition; use 'if' for a runtime one");
 			return;
 		}
+		/* compile-time selection adds no scope: names the chosen
+		 * branch binds stay visible after it, as if written there */
 		if (cv)
-			block(g, n->b);
+			stmts(g, &n->b->kids);
 		else if (n->c)
 			n->c->kind == N_SIF ? static_stmt(g, n->c) :
-				block(g, n->c);
+				stmts(g, &n->c->kids);
 		return;
 	}
 	int64_t lo, hi, st = 1;

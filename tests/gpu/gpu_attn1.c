@@ -3,54 +3,7 @@
  * reference on fresh random inputs, with O and LSE poisoned before each
  * run and each run repeated (a moving result is a race).  Exit 77 (SKIP)
  * without a GPU. */
-#include <math.h>
-#include <stdint.h>
-
 #include "gpu_test.h"
-
-static uint64_t rng = 0x243f6a8885a308d3ull;
-
-static double
-urand(void)  /* uniform in [-1, 1) */
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 4503599627370496.0 - 1.0;
-}
-
-static uint16_t
-to16(double x, bool f16)  /* round to nearest even */
-{
-	float f = (float)x;
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	if (!f16)
-		return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-	/* f16: inputs here are small normals */
-	int e = (int)((u >> 23) & 0xff) - 127 + 15;
-	uint32_t m = u & 0x7fffff, s = (u >> 16) & 0x8000;
-	if (e <= 0)
-		return (uint16_t)s;
-	uint32_t r = (m >> 13) + (((m >> 12) & 1) && ((m & 0x2fff) ||
-		((m >> 13) & 1)));
-	return (uint16_t)(s | (((uint32_t)e << 10) + r));
-}
-
-static double
-from16(uint16_t h, bool f16)
-{
-	if (!f16) {
-		uint32_t u = (uint32_t)h << 16;
-		float f;
-		memcpy(&f, &u, 4);
-		return f;
-	}
-	int e = (h >> 10) & 0x1f;
-	double m = h & 0x3ff;
-	double v = e ? ldexp(1 + m / 1024, e - 15) : ldexp(m / 1024, -14);
-	return h & 0x8000 ? -v : v;
-}
 
 static void
 tmap(CUtensorMap *m, CUdeviceptr p, int rows, int cols, bool f16)

@@ -1,0 +1,281 @@
+/* fagen.h: the fagen runtime's public API, and nothing else public.
+ *
+ * A program embeds fagen in four steps: create a context, compile a
+ * schedule (.fa) to a program holding PTX, make a kernel from the PTX, and
+ * launch it on a CUDA stream of its own:
+ *
+ *	fg_ctx *ctx;
+ *	fg_program *prog;
+ *	fg_kernel *k;
+ *	fg_ctx_create(&ctx, NULL);
+ *	fg_compile_file(ctx, "copy_ws_sm90.fa", NULL, &prog);
+ *	fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &k);
+ *	fg_arg args[] = {
+ *		FG_INT("M", 1000), FG_INT("N", 1000),
+ *		FG_PTR("X", x), FG_PTR("Y", y),
+ *	};
+ *	if (fg_launch(k, stream, args, 4) != FG_OK)
+ *		fprintf(stderr, "%s\n", fg_errmsg(ctx));
+ *
+ * Every function that can fail returns an fg_status; fg_errmsg(ctx) then
+ * says what went wrong.  The library never prints.  The CUDA driver is
+ * loaded with dlopen when a function first needs the GPU, so a program
+ * linking libfagen starts on a machine without a driver and gets
+ * FG_ERR_NO_DRIVER only from the calls that need one.  The header does not
+ * need <cuda.h>: streams are CUstream (struct CUstream_st *) and device
+ * addresses are CUdeviceptr values passed as uint64_t.
+ *
+ * Threads: a context may be used from several threads at once; compiles,
+ * loads and launches are safe concurrently.  Programs and kernels belong to
+ * the context that made them and must be freed before it is destroyed. */
+#ifndef FAGEN_H
+#define FAGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FG_API __attribute__((visibility("default")))
+#else
+#define FG_API
+#endif
+
+#define FG_VERSION_MAJOR 0
+#define FG_VERSION_MINOR 1
+#define FG_VERSION_PATCH 0
+#define FG_VERSION_NUM \
+	(FG_VERSION_MAJOR * 10000 + FG_VERSION_MINOR * 100 + FG_VERSION_PATCH)
+
+#define FG_MAX_RANK 5   /* the most dimensions of a global tensor */
+
+struct CUstream_st;     /* CUstream, from <cuda.h> */
+
+typedef enum fg_status {
+	FG_OK = 0,
+	FG_ERR_INVALID,     /* a bad argument; fg_errmsg names it */
+	FG_ERR_NOMEM,       /* the allocator failed */
+	FG_ERR_IO,          /* a file could not be read */
+	FG_ERR_COMPILE,     /* errors in the schedule: see the diagnostics */
+	FG_ERR_NO_DRIVER,   /* the CUDA driver library could not be loaded */
+	FG_ERR_NO_DEVICE,   /* cuInit failed, or there is no such device */
+	FG_ERR_UNSUPPORTED, /* the kernel's target does not run on this GPU */
+	FG_ERR_JIT,         /* PTX to machine code failed; fg_errmsg: the log */
+	FG_ERR_CUDA,        /* a CUDA driver call failed */
+} fg_status;
+
+/* Log levels: a message is passed to fg_options.log when its level is at
+ * or below fg_options.log_level. */
+enum { FG_LOG_OFF, FG_LOG_ERROR, FG_LOG_WARN, FG_LOG_INFO, FG_LOG_DEBUG };
+
+/* PTX assemblers, in the order they are tried; a mask of them in
+ * fg_options.jit limits the choice (0: all).  A later one is only tried
+ * when an earlier one is missing, never after it rejected the PTX. */
+enum {
+	FG_JIT_NVJITLINK = 1,   /* libnvJitLink, in-process */
+	FG_JIT_PTXAS = 2,       /* the ptxas executable */
+	FG_JIT_DRIVER = 4,      /* the driver's own JIT, at load (no cache) */
+};
+
+/* A Lua-style allocator: nsize 0 frees p (osize bytes) and returns NULL;
+ * otherwise it returns a block of nsize bytes holding the first
+ * min(osize, nsize) bytes of p (p NULL: a new block), or NULL. */
+typedef void *(*fg_alloc)(void *ud, void *p, size_t osize, size_t nsize);
+typedef void (*fg_log_fn)(void *ud, int level, const char *msg);
+
+/* Context options.  An all-zero fg_options (or NULL) gives the defaults. */
+typedef struct fg_options {
+	fg_alloc alloc;         /* NULL: malloc, realloc and free */
+	void *alloc_ud;
+	const char *cache_dir;  /* NULL: $FAGEN_CACHE_DIR, else
+				 * $XDG_CACHE_HOME/fagen, else ~/.cache/fagen;
+				 * "": cache in memory only */
+	int log_level;          /* FG_LOG_*; 0: no messages */
+	fg_log_fn log;          /* receives the messages; NULL: none */
+	void *log_ud;
+	int device;             /* CUDA device ordinal */
+	unsigned jit;           /* FG_JIT_* mask; 0: all of them */
+	const char *driver_lib; /* NULL: $FAGEN_DRIVER_LIB, else
+				 * libcuda.so.1 */
+} fg_options;
+
+typedef struct fg_ctx fg_ctx;
+typedef struct fg_program fg_program;
+typedef struct fg_kernel fg_kernel;
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+FG_API const char *fg_version(void);
+
+/* The enumerator's name, e.g. "FG_ERR_INVALID"; never NULL. */
+FG_API const char *fg_status_name(fg_status);
+
+/* Make a context with opts (NULL: defaults) in *out; touches no GPU. */
+FG_API fg_status fg_ctx_create(fg_ctx **out, const fg_options *opts);
+
+/* Free the context, its caches in memory and its hold on the device;
+ * NULL is a no-op. */
+FG_API void fg_ctx_destroy(fg_ctx *);
+
+/* What the calling thread's last failed call on ctx went wrong with; ""
+ * when there was none.  Valid until that thread's next call on ctx. */
+FG_API const char *fg_errmsg(const fg_ctx *ctx);
+
+/* ---------------------------------------------------------------- compile */
+
+typedef struct fg_compile_options {
+	const char *const *defines; /* "NAME=VALUE": overrides 'const NAME' */
+	int ndefines;
+	const char *arch;           /* "sm_90a", "sm_100a"; NULL: the
+				     * schedule's 'target' */
+	int werror;                 /* nonzero: every warning is an error */
+} fg_compile_options;
+
+/* Compile the schedule in the file at path (opts may be NULL).  FG_OK or
+ * FG_ERR_COMPILE leave a program in *out, which the caller frees; on
+ * FG_ERR_COMPILE it has diagnostics and no PTX.  Otherwise *out is NULL. */
+FG_API fg_status fg_compile_file(fg_ctx *, const char *path,
+	const fg_compile_options *opts, fg_program **out);
+
+/* Compile len bytes of schedule text; name is used in diagnostics.  As
+ * fg_compile_file otherwise. */
+FG_API fg_status fg_compile_string(fg_ctx *, const char *name,
+	const char *text, size_t len, const fg_compile_options *opts,
+	fg_program **out);
+
+/* The PTX (NUL-terminated), or NULL when the compile failed; *len gets
+ * its length when len is not NULL. */
+FG_API const char *fg_program_ptx(const fg_program *, size_t *len);
+
+/* Every diagnostic in the GCC/Clang shape, with a summary line; "" when
+ * there were none. */
+FG_API const char *fg_program_diagnostics(const fg_program *);
+
+/* The verifier's report: the kernel, its resources and partitions, and
+ * what was checked; "" when the compile failed before the verifier. */
+FG_API const char *fg_program_report(const fg_program *);
+
+/* Free a program; NULL is a no-op. */
+FG_API void fg_program_free(fg_program *);
+
+/* ---------------------------------------------------------------- kernels */
+
+typedef enum fg_code_source {
+	FG_CODE_NONE,           /* not assembled yet */
+	FG_CODE_MEMORY,         /* found in the context's memory cache */
+	FG_CODE_DISK,           /* found in the on-disk cache */
+	FG_CODE_NVJITLINK,      /* assembled by nvJitLink */
+	FG_CODE_PTXAS,          /* assembled by ptxas */
+	FG_CODE_DRIVER,         /* left to the driver's JIT at load */
+} fg_code_source;
+
+typedef struct fg_kernel_info {
+	const char *name;       /* the .entry */
+	const char *target;     /* "sm_90a" or "sm_100a" */
+	const char *order;      /* "single", "persistent" or "lpt" */
+	int threads;            /* block size */
+	int cluster[3];
+	int64_t smem;           /* dynamic shared memory, bytes */
+	int tmem;               /* tensor-memory columns, 0: none */
+	int tile_dims;          /* dimensions of the tile grid */
+	int nargs;              /* arguments the caller passes */
+	fg_code_source source;  /* where the loaded code came from */
+	double assemble_ms;     /* time spent obtaining the code */
+} fg_kernel_info;
+
+typedef enum fg_arg_kind {
+	FG_ARG_INT = 1,         /* an integer or bool param */
+	FG_ARG_FLOAT,           /* an f32 param */
+	FG_ARG_TENSOR,          /* a global tensor */
+} fg_arg_kind;
+
+typedef struct fg_arg_info {
+	const char *name;
+	fg_arg_kind kind;
+	const char *type;       /* "i32", "bf16", ...: the element type */
+	int rank;               /* tensors: dimensions; else 0 */
+	int tma;                /* tensors: nonzero when a TMA view reads or
+				 * writes it (16-byte rules apply) */
+} fg_arg_info;
+
+/* Make a kernel from PTX written by fagen (len 0: strlen), reading its
+ * metadata comment; touches no GPU. */
+FG_API fg_status fg_kernel_create(fg_ctx *, const char *ptx, size_t len,
+	fg_kernel **out);
+
+/* Obtain machine code for the kernel's PTX: from the memory or disk cache,
+ * else by assembling it (and caching the result).  Needs no GPU; with only
+ * FG_JIT_DRIVER available it leaves the PTX to fg_kernel_load. */
+FG_API fg_status fg_kernel_assemble(fg_kernel *);
+
+/* Assemble if needed and load the code on the context's device.  Repeat
+ * calls return at once. */
+FG_API fg_status fg_kernel_load(fg_kernel *);
+
+/* Free a kernel and unload its module; NULL is a no-op. */
+FG_API void fg_kernel_free(fg_kernel *);
+
+/* Fill *info; the strings live as long as the kernel. */
+FG_API void fg_kernel_info_get(const fg_kernel *, fg_kernel_info *info);
+
+/* Describe the i-th argument the caller passes (globals and params, in
+ * declaration order; tensor maps are built by the runtime). */
+FG_API fg_status fg_kernel_arg(const fg_kernel *, int i, fg_arg_info *);
+
+/* The assembled machine code, or NULL before assembly or when the driver
+ * JIT is used; *len gets its size. */
+FG_API const void *fg_kernel_cubin(const fg_kernel *, size_t *len);
+
+/* ---------------------------------------------------------------- launch */
+
+/* A global tensor: a device address, and its extents and strides, both
+ * outermost first.  rank 0 means the schedule's rank; all-zero dims are
+ * taken from the schedule's extents over the params; all-zero strides mean
+ * dense row-major.  Strides are in elements, and the innermost must be 1
+ * for a tensor that TMA reads or writes. */
+typedef struct fg_tensor {
+	uint64_t ptr;
+	int rank;
+	int64_t dims[FG_MAX_RANK];
+	int64_t strides[FG_MAX_RANK];
+} fg_tensor;
+
+/* One argument.  name NULL: positional (the i-th of fg_kernel_arg's
+ * list); otherwise matched by name. */
+typedef struct fg_arg {
+	const char *name;
+	fg_arg_kind kind;
+	int64_t i;              /* FG_ARG_INT: range-checked for the type */
+	double f;               /* FG_ARG_FLOAT */
+	fg_tensor t;            /* FG_ARG_TENSOR */
+} fg_arg;
+
+#define FG_INT(nm, v) \
+	((fg_arg){.name = (nm), .kind = FG_ARG_INT, .i = (int64_t)(v)})
+#define FG_FLOAT(nm, v) \
+	((fg_arg){.name = (nm), .kind = FG_ARG_FLOAT, .f = (double)(v)})
+#define FG_PTR(nm, p) ((fg_arg){.name = (nm), .kind = FG_ARG_TENSOR, \
+	.t = {.ptr = (uint64_t)(p)}})
+
+/* Validate args against the kernel without launching: every argument is
+ * given exactly once and has the right kind and range, tensors' extents
+ * match the schedule's, and TMA's alignment, stride and size rules hold.
+ * tiles (may be NULL) gets the tile grid's extents (1 beyond tile_dims).
+ * Needs no GPU. */
+FG_API fg_status fg_kernel_check(const fg_kernel *, const fg_arg *args,
+	int nargs, int64_t tiles[3]);
+
+/* Check args, load the kernel if needed, build its tensor maps and launch
+ * it asynchronously on stream, which must be a stream the caller created
+ * on the context's device (NULL and CU_STREAM_LEGACY, the legacy default
+ * stream, are rejected; CU_STREAM_PER_THREAD is accepted). */
+FG_API fg_status fg_launch(fg_kernel *, struct CUstream_st *stream,
+	const fg_arg *args, int nargs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,334 @@
+/* args.c: binds the caller's arguments to a kernel's parameters and checks
+ * every one before anything reaches the GPU.
+ *
+ * Ensures, when it returns FG_OK: every global and param is given exactly
+ * once with the right kind; integers fit their type; each global has a
+ * non-NULL, element-aligned address, positive extents equal to the
+ * schedule's (evaluated over the params) and within 32-bit indexing, and
+ * positive strides whose span fits 64 bits; a global that TMA reads or
+ * writes also has a 16-byte-aligned address, innermost stride 1, other
+ * strides multiples of 16 bytes below 2^40, and each view's box obeys the
+ * tensor-map rules; the tile grid is non-empty and its tile count fits
+ * 32 bits, and CUDA can launch the grid.  The messages name the
+ * argument and the rule. */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+static fg_status FMT(3, 4)
+bad(fg_ctx *c, const Meta *m, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	int n = snprintf(msg, sizeof msg, "kernel '%s': ", m->name);
+
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	va_end(ap);
+	return rt_err(c, FG_ERR_INVALID, "%s", msg);
+}
+
+/* "M, N, X, Y": the caller's arguments, for messages. */
+static void
+arg_names(const Meta *m, char *buf, size_t n)
+{
+	size_t k = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < m->nuser && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "",
+			m->args[m->user[i]].name);
+}
+
+static fg_status
+match(fg_ctx *c, const Meta *m, const fg_arg *args, int n, Bound *b)
+{
+	char names[256];
+
+	for (int j = 0; j < n; j++) {
+		const fg_arg *a = &args[j];
+		int idx = -1;
+		if (!a->name && j < m->nuser)
+			idx = m->user[j];
+		for (int i = 0; a->name && i < m->nargs; i++)
+			if (m->args[i].kind != MA_TMA &&
+			    !strcmp(m->args[i].name, a->name))
+				idx = i;
+		if (idx < 0) {
+			arg_names(m, names, sizeof names);
+			if (!a->name)
+				return bad(c, m, "argument %d is one too many: "
+					"it takes %d (%s)", j, m->nuser, names);
+			return bad(c, m, "no argument is named '%s' (it takes "
+				"%s)", a->name, names);
+		}
+		if (b->arg[idx])
+			return bad(c, m, "argument '%s' is given twice",
+				m->args[idx].name);
+		b->arg[idx] = a;
+	}
+	for (int i = 0; i < m->nargs; i++)
+		if (m->args[i].kind != MA_TMA && !b->arg[i])
+			return bad(c, m, "argument '%s' (%s%s) is missing",
+				m->args[i].name, m->args[i].kind == MA_GLOBAL ?
+				"tensor of " : "", ty_name(m->args[i].ty));
+	return FG_OK;
+}
+
+static fg_status
+param(fg_ctx *c, const Meta *m, const MetaArg *p, const fg_arg *a,
+	int64_t *v)
+{
+	static const struct {
+		Ty ty;
+		int64_t lo, hi;
+	} ranges[] = {
+		{TY_I32, INT32_MIN, INT32_MAX}, {TY_U32, 0, UINT32_MAX},
+		{TY_BOOL, 0, 1}, {TY_I64, INT64_MIN, INT64_MAX},
+		{TY_U64, 0, INT64_MAX},
+	};
+
+	if (p->ty == TY_F32) {
+		if (a->kind != FG_ARG_FLOAT)
+			return bad(c, m, "'%s' is an f32 param: pass "
+				"FG_ARG_FLOAT (FG_FLOAT)", p->name);
+		if (isfinite(a->f) && fabs(a->f) > FLT_MAX)
+			return bad(c, m, "'%s' = %g does not fit f32", p->name,
+				a->f);
+		*v = 0;
+		return FG_OK;
+	}
+	if (a->kind != FG_ARG_INT)
+		return bad(c, m, "'%s' is an %s param: pass FG_ARG_INT "
+			"(FG_INT)", p->name, ty_name(p->ty));
+	for (size_t i = 0; i < COUNT(ranges); i++)
+		if (ranges[i].ty == p->ty && (a->i < ranges[i].lo ||
+		    a->i > ranges[i].hi))
+			return bad(c, m, "'%s' = %lld is out of range for %s "
+				"(%lld..%lld)", p->name, (long long)a->i,
+				ty_name(p->ty), (long long)ranges[i].lo,
+				(long long)ranges[i].hi);
+	*v = a->i;
+	return FG_OK;
+}
+
+/* Extents: given (all non-zero) or all zero, and then the schedule's. */
+static fg_status
+extents(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
+	const Bound *b, int64_t *d)
+{
+	char err[256];
+	int given = 0;
+
+	for (int i = 0; i < g->rank; i++)
+		given += t->dims[i] != 0;
+	if (given && given != g->rank)
+		return bad(c, m, "tensor '%s': give all %d dims or none",
+			g->name, g->rank);
+	for (int i = 0; i < g->rank; i++) {
+		int64_t want;
+		if (!rpn_eval(m, &g->dims[i], b->val, &want, err, sizeof err))
+			return bad(c, m, "tensor '%s': %s", g->name, err);
+		if (want <= 0)
+			return bad(c, m, "tensor '%s': dimension %d has extent "
+				"%lld from the params: sizes must be > 0",
+				g->name, i, (long long)want);
+		if (want > INT32_MAX)
+			return bad(c, m, "tensor '%s': dimension %d has extent "
+				"%lld, which overflows 32-bit indexing",
+				g->name, i, (long long)want);
+		if (given && t->dims[i] != want)
+			return bad(c, m, "tensor '%s': dims[%d] is %lld but "
+				"the schedule's extent from the params is %lld",
+				g->name, i, (long long)t->dims[i],
+				(long long)want);
+		d[i] = want;
+	}
+	return FG_OK;
+}
+
+/* Strides in elements: given (all positive) or all zero (dense). */
+static fg_status
+strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
+	const int64_t *d, int64_t *s)
+{
+	int given = 0, r = g->rank;
+	int64_t span = 1, esz = ty_bytes(g->ty);
+
+	for (int i = 0; i < r; i++)
+		given += t->strides[i] != 0;
+	for (int i = r - 1; i >= 0; i--) {
+		if (!given) {
+			s[i] = i == r - 1 ? 1 : s[i + 1] * d[i + 1];
+			continue;  /* d are <= 2^31, r <= 5: no overflow */
+		}
+		if (t->strides[i] <= 0)
+			return bad(c, m, "tensor '%s': strides[%d] is %lld: "
+				"strides must be > 0 (or all 0: dense)",
+				g->name, i, (long long)t->strides[i]);
+		s[i] = t->strides[i];
+	}
+	for (int i = 0; i < r; i++) {
+		int64_t x;
+		if (__builtin_mul_overflow(d[i] - 1, s[i], &x) ||
+		    __builtin_add_overflow(span, x, &span))
+			return bad(c, m, "tensor '%s': its strides overflow "
+				"64-bit addressing", g->name);
+	}
+	if (__builtin_mul_overflow(span, esz, &span))
+		return bad(c, m, "tensor '%s': its strides overflow 64-bit "
+			"addressing", g->name);
+	return FG_OK;
+}
+
+/* The tensor-map rules of cuTensorMapEncodeTiled. */
+static fg_status
+tma_rules(fg_ctx *c, const Meta *m, const MetaArg *g, uint64_t ptr,
+	const int64_t *s)
+{
+	int64_t esz = ty_bytes(g->ty);
+
+	if (ty_tma_code(g->ty) < 0)
+		return bad(c, m, "tensor '%s': TMA cannot move %s elements",
+			g->name, ty_name(g->ty));
+	if (ptr % 16)
+		return bad(c, m, "tensor '%s': address 0x%llx is not 16-byte "
+			"aligned, as TMA requires", g->name,
+			(unsigned long long)ptr);
+	if (s[g->rank - 1] != 1)
+		return bad(c, m, "tensor '%s': the innermost stride is %lld; "
+			"TMA needs 1 (contiguous rows)", g->name,
+			(long long)s[g->rank - 1]);
+	for (int i = 0; i < g->rank - 1; i++) {
+		int64_t bytes = s[i] * esz;  /* strides() checked the span */
+		if (bytes % 16 || bytes >= (int64_t)1 << 40)
+			return bad(c, m, "tensor '%s': strides[%d] is %lld "
+				"elements (%lld bytes); TMA needs a multiple "
+				"of 16 bytes below 2^40", g->name, i,
+				(long long)s[i], (long long)bytes);
+	}
+	return FG_OK;
+}
+
+static fg_status
+tensor(fg_ctx *c, const Meta *m, int i, Bound *b)
+{
+	const MetaArg *g = &m->args[i];
+	const fg_arg *a = b->arg[i];
+	const fg_tensor *t = &a->t;
+	fg_status st;
+
+	if (a->kind != FG_ARG_TENSOR)
+		return bad(c, m, "'%s' is a tensor: pass FG_ARG_TENSOR "
+			"(FG_PTR)", g->name);
+	if (t->ptr == 0)
+		return bad(c, m, "tensor '%s': the address is NULL", g->name);
+	if (t->rank != 0 && t->rank != g->rank)
+		return bad(c, m, "tensor '%s': rank is %d but the schedule "
+			"declares %d", g->name, t->rank, g->rank);
+	if (t->ptr % (uint64_t)ty_bytes(g->ty))
+		return bad(c, m, "tensor '%s': address 0x%llx is not aligned "
+			"to its %s elements", g->name,
+			(unsigned long long)t->ptr, ty_name(g->ty));
+	if ((st = extents(c, m, g, t, b, b->dims[i])) ||
+	    (st = strides(c, m, g, t, b->dims[i], b->strides[i])))
+		return st;
+	return g->has_tma ? tma_rules(c, m, g, t->ptr, b->strides[i]) : FG_OK;
+}
+
+/* A view's box against its element type and swizzle. */
+static fg_status
+view(fg_ctx *c, const Meta *m, const MetaArg *v)
+{
+	int64_t inner = v->box[v->rank - 1] * ty_bytes(v->ty);
+
+	if (inner % 16)
+		return bad(c, m, "tma '%s': the inner box is %lld bytes; TMA "
+			"needs a multiple of 16", v->name, (long long)inner);
+	if (v->swizzle && inner > v->swizzle)
+		return bad(c, m, "tma '%s': the inner box is %lld bytes, more "
+			"than its %d-byte swizzle span", v->name,
+			(long long)inner, v->swizzle);
+	return FG_OK;
+}
+
+/* What CUDA can launch: a single-order grid within the grid limits and a
+ * multiple of the cluster; a persistent grid is 1-D, so its cluster is
+ * too.  (The persistent grid's size needs the device: launch.c.) */
+static fg_status
+launchable(fg_ctx *c, const Meta *m, const Bound *b)
+{
+	static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
+	const int *cl = m->cluster;
+
+	if (m->order != ORD_SINGLE && (cl[1] != 1 || cl[2] != 1))
+		return bad(c, m, "a persistent grid is 1-D, so the cluster "
+			"must be (n, 1, 1), not (%d, %d, %d)", cl[0], cl[1],
+			cl[2]);
+	for (int i = 0; i < 3 && m->order == ORD_SINGLE; i++) {
+		if (b->tiles[i] > lim[i])
+			return bad(c, m, "grid dimension %d is %lld, above "
+				"CUDA's limit of %lld", i,
+				(long long)b->tiles[i], (long long)lim[i]);
+		if (b->tiles[i] % cl[i])
+			return bad(c, m, "grid dimension %d (%lld) is not a "
+				"multiple of the cluster's %d", i,
+				(long long)b->tiles[i], cl[i]);
+	}
+	return FG_OK;
+}
+
+static fg_status
+tiles(fg_ctx *c, const Meta *m, Bound *b)
+{
+	char err[256];
+	int64_t total = 1;
+
+	for (int i = 0; i < 3; i++) {
+		b->tiles[i] = 1;
+		if (i >= m->ntiles)
+			continue;
+		if (!rpn_eval(m, &m->grid[i], b->val, &b->tiles[i], err,
+		    sizeof err))
+			return bad(c, m, "tile grid: %s", err);
+		if (b->tiles[i] <= 0)
+			return bad(c, m, "the tile grid's dimension %d has "
+				"extent %lld from the params: sizes must be "
+				"> 0", i, (long long)b->tiles[i]);
+		if (__builtin_mul_overflow(total, b->tiles[i], &total) ||
+		    total > INT32_MAX)
+			return bad(c, m, "the tile grid has more than 2^31 - 1 "
+				"tiles, which overflows 32-bit indexing");
+	}
+	return launchable(c, m, b);
+}
+
+fg_status
+args_bind(fg_ctx *c, const Meta *m, const fg_arg *args, int n, Bound *b)
+{
+	fg_status st;
+
+	memset(b, 0, sizeof *b);
+	if (n < 0 || (n > 0 && !args))
+		return bad(c, m, "%d arguments at %s", n, args ? "an address" :
+			"NULL");
+	if ((st = match(c, m, args, n, b)))
+		return st;
+	for (int i = 0; i < m->nargs; i++)
+		if (m->args[i].kind == MA_PARAM &&
+		    (st = param(c, m, &m->args[i], b->arg[i], &b->val[i])))
+			return st;
+	for (int i = 0; i < m->nargs; i++) {
+		if (m->args[i].kind == MA_GLOBAL)
+			st = tensor(c, m, i, b);
+		else if (m->args[i].kind == MA_TMA)
+			st = view(c, m, &m->args[i]);
+		if (st)
+			return st;
+	}
+	return tiles(c, m, b);
+}

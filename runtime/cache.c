@@ -1,0 +1,370 @@
+/* cache.c: cubins by key, in memory per context and on disk.
+ *
+ * The key is SHA-256 over every input that decides the cubin: the PTX,
+ * the arch, the assembler's options and the assembler's name and version
+ * (cache_key).  An entry on disk is <dir>/<hex key>.cubin:
+ *
+ *	0   "FGCUBIN\0"        8 bytes
+ *	8   format, 1          u32 little-endian
+ *	12  header size, 88    u32
+ *	16  key                32 bytes
+ *	48  payload length     u64
+ *	56  SHA-256(payload)   32 bytes
+ *	88  payload: the cubin
+ *
+ * A file that differs from this in any field, or is shorter or longer,
+ * is CACHE_BAD: it is never loaded, and the rebuilt entry replaces it.
+ * Writers write a temporary file beside the entry and rename it over the
+ * entry, so a reader sees a whole entry or none, however many processes
+ * write the same key at once.  When the directory cannot be written (read-
+ * only, permissions, no space) the context stops trying and keeps entries
+ * in memory only; it still reads entries that are there. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+#define MAGIC "FGCUBIN"   /* with its NUL, 8 bytes */
+enum { FORMAT = 1 };
+
+struct MemEntry {
+	uint8_t key[32];
+	void *data;
+	size_t len;
+	MemEntry *next;
+};
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Each field with its length in front, so no two field lists hash the
+ * same bytes. */
+static void
+field(Sha256 *s, const void *p, size_t n)
+{
+	uint8_t len[8];
+
+	put64(len, n);
+	sha256_update(s, len, 8);
+	sha256_update(s, p, n);
+}
+
+void
+cache_key(uint8_t key[32], const char *ptx, size_t len, const char *arch,
+	const char *opts, const char *tool)
+{
+	static const char what[] = "fagen cubin cache, format 1";
+	Sha256 s;
+
+	sha256_init(&s);
+	field(&s, what, sizeof what);
+	field(&s, arch, strlen(arch));
+	field(&s, opts, strlen(opts));
+	field(&s, tool, strlen(tool));
+	field(&s, ptx, len);
+	sha256_final(&s, key);
+}
+
+char *
+cache_default_dir(fg_ctx *c)
+{
+	const char *d = getenv("FAGEN_CACHE_DIR"), *x, *h;
+	char buf[PATH_MAX];
+	int n = -1;
+
+	if (d && d[0])
+		n = snprintf(buf, sizeof buf, "%s", d);
+	else if ((x = getenv("XDG_CACHE_HOME")) && x[0] == '/')
+		n = snprintf(buf, sizeof buf, "%s/fagen", x);
+	else if ((h = getenv("HOME")) && h[0])
+		n = snprintf(buf, sizeof buf, "%s/.cache/fagen", h);
+	if (n <= 0 || n >= (int)sizeof buf)
+		return NULL;
+	return rt_strdup(c, buf);
+}
+
+char *
+cache_path(fg_ctx *c, const uint8_t key[32])
+{
+	char hex[65], buf[PATH_MAX];
+	int n;
+
+	if (!c->cache_dir)
+		return NULL;
+	hex32(key, hex);
+	n = snprintf(buf, sizeof buf, "%s/%s.cubin", c->cache_dir, hex);
+	return n > 0 && n < (int)sizeof buf ? rt_strdup(c, buf) : NULL;
+}
+
+void
+cache_encode_hdr(uint8_t hdr[CACHE_HDR], const uint8_t key[32],
+	const void *data, size_t len)
+{
+	memcpy(hdr, MAGIC, 8);
+	put32(hdr + 8, FORMAT);
+	put32(hdr + 12, CACHE_HDR);
+	memcpy(hdr + 16, key, 32);
+	put64(hdr + 48, len);
+	sha256(data, len, hdr + 56);
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static bool
+mem_get(fg_ctx *c, const uint8_t key[32], void **data, size_t *len)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&c->mu);
+	for (MemEntry *e = c->mem; e; e = e->next) {
+		if (memcmp(e->key, key, 32))
+			continue;
+		if ((*data = rt_alloc(c, e->len))) {
+			memcpy(*data, e->data, e->len);
+			*len = e->len;
+			hit = true;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return hit;
+}
+
+static void
+mem_put(fg_ctx *c, const uint8_t key[32], const void *data, size_t len)
+{
+	MemEntry *e;
+
+	pthread_mutex_lock(&c->mu);
+	for (e = c->mem; e; e = e->next)
+		if (!memcmp(e->key, key, 32))
+			break;
+	if (!e && (e = rt_alloc(c, sizeof *e))) {
+		if ((e->data = rt_alloc(c, len))) {
+			memcpy(e->key, key, 32);
+			memcpy(e->data, data, len);
+			e->len = len;
+			e->next = c->mem;
+			c->mem = e;
+		} else {
+			rt_free(c, e, sizeof *e);  /* only a missed hit later */
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void
+cache_mem_free(fg_ctx *c)
+{
+	MemEntry *e, *next;
+
+	for (e = c->mem; e; e = next) {
+		next = e->next;
+		rt_free(c, e->data, e->len);
+		rt_free(c, e, sizeof *e);
+	}
+	c->mem = NULL;
+}
+
+/* ---------------------------------------------------------------- disk */
+
+static bool
+read_full(int fd, void *p, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		p = (char *)p + r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+static bool
+write_full(int fd, const void *p, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		p = (const char *)p + r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+/* Why the entry is not valid, or NULL; *data is set only when valid. */
+static const char *
+disk_read(fg_ctx *c, int fd, const uint8_t key[32], void **data,
+	size_t *len)
+{
+	uint8_t hdr[CACHE_HDR], want[CACHE_HDR];
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return "not a regular file";
+	if (st.st_size < CACHE_HDR || !read_full(fd, hdr, CACHE_HDR))
+		return "shorter than its header";
+	if (memcmp(hdr, MAGIC, 8) || get64(hdr + 8) != (FORMAT |
+	    (uint64_t)CACHE_HDR << 32))
+		return "bad magic or format";
+	if (memcmp(hdr + 16, key, 32))
+		return "written for another key";
+	uint64_t n = get64(hdr + 48);
+	if (n == 0 || n > CACHE_MAXLEN || (uint64_t)st.st_size != CACHE_HDR + n)
+		return "truncated, or its length does not match its header";
+	if (!(p = rt_alloc(c, (size_t)n)))
+		return "out of memory";
+	if (!read_full(fd, p, (size_t)n)) {
+		rt_free(c, p, (size_t)n);
+		return "unreadable";
+	}
+	cache_encode_hdr(want, key, p, (size_t)n);
+	if (memcmp(hdr + 56, want + 56, 32)) {
+		rt_free(c, p, (size_t)n);
+		return "checksum mismatch";
+	}
+	*data = p;
+	*len = (size_t)n;
+	return NULL;
+}
+
+CacheResult
+cache_get(fg_ctx *c, const uint8_t key[32], void **data, size_t *len,
+	fg_code_source *src)
+{
+	const char *why;
+	char *path;
+	int fd;
+
+	*data = NULL;
+	if (mem_get(c, key, data, len)) {
+		*src = FG_CODE_MEMORY;
+		return CACHE_HIT;
+	}
+	if (!(path = cache_path(c, key)))
+		return CACHE_MISS;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rt_strfree(c, path);
+		return CACHE_MISS;
+	}
+	why = disk_read(c, fd, key, data, len);
+	close(fd);
+	if (why) {
+		rt_log(c, FG_LOG_WARN, "cache entry %s is %s: rebuilding it",
+			path, why);
+		rt_strfree(c, path);
+		return CACHE_BAD;
+	}
+	rt_log(c, FG_LOG_DEBUG, "cache hit: %s", path);
+	rt_strfree(c, path);
+	mem_put(c, key, *data, *len);
+	*src = FG_CODE_DISK;
+	return CACHE_HIT;
+}
+
+/* mkdir -p, 0700 for what it creates. */
+static bool
+make_dirs(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof buf)
+		return false;
+	memcpy(buf, dir, n + 1);
+	for (char *p = buf + 1; ; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char ch = *p;
+		*p = '\0';
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return false;
+		if (!(*p = ch))
+			break;
+	}
+	struct stat st;
+	return !stat(dir, &st) && S_ISDIR(st.st_mode);
+}
+
+/* Write the entry beside its final name, then rename it into place. */
+static const char *
+disk_write(const char *path, const uint8_t key[32], const void *data,
+	size_t len)
+{
+	uint8_t hdr[CACHE_HDR];
+	char tmp[PATH_MAX];
+	int fd;
+
+	if (snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path) >= (int)sizeof tmp)
+		return "the path is too long";
+	if ((fd = mkstemp(tmp)) < 0)
+		return strerror(errno);
+	cache_encode_hdr(hdr, key, data, len);
+	bool ok = write_full(fd, hdr, sizeof hdr) && write_full(fd, data, len);
+	int err = errno;
+	ok = !close(fd) && ok;
+	if (ok && !rename(tmp, path))
+		return NULL;
+	err = ok ? errno : err;
+	unlink(tmp);
+	return strerror(err ? err : EIO);
+}
+
+void
+cache_put(fg_ctx *c, const uint8_t key[32], const void *data, size_t len)
+{
+	const char *why;
+	char *path;
+
+	mem_put(c, key, data, len);
+	if (!atomic_load(&c->disk_ok) || len == 0 || len > CACHE_MAXLEN ||
+	    !(path = cache_path(c, key)))
+		return;
+	if (!make_dirs(c->cache_dir))
+		why = strerror(errno);
+	else
+		why = disk_write(path, key, data, len);
+	if (why) {
+		/* one warning, then memory only for this context */
+		if (atomic_exchange(&c->disk_ok, false))
+			rt_log(c, FG_LOG_WARN, "cannot write the cache "
+				"directory %s (%s): caching in memory only",
+				c->cache_dir, why);
+	}
+	rt_strfree(c, path);
+}

@@ -1,0 +1,428 @@
+/* jit.c: PTX to cubin, with no GPU needed.
+ *
+ * Two assemblers, tried in order: nvJitLink in-process (dlopen
+ * libnvJitLink.so.13, .so.12 or .so, or $FAGEN_NVJITLINK_LIB), then the
+ * ptxas executable ($FAGEN_PTXAS, $CUDA_HOME/bin, $CUDA_PATH/bin, PATH,
+ * /usr/local/cuda/bin).  Each is looked for once per context.  When one
+ * rejects the PTX the next is tried too (an older nvJitLink may not know
+ * the PTX version that a newer ptxas does); when all fail, the error has
+ * every log.  The driver's own JIT, the last resort, happens at load
+ * (kernel.c), since it yields a module rather than a cubin.
+ *
+ * jit_tool names the first assembler available, with its version: that
+ * string goes into the cache key, so a warm lookup costs one dlopen and
+ * no assembly. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+extern char **environ;
+
+typedef int NvjRes;  /* nvJitLinkResult: 0 is success */
+typedef struct NvjApi {
+	NvjRes (*Create)(void **, uint32_t, const char *const *);
+	NvjRes (*Destroy)(void **);
+	NvjRes (*AddData)(void *, int, const void *, size_t, const char *);
+	NvjRes (*Complete)(void *);
+	NvjRes (*GetLinkedCubinSize)(void *, size_t *);
+	NvjRes (*GetLinkedCubin)(void *, void *);
+	NvjRes (*GetErrorLogSize)(void *, size_t *);
+	NvjRes (*GetErrorLog)(void *, char *);
+	NvjRes (*Version)(unsigned *, unsigned *);
+} NvjApi;
+enum { NVJ_INPUT_PTX = 2 };
+
+struct Tools {
+	bool probed;
+	void *nvj;             /* NULL: not available */
+	NvjApi api;
+	char nvj_tool[64];
+	char nvj_why[256];
+	char ptxas[4096];      /* "": not available */
+	char ptxas_tool[4400];
+	char ptxas_why[256];
+};
+
+static bool
+nvj_open(Tools *t, const char *path)
+{
+	struct {
+		void **fn;
+		const char *name;
+	} syms[] = {
+		{(void **)&t->api.Create, "nvJitLinkCreate"},
+		{(void **)&t->api.Destroy, "nvJitLinkDestroy"},
+		{(void **)&t->api.AddData, "nvJitLinkAddData"},
+		{(void **)&t->api.Complete, "nvJitLinkComplete"},
+		{(void **)&t->api.GetLinkedCubinSize,
+			"nvJitLinkGetLinkedCubinSize"},
+		{(void **)&t->api.GetLinkedCubin, "nvJitLinkGetLinkedCubin"},
+		{(void **)&t->api.GetErrorLogSize, "nvJitLinkGetErrorLogSize"},
+		{(void **)&t->api.GetErrorLog, "nvJitLinkGetErrorLog"},
+		{(void **)&t->api.Version, "nvJitLinkVersion"},
+	};
+	unsigned major, minor;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		snprintf(t->nvj_why, sizeof t->nvj_why, "%s", dlerror());
+		return false;
+	}
+	for (size_t i = 0; i < COUNT(syms); i++)
+		if (!(*syms[i].fn = dlsym(h, syms[i].name))) {
+			snprintf(t->nvj_why, sizeof t->nvj_why, "%s lacks %s",
+				path, syms[i].name);
+			dlclose(h);
+			return false;
+		}
+	if (t->api.Version(&major, &minor)) {
+		snprintf(t->nvj_why, sizeof t->nvj_why, "%s: nvJitLinkVersion "
+			"failed", path);
+		dlclose(h);
+		return false;
+	}
+	snprintf(t->nvj_tool, sizeof t->nvj_tool, "nvJitLink %u.%u", major,
+		minor);
+	t->nvj = h;
+	return true;
+}
+
+static void
+find_nvjitlink(Tools *t)
+{
+	const char *env = getenv("FAGEN_NVJITLINK_LIB");
+	const char *names[] = {"libnvJitLink.so.13", "libnvJitLink.so.12",
+		"libnvJitLink.so"};
+	const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"),
+		"/usr/local/cuda"};
+	char path[4096];
+
+	if (env && env[0]) {
+		nvj_open(t, env);
+		return;
+	}
+	for (size_t i = 0; i < COUNT(names); i++)
+		if (nvj_open(t, names[i]))
+			return;
+	for (size_t i = 0; i < COUNT(homes); i++) {
+		if (!homes[i] || !homes[i][0])
+			continue;
+		snprintf(path, sizeof path, "%s/lib64/libnvJitLink.so",
+			homes[i]);
+		if (nvj_open(t, path))
+			return;
+	}
+}
+
+/* ---------------------------------------------------------------- ptxas */
+
+/* Run argv with stdout and stderr into logpath; its exit status, or -1. */
+static int
+run(char *const argv[], const char *logpath)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int st, r;
+
+	if (posix_spawn_file_actions_init(&fa))
+		return -1;
+	posix_spawn_file_actions_addopen(&fa, 1, logpath,
+		O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r)
+		return -1;
+	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return errno == ECHILD ? 0 : -1;  /* SIGCHLD ignored: trust the
+						    * output files */
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The whole file in rt_alloc'd memory of *len + extra bytes, the extra
+ * ones zero (extra 1: a C string). */
+static char *
+slurp(fg_ctx *c, const char *path, size_t *len, size_t extra)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *p = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (!fstat(fd, &st) && st.st_size > 0 && st.st_size < (1 << 30) &&
+	    (p = rt_alloc(c, (size_t)st.st_size + extra))) {
+		ssize_t n = read(fd, p, (size_t)st.st_size);
+		if (n != st.st_size) {
+			rt_free(c, p, (size_t)st.st_size + extra);
+			p = NULL;
+		} else {
+			memset(p + n, 0, extra);
+			*len = (size_t)n;
+		}
+	}
+	close(fd);
+	return p;
+}
+
+/* A private directory under $TMPDIR for one ptxas run. */
+static bool
+tmpdir(char dir[4096])
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(dir, 4096, "%s/fagen-XXXXXX", t && t[0] ? t : "/tmp");
+	return mkdtemp(dir) != NULL;
+}
+
+static void
+rmtmp(const char *dir)
+{
+	static const char *const files[] = {"in.ptx", "out.cubin", "log"};
+	char p[4200];
+
+	for (size_t i = 0; i < COUNT(files); i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+static void
+find_ptxas(fg_ctx *c, Tools *t)
+{
+	const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH")};
+	const char *env = getenv("FAGEN_PTXAS"), *path = getenv("PATH");
+	char dir[4096], log[4200], *out;
+	size_t n, size;
+
+	if (env && env[0]) {
+		snprintf(t->ptxas, sizeof t->ptxas, "%s", env);
+	} else {
+		for (size_t i = 0; i < COUNT(homes) && !t->ptxas[0]; i++)
+			if (homes[i] && homes[i][0])
+				snprintf(t->ptxas, sizeof t->ptxas,
+					"%s/bin/ptxas", homes[i]);
+		if (t->ptxas[0] && access(t->ptxas, X_OK))
+			t->ptxas[0] = '\0';
+		for (const char *p = path; p && *p && !t->ptxas[0];) {
+			const char *e = strchr(p, ':');
+			int len = e ? (int)(e - p) : (int)strlen(p);
+			snprintf(t->ptxas, sizeof t->ptxas, "%.*s/ptxas", len,
+				p);
+			if (len == 0 || access(t->ptxas, X_OK))
+				t->ptxas[0] = '\0';
+			p = e ? e + 1 : "";
+		}
+		if (!t->ptxas[0])
+			snprintf(t->ptxas, sizeof t->ptxas,
+				"/usr/local/cuda/bin/ptxas");
+	}
+	char *argv[] = {t->ptxas, "--version", NULL};
+	if (access(t->ptxas, X_OK) || !tmpdir(dir)) {
+		snprintf(t->ptxas_why, sizeof t->ptxas_why, "no ptxas (tried "
+			"$FAGEN_PTXAS, $CUDA_HOME, $CUDA_PATH, PATH, "
+			"/usr/local/cuda)");
+		t->ptxas[0] = '\0';
+		return;
+	}
+	snprintf(log, sizeof log, "%s/log", dir);
+	if (run(argv, log) || !(out = slurp(c, log, &n, 1))) {
+		snprintf(t->ptxas_why, sizeof t->ptxas_why, "%.200s "
+			"--version failed", t->ptxas);
+		t->ptxas[0] = '\0';
+		rmtmp(dir);
+		return;
+	}
+	size = n + 1;
+	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+		out[--n] = '\0';
+	const char *last = strrchr(out, '\n');
+	snprintf(t->ptxas_tool, sizeof t->ptxas_tool, "ptxas %s (%s)",
+		t->ptxas, last ? last + 1 : out);
+	rt_free(c, out, size);
+	rmtmp(dir);
+}
+
+/* Assemble with ptxas in a private temporary directory. */
+static JitResult
+ptxas_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
+	const char *arch, void **cubin, size_t *cubinlen, Buf *log)
+{
+	char dir[4096], in[4200], out[4200], lp[4200], opt[64];
+	char *argv[] = {(char *)t->ptxas, opt, "-o", out, in, NULL};
+	char *text;
+	size_t n;
+	int st;
+
+	if (!tmpdir(dir)) {
+		buf_printf(log, "ptxas: cannot make a temporary directory: "
+			"%s\n", strerror(errno));
+		return JIT_MISSING;
+	}
+	snprintf(in, sizeof in, "%s/in.ptx", dir);
+	snprintf(out, sizeof out, "%s/out.cubin", dir);
+	snprintf(lp, sizeof lp, "%s/log", dir);
+	snprintf(opt, sizeof opt, "-arch=%s", arch);
+	FILE *f = fopen(in, "wb");
+	bool ok = f && fwrite(ptx, 1, len, f) == len;
+	ok = f && !fclose(f) && ok;
+	st = ok ? run(argv, lp) : -1;
+	if ((text = slurp(c, lp, &n, 1))) {
+		buf_printf(log, "ptxas %s:\n%s", opt, text);
+		rt_free(c, text, n + 1);
+	}
+	if (st == 0 && (*cubin = slurp(c, out, cubinlen, 0))) {
+		rmtmp(dir);
+		return JIT_OK;
+	}
+	buf_printf(log, "ptxas %s %s\n", opt, !ok ? "could not be given its "
+		"input" : st ? "failed" : "wrote no cubin");
+	rmtmp(dir);
+	return JIT_FAILED;
+}
+
+static JitResult
+nvj_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
+	const char *arch, void **cubin, size_t *cubinlen, Buf *log)
+{
+	char opt[64];
+	const char *opts[] = {opt};
+	void *h = NULL;
+	size_t n = 0;
+	NvjRes r;
+
+	snprintf(opt, sizeof opt, "-arch=%s", arch);
+	if ((r = t->api.Create(&h, 1, opts))) {
+		buf_printf(log, "nvJitLinkCreate(%s) failed: error %d\n", opt,
+			r);
+		return JIT_FAILED;
+	}
+	if (!(r = t->api.AddData(h, NVJ_INPUT_PTX, ptx, len, "fagen.ptx")) &&
+	    !(r = t->api.Complete(h)) &&
+	    !(r = t->api.GetLinkedCubinSize(h, &n)) && n &&
+	    (*cubin = rt_alloc(c, n)) && !(r = t->api.GetLinkedCubin(h,
+	    *cubin))) {
+		*cubinlen = n;
+		t->api.Destroy(&h);
+		return JIT_OK;
+	}
+	if (*cubin)
+		rt_free(c, *cubin, n);
+	*cubin = NULL;
+	size_t ln = 0;
+	char *text;
+	if (!t->api.GetErrorLogSize(h, &ln) && ln && (text = rt_alloc(c, ln +
+	    1))) {
+		text[0] = '\0';
+		t->api.GetErrorLog(h, text);
+		text[ln] = '\0';
+		buf_printf(log, "nvJitLink %s:\n%s", opt, text);
+		rt_free(c, text, ln + 1);
+	}
+	buf_printf(log, "nvJitLink %s failed: error %d\n", opt, r ? r : -1);
+	t->api.Destroy(&h);
+	return JIT_FAILED;
+}
+
+static Tools *
+tools(fg_ctx *c)
+{
+	Tools *t;
+
+	pthread_mutex_lock(&c->mu);
+	if (!c->tools && (c->tools = rt_alloc(c, sizeof *c->tools)))
+		memset(c->tools, 0, sizeof *c->tools);
+	if ((t = c->tools) && !t->probed) {
+		if (c->jit & FG_JIT_NVJITLINK)
+			find_nvjitlink(t);
+		if (c->jit & FG_JIT_PTXAS)
+			find_ptxas(c, t);
+		t->probed = true;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return t;
+}
+
+fg_status
+jit_tool(fg_ctx *c, int *which, const char **tool)
+{
+	Tools *t = tools(c);
+
+	if (!t)
+		return rt_err(c, FG_ERR_NOMEM, "out of memory");
+	if (t->nvj) {
+		*which = FG_JIT_NVJITLINK;
+		*tool = t->nvj_tool;
+	} else if (t->ptxas[0]) {
+		*which = FG_JIT_PTXAS;
+		*tool = t->ptxas_tool;
+	} else if (c->jit & FG_JIT_DRIVER) {
+		*which = FG_JIT_DRIVER;
+		*tool = "driver";
+	} else {
+		return rt_err(c, FG_ERR_JIT, "no PTX assembler: nvJitLink: %s; "
+			"ptxas: %s", c->jit & FG_JIT_NVJITLINK ? t->nvj_why :
+			"not allowed", c->jit & FG_JIT_PTXAS ? t->ptxas_why :
+			"not allowed");
+	}
+	return FG_OK;
+}
+
+fg_status
+jit_run(fg_ctx *c, int which, const char *ptx, size_t len,
+	const char *arch, void **cubin, size_t *cubinlen, int *used)
+{
+	Tools *t = tools(c);
+	jmp_buf oom;
+	Arena a;
+	Buf log;
+	JitResult r = JIT_MISSING;
+
+	*cubin = NULL;
+	if (!t)
+		return rt_err(c, FG_ERR_NOMEM, "out of memory");
+	arena_init(&a, c->alloc, c->alloc_ud, &oom);
+	if (setjmp(oom)) {
+		arena_free(&a);
+		return rt_err(c, FG_ERR_NOMEM, "out of memory assembling");
+	}
+	buf_init(&log, &a);
+	*used = FG_JIT_NVJITLINK;
+	if (which == FG_JIT_NVJITLINK && t->nvj)
+		r = nvj_run(c, t, ptx, len, arch, cubin, cubinlen, &log);
+	if (r != JIT_OK && t->ptxas[0]) {
+		*used = FG_JIT_PTXAS;
+		r = ptxas_run(c, t, ptx, len, arch, cubin, cubinlen, &log);
+	}
+	fg_status st = FG_OK;
+	if (r != JIT_OK)
+		st = rt_err(c, FG_ERR_JIT, "cannot assemble the PTX for "
+			"%s:\n%s", arch, log.len ? log.p :
+			"no assembler was found\n");
+	arena_free(&a);
+	return st;
+}
+
+/* nvJitLink is not dlclose'd: like libcuda it stays mapped for the
+ * process (it keeps allocations of its own runtime in its globals, which
+ * would turn into leaks), and the next context's dlopen finds it. */
+void
+jit_free(fg_ctx *c)
+{
+	if (!c->tools)
+		return;
+	rt_free(c, c->tools, sizeof *c->tools);
+	c->tools = NULL;
+}

@@ -1,0 +1,153 @@
+/* launch.c: one launch: the parameter buffer (device addresses, tensor
+ * maps, scalars, in the .entry's order), the grid, and cuLaunchKernelEx
+ * on the caller's stream.
+ *
+ * Grid: order=single launches the tile grid itself (x, y, z);
+ * persistent and lpt launch min(#SMs, tiles) CTAs in x (one CTA per SM is
+ * assumed), and the CTAs walk the tiles.  A cluster is launched with the
+ * cluster-dimension attribute; the grid must be a multiple of it.
+ * Block: (threads, 1, 1); dynamic shared memory: the kernel's smem. */
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+typedef union Slot {
+	uint64_t u64;
+	uint32_t u32;
+	float f32;
+} Slot;
+
+/* Tensor-map encoding: driver order is innermost first. */
+static fg_status
+tmap(fg_kernel *k, const Driver *d, const MetaArg *v, const Bound *b,
+	CUtensorMap *out)
+{
+	const Meta *m = &k->meta;
+	const MetaArg *g = &m->args[v->of];
+	const int64_t *dims = b->dims[v->of], *st = b->strides[v->of];
+	int r = g->rank, esz = ty_bytes(g->ty);
+	cuuint64_t gdim[FG_MAX_RANK], gstride[FG_MAX_RANK];
+	cuuint32_t box[FG_MAX_RANK], estr[FG_MAX_RANK];
+	static const CUtensorMapSwizzle sw[] = {
+		[0] = CU_TENSOR_MAP_SWIZZLE_NONE,
+		[1] = CU_TENSOR_MAP_SWIZZLE_32B,
+		[2] = CU_TENSOR_MAP_SWIZZLE_64B,
+		[4] = CU_TENSOR_MAP_SWIZZLE_128B,
+	};
+
+	for (int i = 0; i < r; i++) {
+		gdim[i] = (cuuint64_t)dims[r - 1 - i];
+		if (i < r - 1)
+			gstride[i] = (cuuint64_t)(st[r - 2 - i] * esz);
+		/* a box of lower rank covers the innermost dimensions */
+		int bi = v->rank - 1 - i;
+		box[i] = bi >= 0 ? (cuuint32_t)v->box[bi] : 1;
+		estr[i] = 1;
+	}
+	CUresult res = d->cu.TensorMapEncodeTiled(out,
+		(CUtensorMapDataType)ty_tma_code(g->ty), (cuuint32_t)r,
+		(void *)(uintptr_t)b->arg[v->of]->t.ptr, gdim, gstride, box,
+		estr, CU_TENSOR_MAP_INTERLEAVE_NONE, sw[v->swizzle / 32],
+		CU_TENSOR_MAP_L2_PROMOTION_L2_128B, v->oob_nan ?
+		CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA :
+		CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (res) {
+		char what[128];
+		snprintf(what, sizeof what, "cuTensorMapEncodeTiled for '%s'",
+			v->name);
+		return cuda_check(k->ctx, d, res, what);
+	}
+	return FG_OK;
+}
+
+/* args_bind checked the limits and the cluster multiples. */
+static void
+grid(const fg_kernel *k, const Driver *d, const Bound *b, unsigned g[3])
+{
+	const Meta *m = &k->meta;
+	int64_t n = b->tiles[0] * b->tiles[1] * b->tiles[2], cx = m->cluster[0];
+
+	if (m->order == ORD_SINGLE) {
+		for (int i = 0; i < 3; i++)
+			g[i] = (unsigned)b->tiles[i];
+		return;
+	}
+	n = n < d->nsm ? n : d->nsm;
+	n -= n % cx;
+	g[0] = (unsigned)(n > cx ? n : cx);
+	g[1] = g[2] = 1;
+}
+
+fg_status
+launch_kernel(fg_kernel *k, CUstream stream, const Bound *b)
+{
+	const Meta *m = &k->meta;
+	fg_ctx *c = k->ctx;
+	CUtensorMap maps[MAXARGS];   /* the type is 64-byte aligned */
+	Slot slots[MAXARGS];
+	void *params[MAXARGS];
+	unsigned g[3];
+	Driver *d = c->drv;   /* loaded: fg_kernel_load succeeded */
+	CUcontext prev;
+	fg_status st;
+
+	grid(k, d, b, g);
+	for (int i = 0; i < m->nargs; i++) {
+		const MetaArg *a = &m->args[i];
+		params[i] = &slots[i];
+		if (a->kind == MA_GLOBAL) {
+			slots[i].u64 = b->arg[i]->t.ptr;
+		} else if (a->kind == MA_TMA) {
+			if ((st = tmap(k, d, a, b, &maps[i])))
+				return st;
+			params[i] = &maps[i];
+		} else if (a->ty == TY_F32) {
+			slots[i].f32 = (float)b->arg[i]->f;
+		} else if (a->ty == TY_I64 || a->ty == TY_U64) {
+			slots[i].u64 = (uint64_t)b->val[i];
+		} else {
+			slots[i].u32 = (uint32_t)b->val[i];
+		}
+	}
+	CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+	attr.value.clusterDim.x = (unsigned)m->cluster[0];
+	attr.value.clusterDim.y = (unsigned)m->cluster[1];
+	attr.value.clusterDim.z = (unsigned)m->cluster[2];
+	CUlaunchConfig cfg = {
+		.gridDimX = g[0], .gridDimY = g[1], .gridDimZ = g[2],
+		.blockDimX = (unsigned)m->threads, .blockDimY = 1,
+		.blockDimZ = 1, .sharedMemBytes = (unsigned)m->smem,
+		.hStream = stream, .attrs = &attr,
+		.numAttrs = m->cluster[0] * m->cluster[1] * m->cluster[2] > 1,
+	};
+	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
+	    "cuCtxPushCurrent")))
+		return st;
+	st = cuda_check(c, d, d->cu.LaunchKernelEx(&cfg, k->fn, params, NULL),
+		"cuLaunchKernelEx");
+	d->cu.CtxPopCurrent(&prev);
+	return st;
+}
+
+fg_status
+fg_launch(fg_kernel *k, struct CUstream_st *stream, const fg_arg *args,
+	int n)
+{
+	Bound b;
+	fg_status st;
+
+	if (!k)
+		return FG_ERR_INVALID;
+	if (stream == NULL || stream == CU_STREAM_LEGACY)
+		return rt_err(k->ctx, FG_ERR_INVALID, "kernel '%s': fagen does "
+			"not launch on the legacy default stream (%s); pass a "
+			"stream you created (cuStreamCreate, best with "
+			"CU_STREAM_NON_BLOCKING) or CU_STREAM_PER_THREAD",
+			k->meta.name, stream ? "CU_STREAM_LEGACY" : "NULL");
+	if ((st = args_bind(k->ctx, &k->meta, args, n, &b)) ||
+	    (st = fg_kernel_load(k)) || (st = launch_kernel(k, stream, &b)))
+		return st;
+	rt_clear(k->ctx);
+	return FG_OK;
+}

@@ -45,6 +45,10 @@ static struct {
 		CUtensorMapSwizzle, CUtensorMapL2promotion,
 		CUtensorMapFloatOOBfill);
 	CUresult (*GetErrorString)(CUresult, const char **);
+	CUresult (*EventCreate)(CUevent *, unsigned);
+	CUresult (*EventRecord)(CUevent, CUstream);
+	CUresult (*EventSynchronize)(CUevent);
+	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
 } cu;
 
 #define CK(call) do {                                                   \
@@ -84,6 +88,10 @@ load_driver(void)
 		{(void **)&cu.CtxSynchronize, "cuCtxSynchronize"},
 		{(void **)&cu.TensorMapEncodeTiled, "cuTensorMapEncodeTiled"},
 		{(void **)&cu.GetErrorString, "cuGetErrorString"},
+		{(void **)&cu.EventCreate, "cuEventCreate"},
+		{(void **)&cu.EventRecord, "cuEventRecord"},
+		{(void **)&cu.EventSynchronize, "cuEventSynchronize"},
+		{(void **)&cu.EventElapsedTime, "cuEventElapsedTime_v2"},
 	};
 
 	if (!h) {

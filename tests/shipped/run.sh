@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# run.sh FAGEN NAME: the shipped variant NAME of variants.txt compiles to
+# exactly tests/shipped/NAME.ptx, and ptxas -v accepts it for its target
+# with no spills and the resource report in NAME.ptxas.txt (registers,
+# shared memory, barriers: so that changes show up in review).
+# FAGEN_UPDATE_GOLDEN=1 rewrites both files.  Exit 77 without ptxas for
+# the ptxas half.
+set -u
+fagen=$(realpath "$1")
+name=$2
+cd "$(dirname "$0")/../.." || exit 2
+line=$(awk -v n="$name" '$1 == n' tests/shipped/variants.txt)
+[ -n "$line" ] || { echo "no variant '$name'"; exit 2; }
+read -r _ sched args <<<"$line"
+read -r -a argv <<<"${args:-}"
+exp=tests/shipped/$name.ptx
+rep=tests/shipped/$name.ptxas.txt
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+if ! "$fagen" "$sched" "${argv[@]}" -o "$out/k.ptx"; then
+	echo "FAIL: fagen $sched ${args:-} exited $?"
+	exit 1
+fi
+. "$(dirname "$0")/../../scripts/cuda-env" >/dev/null 2>&1 || true
+arch=$(sed -n 's/^\.target \(sm_[0-9a-z]*\).*/\1/p' "$out/k.ptx")
+if command -v ptxas >/dev/null 2>&1; then
+	if ! ptxas -v -arch="$arch" "$out/k.ptx" -o "$out/k.cubin" \
+	    >"$out/v.txt" 2>&1; then
+		cat "$out/v.txt"
+		echo "FAIL: ptxas -arch=$arch rejected $name"
+		exit 1
+	fi
+	grep -v 'Compile time' "$out/v.txt" >"$out/report.txt"
+	if grep -Eq '[1-9][0-9]* bytes spill' "$out/report.txt"; then
+		cat "$out/report.txt"
+		echo "FAIL: $name spills"
+		exit 1
+	fi
+	if grep -q 'C75[0-9][0-9]' "$out/report.txt"; then
+		cat "$out/report.txt"
+		echo "FAIL: ptxas changed $name (a C75xx info line)"
+		exit 1
+	fi
+else
+	echo "ptxas not found: checking the PTX only"
+	: >"$out/report.txt"
+fi
+if [ -n "${FAGEN_UPDATE_GOLDEN:-}" ]; then
+	cp "$out/k.ptx" "$exp"
+	[ -s "$out/report.txt" ] && cp "$out/report.txt" "$rep"
+	echo "updated $exp"
+	exit 0
+fi
+fail=0
+diff -u "$exp" "$out/k.ptx" || fail=1
+if [ -s "$out/report.txt" ]; then
+	diff -u "$rep" "$out/report.txt" || fail=1
+fi
+exit $fail

@@ -228,6 +228,11 @@ FG_API fg_status fg_kernel_arg(const fg_kernel *, int i, fg_arg_info *);
  * JIT is used; *len gets its size. */
 FG_API const void *fg_kernel_cubin(const fg_kernel *, size_t *len);
 
+/* Cap the CTAs of a persistent or lpt kernel's grid (0, the default: one
+ * per SM); the CTAs share the tiles whatever their number.  Launching
+ * fewer leaves SMs to other streams' work.  No effect on order=single. */
+FG_API fg_status fg_kernel_set_grid_limit(fg_kernel *, int max_ctas);
+
 /* ---------------------------------------------------------------- launch */
 
 /* A global tensor: a device address, and its extents and strides, both

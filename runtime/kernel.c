@@ -54,6 +54,7 @@ fg_kernel_create(fg_ctx *c, const char *ptx, size_t len, fg_kernel **out)
 	}
 	pthread_mutex_init(&k->mu, NULL);
 	atomic_init(&k->loaded, false);
+	atomic_init(&k->max_ctas, 0);
 	*out = k;
 	rt_clear(c);
 	return FG_OK;
@@ -312,6 +313,19 @@ fg_kernel_cubin(const fg_kernel *k, size_t *len)
 		*len = p ? k->cubinlen : 0;
 	pthread_mutex_unlock(&mk->mu);
 	return p;
+}
+
+fg_status
+fg_kernel_set_grid_limit(fg_kernel *k, int max_ctas)
+{
+	if (!k)
+		return FG_ERR_INVALID;
+	if (max_ctas < 0)
+		return rt_err(k->ctx, FG_ERR_INVALID, "kernel '%s': a grid "
+			"limit of %d CTAs", k->meta.name, max_ctas);
+	atomic_store(&k->max_ctas, max_ctas);
+	rt_clear(k->ctx);
+	return FG_OK;
 }
 
 fg_status

@@ -4,7 +4,8 @@
  *
  * Grid: order=single launches the tile grid itself (x, y, z);
  * persistent and lpt launch min(#SMs, tiles) CTAs in x (one CTA per SM is
- * assumed), and the CTAs walk the tiles.  A cluster is launched with the
+ * assumed; fg_kernel_set_grid_limit lowers or raises the cap), and the
+ * CTAs walk the tiles.  A cluster is launched with the
  * cluster-dimension attribute; the grid must be a multiple of it.
  * Block: (threads, 1, 1); dynamic shared memory: the kernel's smem. */
 #include <stdio.h>
@@ -73,7 +74,9 @@ grid(const fg_kernel *k, const Driver *d, const Bound *b, unsigned g[3])
 			g[i] = (unsigned)b->tiles[i];
 		return;
 	}
-	n = n < d->nsm ? n : d->nsm;
+	int64_t cap = atomic_load(&k->max_ctas);
+	cap = cap ? cap : d->nsm;
+	n = n < cap ? n : cap;
 	n -= n % cx;
 	g[0] = (unsigned)(n > cx ? n : cx);
 	g[1] = g[2] = 1;

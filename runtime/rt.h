@@ -218,6 +218,7 @@ struct fg_kernel {
 	double assemble_ms;
 	bool driver_jit;      /* no assembler: cuModuleLoadDataEx on PTX */
 	atomic_bool loaded;
+	atomic_int max_ctas;  /* persistent grid cap, 0: #SMs */
 	CUmodule mod;
 	CUfunction fn;
 };

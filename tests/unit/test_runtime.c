@@ -429,6 +429,18 @@ legacy_default_stream_is_refused(void **state)
 	assert_non_null(strstr(fg_errmsg(f->ctx), "CU_STREAM_LEGACY"));
 }
 
+static void
+grid_limit_must_not_be_negative(void **state)
+{
+	Fix *f = *state;
+
+	assert_int_equal(fg_kernel_set_grid_limit(f->k, 3), FG_OK);
+	assert_int_equal(fg_kernel_set_grid_limit(f->k, 0), FG_OK);
+	assert_int_equal(fg_kernel_set_grid_limit(f->k, -1), FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "a grid limit of -1 CTAs"));
+	assert_int_equal(fg_kernel_set_grid_limit(NULL, 1), FG_ERR_INVALID);
+}
+
 /* ---------------------------------------------------------------- driver */
 
 static void
@@ -739,6 +751,7 @@ main(void)
 		T(sizes_beyond_32_bit_indexing_are_rejected),
 		T(tma_box_rules_are_checked),
 		T(legacy_default_stream_is_refused),
+		T(grid_limit_must_not_be_negative),
 		T(bad_arguments_fail_before_the_driver_is_needed),
 		T(missing_driver_is_a_clear_error),
 		cmocka_unit_test(driver_library_comes_from_the_environment),

@@ -358,13 +358,13 @@ unwritable_directory_falls_back_to_memory(void **state)
 	fg_ctx_destroy(c);
 }
 
-/* 16 processes write (and read) one key at once, 20 times each.  A
- * reader never sees a partial entry, and the survivor is whole. */
+/* 16 processes write (and read) one 256 KB key at once, 10 times each.
+ * A reader never sees a partial entry, and the survivor is whole. */
 static void
 concurrent_writers_leave_a_valid_entry(void **state)
 {
 	Fix *f = *state;
-	enum { NPROC = 16, SIZE = 1 << 20 };
+	enum { NPROC = 16, REPS = 10, SIZE = 256 << 10 };
 	uint8_t key[32];
 	uint8_t *data = malloc(SIZE);
 	pid_t pids[NPROC];
@@ -375,7 +375,7 @@ concurrent_writers_leave_a_valid_entry(void **state)
 		if ((pids[i] = fork()) == 0) {
 			fg_options o = {.cache_dir = f->dir};
 			int bad = 0;
-			for (int rep = 0; rep < 20; rep++) {
+			for (int rep = 0; rep < REPS; rep++) {
 				fg_ctx *c;
 				void *got;
 				size_t len;

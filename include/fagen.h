@@ -100,6 +100,10 @@ typedef struct fg_options {
 	unsigned jit;           /* FG_JIT_* mask; 0: all of them */
 	const char *driver_lib; /* NULL: $FAGEN_DRIVER_LIB, else
 				 * libcuda.so.1 */
+	const char *schedule_dir; /* the shipped schedules, for
+				 * fg_attention_forward; NULL:
+				 * $FAGEN_SCHEDULE_DIR, else the installed
+				 * ones, else the source tree's */
 } fg_options;
 
 typedef struct fg_ctx fg_ctx;
@@ -278,6 +282,43 @@ FG_API fg_status fg_kernel_check(const fg_kernel *, const fg_arg *args,
  * stream, are rejected; CU_STREAM_PER_THREAD is accepted). */
 FG_API fg_status fg_launch(fg_kernel *, struct CUstream_st *stream,
 	const fg_arg *args, int nargs);
+
+/* ---------------------------------------------------------------- attention */
+
+typedef enum fg_dtype {
+	FG_DTYPE_BF16 = 1,
+	FG_DTYPE_F16,
+} fg_dtype;
+
+/* One attention problem: O = softmax(Q K^T * scale) V and, per query row,
+ * LSE = log(sum(exp(Q K^T * scale))), the natural log.  Q and O hold
+ * batch x heads x seq_q x head_dim elements, K and V batch x heads x seq_k
+ * x head_dim, laid out by their strides: in elements, indexed (batch,
+ * head, seq, dim), so both the B,H,S,D and the B,S,H,D layouts (and
+ * padded or sliced views of them) are described; all four zero means dense
+ * B,H,S,D.  The dim stride must be 1.  LSE is f32, dense [batch, heads,
+ * seq_q].  Causal attention is aligned to the bottom right: query i sees
+ * keys j <= i + seq_k - seq_q; a row that sees no key gets O = 0 and
+ * LSE = -inf. */
+typedef struct fg_attention_args {
+	uint64_t q, k, v;         /* inputs: CUdeviceptr */
+	uint64_t o;               /* output, like q */
+	uint64_t lse;             /* output: f32 [batch, heads, seq_q] */
+	int64_t q_strides[4];     /* (batch, head, seq, dim); 0: dense */
+	int64_t k_strides[4];
+	int64_t v_strides[4];
+	int64_t o_strides[4];
+	int64_t batch, heads, seq_q, seq_k, head_dim;
+	fg_dtype dtype;
+	int causal;               /* nonzero: causal, bottom-right */
+	double scale;             /* 0: 1 / sqrt(head_dim) */
+} fg_attention_args;
+
+/* Validate *a, pick the shipped schedule for the device (sm_90a:
+ * fa_fwd_sm90.fa), compile and load it on first use (kept in ctx), and
+ * launch it asynchronously on stream (not the legacy default stream). */
+FG_API fg_status fg_attention_forward(fg_ctx *, const fg_attention_args *a,
+	struct CUstream_st *stream);
 
 #ifdef __cplusplus
 }

@@ -241,9 +241,12 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 		FG_JIT_DRIVER;
 	atomic_init(&c->disk_ok, true);
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->attn_mu, NULL);
 	bool ok = true;
 	if (o->driver_lib)
 		ok = (c->driver_lib = rt_strdup(c, o->driver_lib)) != NULL;
+	if (ok && o->schedule_dir)
+		ok = (c->schedule_dir = rt_strdup(c, o->schedule_dir)) != NULL;
 	if (ok && o->cache_dir && o->cache_dir[0])
 		ok = (c->cache_dir = rt_strdup(c, o->cache_dir)) != NULL;
 	else if (ok && !o->cache_dir)
@@ -265,6 +268,7 @@ fg_ctx_destroy(fg_ctx *c)
 
 	if (!c)
 		return;
+	attn_free(c);         /* its kernels' modules need the driver */
 	cuda_free(c);
 	jit_free(c);
 	cache_mem_free(c);
@@ -275,6 +279,8 @@ fg_ctx_destroy(fg_ctx *c)
 	}
 	rt_strfree(c, c->driver_lib);
 	rt_strfree(c, c->cache_dir);
+	rt_strfree(c, c->schedule_dir);
+	pthread_mutex_destroy(&c->attn_mu);
 	pthread_mutex_destroy(&c->mu);
 	c->alloc(c->alloc_ud, c, sizeof *c, 0);
 }

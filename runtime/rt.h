@@ -93,6 +93,7 @@ typedef struct MemEntry MemEntry;
 
 typedef struct Driver Driver;
 typedef struct Tools Tools;
+typedef struct AttnVariant AttnVariant;
 
 struct fg_ctx {
 	fg_alloc alloc;
@@ -110,6 +111,9 @@ struct fg_ctx {
 	MemEntry *mem;        /* the memory cache */
 	Driver *drv;          /* loaded on first use */
 	Tools *tools;         /* found on first use */
+	char *schedule_dir;   /* NULL: $FAGEN_SCHEDULE_DIR or the defaults */
+	pthread_mutex_t attn_mu;  /* guards attn; held while one compiles */
+	AttnVariant *attn;    /* fg_attention_forward's kernels */
 };
 
 void *rt_alloc(fg_ctx *, size_t);          /* NULL on failure */
@@ -238,5 +242,31 @@ fg_status args_bind(fg_ctx *, const Meta *, const fg_arg *, int n, Bound *);
 
 /* ---------------------------------------------------------------- launch.c */
 fg_status launch_kernel(fg_kernel *, CUstream, const Bound *);
+
+/* ---------------------------------------------------------------- attention.c
+ * fg_attention_forward: argument checks, the schedule's variant for the
+ * device, kernels cached per variant in the context. */
+typedef struct Attn {
+	int64_t st[4][4];     /* q, k, v, o strides, (batch, head, seq, dim) */
+	double scale;         /* resolved: 1/sqrt(head_dim) when 0 */
+} Attn;
+
+/* Check a for fn ("fg_attention_forward"); tma adds the fused kernel's
+ * rules (head_dim 64 or 128, 16-byte alignment, strides of 16 bytes,
+ * 32-bit LSE indexing). */
+fg_status attn_check(fg_ctx *, const char *fn, const fg_attention_args *a,
+	CUstream, bool tma, Attn *out);
+/* The path of a shipped schedule: fg_options.schedule_dir, else
+ * $FAGEN_SCHEDULE_DIR, else the installed directory, else the source
+ * tree's; FG_ERR_IO naming the places looked in. */
+fg_status attn_schedule(fg_ctx *, const char *file, char *path, size_t n);
+/* The kernel for a's variant on compute capability cc (90: sm_90a),
+ * compiled on first use and kept in the context; FG_ERR_UNSUPPORTED for
+ * an arch without a schedule. */
+fg_status attn_variant(fg_ctx *, const char *fn, int cc,
+	const fg_attention_args *a, fg_kernel **out);
+/* The kernel's arguments for a checked problem. */
+void attn_bind(const fg_attention_args *a, const Attn *, fg_arg args[10]);
+void attn_free(fg_ctx *);
 
 #endif

@@ -35,6 +35,11 @@ static struct {
 	CUresult (*StreamCreate)(CUstream *, unsigned);
 	CUresult (*StreamDestroy)(CUstream);
 	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*EventCreate)(CUevent *, unsigned);
+	CUresult (*EventDestroy)(CUevent);
+	CUresult (*EventRecord)(CUevent, CUstream);
+	CUresult (*EventSynchronize)(CUevent);
+	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
 	CUresult (*GetErrorString)(CUresult, const char **);
 } cu;
 
@@ -95,6 +100,11 @@ gpu_open(void)
 		{(void **)&cu.StreamCreate, "cuStreamCreate"},
 		{(void **)&cu.StreamDestroy, "cuStreamDestroy_v2"},
 		{(void **)&cu.StreamSynchronize, "cuStreamSynchronize"},
+		{(void **)&cu.EventCreate, "cuEventCreate"},
+		{(void **)&cu.EventDestroy, "cuEventDestroy_v2"},
+		{(void **)&cu.EventRecord, "cuEventRecord"},
+		{(void **)&cu.EventSynchronize, "cuEventSynchronize"},
+		{(void **)&cu.EventElapsedTime, "cuEventElapsedTime_v2"},
 		{(void **)&cu.GetErrorString, "cuGetErrorString"},
 	};
 	CUdevice dev;

@@ -1,0 +1,337 @@
+/* attention.c: fg_attention_forward, attention on the shipped schedules.
+ *
+ * The caller describes the problem (fg_attention_args); this file checks
+ * every argument before anything needs the GPU, picks the schedule for
+ * the device (sm_90a: fa_fwd_sm90.fa with -D D, DT and CAUSAL; no other
+ * arch has one yet), compiles and creates its kernel on first use, keeps
+ * it in the context per variant, and launches it through fg_launch with
+ * the caller's strides mapped onto the schedule's [Z, S, H, D] tensors.
+ *
+ * Variants are compiled under ctx->attn_mu, so two threads asking for the
+ * same one compile it once; loading and launching need no lock of ours
+ * (fg_kernel_load has its own).  A failed compile is not remembered: the
+ * next call tries again. */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+#ifndef FG_INSTALL_SCHEDULES
+#define FG_INSTALL_SCHEDULES "/usr/local/share/fagen/schedules"
+#endif
+
+struct AttnVariant {
+	int cc, d, causal;    /* compute capability: 90 */
+	fg_dtype dt;
+	fg_kernel *k;
+	AttnVariant *next;
+};
+
+static const char *const dimname[4] = {"batch", "heads", "seq", "head_dim"};
+
+static fg_status FMT(3, 4)
+bad(fg_ctx *c, const char *fn, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n = snprintf(msg, sizeof msg, "%s: ", fn);
+
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	va_end(ap);
+	return rt_err(c, FG_ERR_INVALID, "%s", msg);
+}
+
+static fg_status
+sizes(fg_ctx *c, const char *fn, const fg_attention_args *a, bool tma)
+{
+	const struct {
+		const char *name;
+		int64_t v;
+	} s[] = {
+		{"batch", a->batch}, {"heads", a->heads}, {"seq_q", a->seq_q},
+		{"seq_k", a->seq_k}, {"head_dim", a->head_dim},
+	};
+
+	for (size_t i = 0; i < COUNT(s); i++) {
+		if (s[i].v <= 0)
+			return bad(c, fn, "%s is %lld: sizes must be > 0",
+				s[i].name, (long long)s[i].v);
+		if (s[i].v > INT32_MAX)
+			return bad(c, fn, "%s is %lld, which overflows 32-bit "
+				"indexing (at most 2^31 - 1)", s[i].name,
+				(long long)s[i].v);
+	}
+	if (tma && a->head_dim != 64 && a->head_dim != 128)
+		return bad(c, fn, "head_dim is %lld; the fused kernel "
+			"supports 64 and 128", (long long)a->head_dim);
+	if (!tma && a->head_dim > 512)
+		return bad(c, fn, "head_dim is %lld; the reference supports "
+			"up to 512", (long long)a->head_dim);
+	/* the kernel indexes LSE with 32-bit arithmetic */
+	if (tma && a->batch * a->heads > INT32_MAX / a->seq_q)
+		return bad(c, fn, "batch * heads * seq_q = %lld * %lld * %lld "
+			"LSE entries overflow the kernel's 32-bit indexing (at "
+			"most 2^31 - 1)", (long long)a->batch,
+			(long long)a->heads, (long long)a->seq_q);
+	return FG_OK;
+}
+
+static fg_status
+scalars(fg_ctx *c, const char *fn, const fg_attention_args *a, Attn *out)
+{
+	if (a->dtype != FG_DTYPE_BF16 && a->dtype != FG_DTYPE_F16)
+		return bad(c, fn, "dtype is %d: use FG_DTYPE_BF16 or "
+			"FG_DTYPE_F16", (int)a->dtype);
+	if (!isfinite(a->scale) || a->scale < 0 || a->scale > FLT_MAX / 2)
+		return bad(c, fn, "scale is %g: it must be finite and > 0 "
+			"(0: 1/sqrt(head_dim))", a->scale);
+	out->scale = a->scale ? a->scale : 1 / sqrt((double)a->head_dim);
+	return FG_OK;
+}
+
+/* One tensor: its address and strides (resolved into st). */
+static fg_status
+tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
+	const int64_t *given, int64_t seq, const fg_attention_args *a,
+	bool tma, int64_t *st)
+{
+	const int64_t n[4] = {a->batch, a->heads, seq, a->head_dim};
+	int64_t span = 0, x;
+	bool dense = !given[0] && !given[1] && !given[2] && !given[3];
+
+	if (!ptr)
+		return bad(c, fn, "%s is NULL", name);
+	if (ptr % (tma ? 16 : 2))
+		return bad(c, fn, "%s = 0x%llx is not %d-byte aligned%s", name,
+			(unsigned long long)ptr, tma ? 16 : 2, tma ?
+			", as TMA requires" : "");
+	for (int i = 3; i >= 0; i--)
+		st[i] = !dense ? given[i] : i == 3 ? 1 : st[i + 1] * n[i + 1];
+	if (st[3] != 1)
+		return bad(c, fn, "%s_strides[3] (head_dim) is %lld: the head "
+			"dimension must be contiguous (stride 1)", name,
+			(long long)st[3]);
+	for (int i = 0; i < 3; i++) {
+		if (st[i] <= 0)
+			return bad(c, fn, "%s_strides[%d] (%s) is %lld: strides "
+				"must be > 0 (or all 0: dense B,H,S,D)", name,
+				i, dimname[i], (long long)st[i]);
+		if (tma && (st[i] % 8 || st[i] >= (int64_t)1 << 39))
+			return bad(c, fn, "%s_strides[%d] (%s) is %lld "
+				"elements; TMA needs a multiple of 8 (16 "
+				"bytes) below 2^39 (2^40 bytes)", name, i,
+				dimname[i], (long long)st[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		if (__builtin_mul_overflow(n[i] - 1, st[i], &x) ||
+		    __builtin_add_overflow(span, x, &span) || span >=
+		    INT64_MAX / 2)
+			return bad(c, fn, "%s: its strides overflow 64-bit "
+				"addressing", name);
+	return FG_OK;
+}
+
+fg_status
+attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
+	CUstream stream, bool tma, Attn *out)
+{
+	fg_status st;
+
+	if (!a)
+		return bad(c, fn, "args is NULL");
+	if (stream == NULL || stream == CU_STREAM_LEGACY)
+		return bad(c, fn, "fagen does not launch on the legacy default "
+			"stream (%s); pass a stream you created (cuStreamCreate, "
+			"best with CU_STREAM_NON_BLOCKING) or "
+			"CU_STREAM_PER_THREAD", stream ? "CU_STREAM_LEGACY" :
+			"NULL");
+	if ((st = sizes(c, fn, a, tma)) || (st = scalars(c, fn, a, out)) ||
+	    (st = tensor(c, fn, "q", a->q, a->q_strides, a->seq_q, a, tma,
+	    out->st[0])) ||
+	    (st = tensor(c, fn, "k", a->k, a->k_strides, a->seq_k, a, tma,
+	    out->st[1])) ||
+	    (st = tensor(c, fn, "v", a->v, a->v_strides, a->seq_k, a, tma,
+	    out->st[2])) ||
+	    (st = tensor(c, fn, "o", a->o, a->o_strides, a->seq_q, a, tma,
+	    out->st[3])))
+		return st;
+	if (!a->lse)
+		return bad(c, fn, "lse is NULL");
+	if (a->lse % 4)
+		return bad(c, fn, "lse = 0x%llx is not aligned to its f32 "
+			"elements", (unsigned long long)a->lse);
+	return FG_OK;
+}
+
+static bool
+readable(char *path, size_t n, const char *dir, const char *file)
+{
+	snprintf(path, n, "%s/%s", dir, file);
+	return access(path, R_OK) == 0;
+}
+
+fg_status
+attn_schedule(fg_ctx *c, const char *file, char *path, size_t n)
+{
+	const char *env = getenv("FAGEN_SCHEDULE_DIR");
+	const char *dir = c->schedule_dir ? c->schedule_dir : env && env[0] ?
+		env : NULL;
+
+	if (dir) {
+		if (readable(path, n, dir, file))
+			return FG_OK;
+		return rt_err(c, FG_ERR_IO, "cannot read the schedule '%s' in "
+			"%s (from %s)", file, dir, c->schedule_dir ?
+			"fg_options.schedule_dir" : "$FAGEN_SCHEDULE_DIR");
+	}
+	if (readable(path, n, FG_INSTALL_SCHEDULES, file))
+		return FG_OK;
+#ifdef FG_SOURCE_SCHEDULES
+	if (readable(path, n, FG_SOURCE_SCHEDULES, file))
+		return FG_OK;
+#define ALSO " or " FG_SOURCE_SCHEDULES
+#else
+#define ALSO ""
+#endif
+	return rt_err(c, FG_ERR_IO, "cannot find the schedule '%s' in %s%s; "
+		"set FAGEN_SCHEDULE_DIR or fg_options.schedule_dir to the "
+		"directory of fagen's schedules", file, FG_INSTALL_SCHEDULES,
+		ALSO);
+#undef ALSO
+}
+
+/* The schedule for compute capability cc: FG_OK with its file, or why
+ * not. */
+static fg_status
+pick(fg_ctx *c, const char *fn, int cc, const char **file)
+{
+	if (cc == 90) {
+		*file = "fa_fwd_sm90.fa";
+		return FG_OK;
+	}
+	if (cc == 100)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_100; "
+			"fagen has no attention schedule for sm_100a yet (only "
+			"sm_90a: H100, H200)", fn, c->device);
+	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
+		"fagen's attention runs on sm_90a (H100, H200) only", fn,
+		c->device, cc);
+}
+
+/* Compile the variant's kernel; called with c->attn_mu held. */
+static fg_status
+build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
+	fg_kernel **out)
+{
+	char path[4096], d1[16], d2[16], d3[16];
+	const char *defs[] = {d1, d2, d3};
+	fg_compile_options o = {.defines = defs, .ndefines = 3};
+	fg_program *p;
+	fg_status st;
+
+	if ((st = attn_schedule(c, file, path, sizeof path)))
+		return st;
+	snprintf(d1, sizeof d1, "D=%d", v->d);
+	snprintf(d2, sizeof d2, "DT=%s", v->dt == FG_DTYPE_F16 ? "f16" :
+		"bf16");
+	snprintf(d3, sizeof d3, "CAUSAL=%s", v->causal ? "true" : "false");
+	st = fg_compile_file(c, path, &o, &p);
+	if (st == FG_OK)
+		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
+	else if (st == FG_ERR_COMPILE)
+		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D %s) "
+			"does not compile:\n%s", fn, path, d1, d2, d3,
+			fg_program_diagnostics(p));
+	fg_program_free(p);
+	return st;
+}
+
+fg_status
+attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
+	fg_kernel **out)
+{
+	AttnVariant want = {.cc = cc, .d = (int)a->head_dim,
+		.causal = a->causal != 0, .dt = a->dtype}, *v;
+	const char *file;
+	fg_status st;
+
+	if ((st = pick(c, fn, cc, &file)))
+		return st;
+	pthread_mutex_lock(&c->attn_mu);
+	for (v = c->attn; v; v = v->next)
+		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
+		    v->causal == want.causal)
+			break;
+	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
+		if ((v = rt_alloc(c, sizeof *v))) {
+			*v = want;
+			v->next = c->attn;
+			c->attn = v;
+		} else {
+			fg_kernel_free(want.k);
+			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
+		}
+	}
+	pthread_mutex_unlock(&c->attn_mu);
+	if (v)
+		*out = v->k;
+	return st;
+}
+
+void
+attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[10])
+{
+	static const char *const names[] = {"Q", "K", "V", "O"};
+	const uint64_t ptrs[] = {a->q, a->k, a->v, a->o};
+
+	args[0] = FG_INT("Z", a->batch);
+	args[1] = FG_INT("H", a->heads);
+	args[2] = FG_INT("SQ", a->seq_q);
+	args[3] = FG_INT("SK", a->seq_k);
+	args[4] = FG_FLOAT("scale_log2", t->scale * 1.4426950408889634);
+	/* the schedule's tensors are [Z, S, H, D]: (batch, seq, head, dim) */
+	for (int i = 0; i < 4; i++)
+		args[5 + i] = (fg_arg){.name = names[i], .kind = FG_ARG_TENSOR,
+			.t = {.ptr = ptrs[i], .strides = {t->st[i][0],
+			t->st[i][2], t->st[i][1], 1}}};
+	args[9] = FG_PTR("LSE", a->lse);
+}
+
+fg_status
+fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
+{
+	static const char fn[] = "fg_attention_forward";
+	fg_arg args[10];
+	fg_kernel *k;
+	Driver *d;
+	Attn t;
+	fg_status st;
+
+	if (!c)
+		return FG_ERR_INVALID;
+	if ((st = attn_check(c, fn, a, stream, true, &t)) ||
+	    (st = cuda_get(c, &d)) ||
+	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k)))
+		return st;
+	attn_bind(a, &t, args);
+	return fg_launch(k, stream, args, 10);
+}
+
+void
+attn_free(fg_ctx *c)
+{
+	AttnVariant *v, *next;
+
+	for (v = c->attn; v; v = next) {
+		next = v->next;
+		fg_kernel_free(v->k);
+		rt_free(c, v, sizeof *v);
+	}
+	c->attn = NULL;
+}

@@ -1,0 +1,424 @@
+/* test_attention.c: fg_attention_forward without a GPU: every argument
+ * check and its message, the defaults (scale, dense strides), the stride
+ * mapping onto the shipped schedule's [Z, S, H, D] tensors (checked by
+ * fg_kernel_check against each compiled variant), the variant cache, the
+ * arch choice, and where the schedules are found.  Every context uses a
+ * counting allocator and must give back every byte. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rt.h"
+#include "testalloc.h"
+
+#define X0 0x7f0000000000ull   /* a 16-byte aligned device address */
+#define FAKE_STREAM ((struct CUstream_st *)0x1234)
+#define FWD "fg_attention_forward"
+
+typedef struct Fix {
+	TestAlloc ta;
+	fg_ctx *ctx;
+} Fix;
+
+static int
+setup(void **state)
+{
+	Fix *f = calloc(1, sizeof *f);
+	fg_options o = {.alloc = test_alloc, .alloc_ud = &f->ta,
+		.cache_dir = "", .driver_lib = "/nonexistent/libcuda.so.1",
+		.schedule_dir = FAGEN_SRCDIR "/schedules"};
+
+	assert_int_equal(fg_ctx_create(&f->ctx, &o), FG_OK);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	Fix *f = *state;
+
+	fg_ctx_destroy(f->ctx);
+	assert_int_equal(f->ta.live, 0);
+	assert_int_equal(f->ta.bytes, 0);
+	free(f);
+	return 0;
+}
+
+/* A valid problem: 2 x 4 heads, 100 queries, 300 keys, D 64, dense. */
+static fg_attention_args
+problem(void)
+{
+	return (fg_attention_args){
+		.q = X0, .k = X0 + 0x10000000, .v = X0 + 0x20000000,
+		.o = X0 + 0x30000000, .lse = X0 + 0x40000000,
+		.batch = 2, .heads = 4, .seq_q = 100, .seq_k = 300,
+		.head_dim = 64, .dtype = FG_DTYPE_BF16,
+	};
+}
+
+/* B,S,H,D strides for seq s: (batch, head, seq, dim). */
+static void
+bshd(int64_t st[4], const fg_attention_args *a, int64_t s)
+{
+	st[0] = s * a->heads * a->head_dim;
+	st[1] = a->head_dim;
+	st[2] = a->heads * a->head_dim;
+	st[3] = 1;
+}
+
+static void
+invalid(Fix *f, const fg_attention_args *a, const char *want)
+{
+	fg_status st = fg_attention_forward(f->ctx, a, FAKE_STREAM);
+
+	if (st != FG_ERR_INVALID || !strstr(fg_errmsg(f->ctx), want))
+		fail_msg("want FG_ERR_INVALID with '%s', got %s: %s", want,
+			fg_status_name(st), fg_errmsg(f->ctx));
+	if (strncmp(fg_errmsg(f->ctx), FWD ": ", strlen(FWD) + 2))
+		fail_msg("the message does not name the function: %s",
+			fg_errmsg(f->ctx));
+}
+
+/* Valid arguments get as far as the driver, which is missing. */
+static void
+valid(Fix *f, const fg_attention_args *a)
+{
+	fg_status st = fg_attention_forward(f->ctx, a, FAKE_STREAM);
+
+	if (st != FG_ERR_NO_DRIVER)
+		fail_msg("want FG_ERR_NO_DRIVER, got %s: %s",
+			fg_status_name(st), fg_errmsg(f->ctx));
+}
+
+static void
+valid_problems_reach_the_driver(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+
+	valid(f, &a);
+	bshd(a.q_strides, &a, a.seq_q);
+	bshd(a.o_strides, &a, a.seq_q);
+	bshd(a.k_strides, &a, a.seq_k);
+	bshd(a.v_strides, &a, a.seq_k);
+	a.causal = 1, a.dtype = FG_DTYPE_F16, a.head_dim = 128, a.scale = 0.3;
+	valid(f, &a);
+	a = problem();
+	a.q_strides[0] = 1 << 20, a.q_strides[1] = 4096;  /* padded */
+	a.q_strides[2] = 72, a.q_strides[3] = 1;
+	valid(f, &a);
+	assert_int_equal(fg_attention_forward(NULL, &a, FAKE_STREAM),
+		FG_ERR_INVALID);
+}
+
+static void
+null_args_and_the_legacy_stream_are_refused(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+
+	assert_int_equal(fg_attention_forward(f->ctx, NULL, FAKE_STREAM),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "args is NULL"));
+	assert_int_equal(fg_attention_forward(f->ctx, &a, NULL),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "legacy default stream "
+		"(NULL)"));
+	assert_int_equal(fg_attention_forward(f->ctx, &a, CU_STREAM_LEGACY),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "(CU_STREAM_LEGACY)"));
+	assert_int_equal(fg_attention_forward(f->ctx, &a,
+		CU_STREAM_PER_THREAD), FG_ERR_NO_DRIVER);
+}
+
+static void
+sizes_must_be_positive_and_fit_32_bits(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a;
+
+	a = problem(), a.batch = 0;
+	invalid(f, &a, "batch is 0: sizes must be > 0");
+	a = problem(), a.heads = -3;
+	invalid(f, &a, "heads is -3: sizes must be > 0");
+	a = problem(), a.seq_q = 0;
+	invalid(f, &a, "seq_q is 0: sizes must be > 0");
+	a = problem(), a.seq_k = -1;
+	invalid(f, &a, "seq_k is -1: sizes must be > 0");
+	a = problem(), a.head_dim = 0;
+	invalid(f, &a, "head_dim is 0: sizes must be > 0");
+	a = problem(), a.seq_k = (int64_t)1 << 31;
+	invalid(f, &a, "seq_k is 2147483648, which overflows 32-bit "
+		"indexing");
+	a = problem(), a.batch = 5000000000;
+	invalid(f, &a, "batch is 5000000000, which overflows");
+	/* each size fits, but LSE's index does not */
+	a = problem(), a.batch = 1 << 16, a.heads = 1 << 8, a.seq_q = 1 << 7;
+	invalid(f, &a, "batch * heads * seq_q = 65536 * 256 * 128 LSE "
+		"entries overflow the kernel's 32-bit indexing");
+	a.seq_q = (1 << 7) - 1;
+	valid(f, &a);
+}
+
+static void
+head_dim_dtype_and_scale_must_be_supported(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a;
+
+	a = problem(), a.head_dim = 96;
+	invalid(f, &a, "head_dim is 96; the fused kernel supports 64 and "
+		"128");
+	a = problem(), a.head_dim = 256;
+	invalid(f, &a, "head_dim is 256");
+	a = problem(), a.dtype = 0;
+	invalid(f, &a, "dtype is 0: use FG_DTYPE_BF16 or FG_DTYPE_F16");
+	a = problem(), a.dtype = 7;
+	invalid(f, &a, "dtype is 7");
+	a = problem(), a.scale = -0.5;
+	invalid(f, &a, "scale is -0.5: it must be finite and > 0");
+	a = problem(), a.scale = NAN;
+	invalid(f, &a, "scale is nan");
+	a = problem(), a.scale = INFINITY;
+	invalid(f, &a, "scale is inf");
+	a = problem(), a.scale = 1e300;
+	invalid(f, &a, "scale is 1e+300");
+}
+
+static void
+pointers_must_be_set_and_aligned(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a;
+
+	a = problem(), a.q = 0;
+	invalid(f, &a, "q is NULL");
+	a = problem(), a.k = 0;
+	invalid(f, &a, "k is NULL");
+	a = problem(), a.v = X0 + 8;
+	invalid(f, &a, "v = 0x7f0000000008 is not 16-byte aligned, as TMA "
+		"requires");
+	a = problem(), a.o = X0 + 2;
+	invalid(f, &a, "o = 0x7f0000000002 is not 16-byte aligned");
+	a = problem(), a.lse = 0;
+	invalid(f, &a, "lse is NULL");
+	a = problem(), a.lse = X0 + 2;
+	invalid(f, &a, "lse = 0x7f0000000002 is not aligned to its f32 "
+		"elements");
+	a = problem(), a.lse = X0 + 4;
+	valid(f, &a);
+}
+
+static void
+strides_must_suit_tma(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a;
+
+	a = problem();
+	bshd(a.k_strides, &a, a.seq_k);
+	a.k_strides[3] = 2;
+	invalid(f, &a, "k_strides[3] (head_dim) is 2: the head dimension "
+		"must be contiguous (stride 1)");
+	a.k_strides[3] = 0;  /* some given, so not dense */
+	invalid(f, &a, "k_strides[3] (head_dim) is 0");
+	a = problem();
+	bshd(a.q_strides, &a, a.seq_q);
+	a.q_strides[1] = 0;
+	invalid(f, &a, "q_strides[1] (heads) is 0: strides must be > 0");
+	a.q_strides[1] = -64;
+	invalid(f, &a, "q_strides[1] (heads) is -64");
+	a.q_strides[1] = 68;
+	invalid(f, &a, "q_strides[1] (heads) is 68 elements; TMA needs a "
+		"multiple of 8 (16 bytes)");
+	a = problem();
+	bshd(a.v_strides, &a, a.seq_k);
+	a.v_strides[0] = (int64_t)1 << 39;
+	invalid(f, &a, "v_strides[0] (batch) is 549755813888 elements; TMA "
+		"needs a multiple of 8 (16 bytes) below 2^39");
+	a.v_strides[0] = ((int64_t)1 << 39) - 8;
+	valid(f, &a);
+	a = problem();
+	bshd(a.o_strides, &a, a.seq_q);
+	a.o_strides[0] = a.o_strides[1] = a.o_strides[2] =
+		((int64_t)1 << 39) - 8;
+	a.batch = a.heads = 1;
+	a.seq_q = INT32_MAX / 2;
+	invalid(f, &a, "o: its strides overflow 64-bit addressing");
+}
+
+/* The reference takes any head_dim up to 512 and any positive strides. */
+static void
+the_reference_checks_only_what_it_needs(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	Attn t;
+
+	a.head_dim = 96;
+	a.q = X0 + 2;
+	bshd(a.k_strides, &a, a.seq_k);
+	a.k_strides[1] = 97;
+	a.batch = 1 << 16, a.heads = 1 << 8, a.seq_q = 1 << 7;
+	assert_int_equal(attn_check(f->ctx, "ref", &a, FAKE_STREAM, false,
+		&t), FG_OK);
+	a.head_dim = 513;
+	assert_int_equal(attn_check(f->ctx, "ref", &a, FAKE_STREAM, false,
+		&t), FG_ERR_INVALID);
+	assert_string_equal(fg_errmsg(f->ctx), "ref: head_dim is 513; the "
+		"reference supports up to 512");
+	a.head_dim = 64;
+	a.q = X0 + 1;
+	assert_int_equal(attn_check(f->ctx, "ref", &a, FAKE_STREAM, false,
+		&t), FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "is not 2-byte aligned"));
+}
+
+static void
+defaults_are_dense_bhsd_and_one_over_sqrt_d(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	Attn t;
+
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_true(fabs(t.scale - 0.125) < 1e-15);
+	const int64_t q[4] = {4 * 100 * 64, 100 * 64, 64, 1};
+	const int64_t k[4] = {4 * 300 * 64, 300 * 64, 64, 1};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(t.st[0][i], q[i]);
+		assert_int_equal(t.st[1][i], k[i]);
+		assert_int_equal(t.st[2][i], k[i]);
+		assert_int_equal(t.st[3][i], q[i]);
+	}
+	a.scale = 0.5;
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_true(t.scale == 0.5);
+}
+
+/* Every variant compiles from the shipped schedule, and the arguments
+ * fg_attention_forward passes satisfy the kernel for both layouts. */
+static void
+every_variant_binds_both_layouts(void **state)
+{
+	Fix *f = *state;
+	fg_kernel *k, *again;
+	fg_arg args[10];
+	int64_t tiles[3];
+	Attn t;
+
+	for (int v = 0; v < 8; v++) {
+		fg_attention_args a = problem();
+		a.head_dim = v & 1 ? 128 : 64;
+		a.dtype = v & 2 ? FG_DTYPE_F16 : FG_DTYPE_BF16;
+		a.causal = (v & 4) != 0;
+		if (attn_variant(f->ctx, FWD, 90, &a, &k) != FG_OK)
+			fail_msg("variant %d: %s", v, fg_errmsg(f->ctx));
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &again),
+			FG_OK);
+		assert_ptr_equal(k, again);  /* compiled once */
+		for (int layout = 0; layout < 2; layout++) {
+			if (layout) {
+				bshd(a.q_strides, &a, a.seq_q);
+				bshd(a.o_strides, &a, a.seq_q);
+				bshd(a.k_strides, &a, a.seq_k);
+				bshd(a.v_strides, &a, a.seq_k);
+			}
+			assert_int_equal(attn_check(f->ctx, FWD, &a,
+				FAKE_STREAM, true, &t), FG_OK);
+			attn_bind(&a, &t, args);
+			if (fg_kernel_check(k, args, 10, tiles) != FG_OK)
+				fail_msg("variant %d layout %d: %s", v, layout,
+					fg_errmsg(f->ctx));
+			/* 100 queries: one 128-row tile per (batch, head) */
+			assert_int_equal(tiles[0] * tiles[1] * tiles[2], 8);
+		}
+	}
+}
+
+static void
+only_sm90_has_a_schedule(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	fg_kernel *k;
+
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k),
+		FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "device 0 is sm_100; fagen "
+		"has no attention schedule for sm_100a yet"));
+	assert_int_equal(attn_variant(f->ctx, FWD, 89, &a, &k),
+		FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "sm_89; fagen's attention "
+		"runs on sm_90a"));
+}
+
+static void
+schedules_come_from_option_env_or_source_tree(void **state)
+{
+	TestAlloc ta = {0};
+	fg_options o = {.alloc = test_alloc, .alloc_ud = &ta, .cache_dir = "",
+		.schedule_dir = "/nonexistent/sched"};
+	char path[4096];
+	fg_ctx *c;
+
+	(void)state;
+	assert_int_equal(fg_ctx_create(&c, &o), FG_OK);
+	setenv("FAGEN_SCHEDULE_DIR", FAGEN_SRCDIR "/schedules", 1);
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
+		FG_ERR_IO);   /* the option wins */
+	assert_string_equal(fg_errmsg(c), "cannot read the schedule "
+		"'fa_fwd_sm90.fa' in /nonexistent/sched (from "
+		"fg_options.schedule_dir)");
+	fg_ctx_destroy(c);
+	o.schedule_dir = NULL;
+	assert_int_equal(fg_ctx_create(&c, &o), FG_OK);
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
+		FG_OK);
+	assert_string_equal(path, FAGEN_SRCDIR "/schedules/fa_fwd_sm90.fa");
+	setenv("FAGEN_SCHEDULE_DIR", "/nonexistent/env", 1);
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
+		FG_ERR_IO);
+	assert_non_null(strstr(fg_errmsg(c), "(from $FAGEN_SCHEDULE_DIR)"));
+	unsetenv("FAGEN_SCHEDULE_DIR");
+	/* no option, no environment: installed, else this source tree */
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
+		FG_OK);
+	assert_int_equal(attn_schedule(c, "no_such.fa", path, sizeof path),
+		FG_ERR_IO);
+	assert_non_null(strstr(fg_errmsg(c), "cannot find the schedule "
+		"'no_such.fa' in "));
+	assert_non_null(strstr(fg_errmsg(c), "set FAGEN_SCHEDULE_DIR"));
+	fg_ctx_destroy(c);
+	assert_int_equal(ta.live, 0);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(valid_problems_reach_the_driver),
+		T(null_args_and_the_legacy_stream_are_refused),
+		T(sizes_must_be_positive_and_fit_32_bits),
+		T(head_dim_dtype_and_scale_must_be_supported),
+		T(pointers_must_be_set_and_aligned),
+		T(strides_must_suit_tma),
+		T(the_reference_checks_only_what_it_needs),
+		T(defaults_are_dense_bhsd_and_one_over_sqrt_d),
+		T(every_variant_binds_both_layouts),
+		T(only_sm90_has_a_schedule),
+		cmocka_unit_test(schedules_come_from_option_env_or_source_tree),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

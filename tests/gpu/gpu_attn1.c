@@ -1,23 +1,14 @@
 /* gpu_attn1.c: runs tests/gpu/attn1.fa (one 64-row query tile against one
  * key block) on a Hopper GPU and checks O and LSE against a float64
  * reference on fresh random inputs, with O and LSE poisoned before each
- * run and each run repeated (a moving result is a race).  Exit 77 (SKIP)
- * without a GPU. */
-#include "gpu_test.h"
+ * run and each run repeated (a moving result is a race).  Compiles,
+ * assembles and launches through libfagen.  Exit 77 (SKIP) without a
+ * GPU. */
+#include "gpu_runtime.h"
+#include "gpu_ref.h"
 
-static void
-tmap(CUtensorMap *m, CUdeviceptr p, int rows, int cols, bool f16)
-{
-	cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-	cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-	cuuint32_t box[2] = {64, (cuuint32_t)rows}, es[2] = {1, 1};
-
-	CK(cu.TensorMapEncodeTiled(m, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 :
-		CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)p, dims, strides,
-		box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-		CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-		CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-}
+static fg_ctx *ctx;
+static CUstream stream;
 
 /* One configuration; returns 0 when it passes. */
 static int
@@ -25,9 +16,9 @@ run(const char *src, int D, int BN, int SK, bool f16)
 {
 	char d1[32], d2[32], d3[32];
 	const char *defs[] = {d1, d2, d3};
-	int64_t smem;
-	CUmodule mod;
-	CUfunction fn;
+	fg_compile_options opt = {.defines = defs, .ndefines = 3};
+	fg_program *prog;
+	fg_kernel *fk;
 	size_t nq = 64 * (size_t)D, nk = (size_t)BN * D;
 	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
 	uint16_t *o = malloc(nq * 2);
@@ -38,11 +29,8 @@ run(const char *src, int D, int BN, int SK, bool f16)
 	snprintf(d1, sizeof d1, "D=%d", D);
 	snprintf(d2, sizeof d2, "BN=%d", BN);
 	snprintf(d3, sizeof d3, "DT=%s", f16 ? "f16" : "bf16");
-	char *ptx = compile(src, defs, 3, &smem);
-	CK(cu.ModuleLoadDataEx(&mod, ptx, 0, NULL, NULL));
-	CK(cu.ModuleGetFunction(&fn, mod, "attn1"));
-	CK(cu.FuncSetAttribute(fn,
-		CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+	FG(ctx, fg_compile_file(ctx, src, &opt, &prog));
+	FG(ctx, fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &fk));
 	for (size_t i = 0; i < nq; i++)
 		q[i] = to16(2 * urand(), f16);
 	for (size_t i = 0; i < nk; i++) {
@@ -58,12 +46,12 @@ run(const char *src, int D, int BN, int SK, bool f16)
 	CK(cu.MemcpyHtoD(Q, q, nq * 2));
 	CK(cu.MemcpyHtoD(K, k, nk * 2));
 	CK(cu.MemcpyHtoD(V, v, nk * 2));
-	CUtensorMap tq, tk, tv, to;
-	tmap(&tq, Q, 64, D, f16);
-	tmap(&tk, K, BN, D, f16);
-	tmap(&tv, V, BN, D, f16);
-	tmap(&to, O, 64, D, f16);
 	float sl2 = (float)(scale * 1.4426950408889634);
+	fg_arg args[] = {
+		FG_INT("SK", SK), FG_FLOAT("scale_log2", sl2), FG_PTR("Q", Q),
+		FG_PTR("K", K), FG_PTR("V", V), FG_PTR("O", O),
+		FG_PTR("LSE", L),
+	};
 
 	/* float64 reference */
 	double *ro = calloc(nq, sizeof *ro), rl[64];
@@ -89,12 +77,11 @@ run(const char *src, int D, int BN, int SK, bool f16)
 	}
 	uint16_t *first = malloc(nq * 2);
 	for (int rep = 0; rep < 2; rep++) {
-		void *args[] = {&SK, &sl2, &Q, &K, &V, &O, &L, &tq, &tk, &tv, &to};
 		CK(cu.MemsetD8(O, 0xff, nq * 2));   /* poison: NaN */
 		CK(cu.MemsetD8(L, 0xff, sizeof lse));
-		CK(cu.LaunchKernel(fn, 1, 1, 1, 128, 1, 1, (unsigned)smem, NULL,
-			args, NULL));
 		CK(cu.CtxSynchronize());
+		FG(ctx, fg_launch(fk, stream, args, 7));
+		CK(cu.StreamSynchronize(stream));
 		CK(cu.MemcpyDtoH(o, O, nq * 2));
 		CK(cu.MemcpyDtoH(lse, L, sizeof lse));
 		if (rep == 0)
@@ -121,39 +108,24 @@ run(const char *src, int D, int BN, int SK, bool f16)
 		"%.2e%s%s%s -> %s\n", D, BN, SK, f16 ? "f16" : "bf16", rel, tol,
 		lerr, bad & 1 ? ", NaN in O" : "", bad & 2 ? ", NaN in LSE" : "",
 		bad & 4 ? ", runs differ" : "", bad ? "FAIL" : "ok");
-	free(q), free(k), free(v), free(o), free(ro), free(first), free(ptx);
+	free(q), free(k), free(v), free(o), free(ro), free(first);
 	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(O);
 	cu.MemFree(L);
+	fg_kernel_free(fk);
+	fg_program_free(prog);
 	return bad;
 }
 
 int
 main(void)
 {
-	CUdevice dev;
-	CUcontext ctx;
-	char name[128], src[4096];
-	int major, bad = 0;
-	const char *root = getenv("FAGEN_SRCDIR");
+	fg_options opts = {.cache_dir = ""};
+	const char *src = gpu_src("tests/gpu/attn1.fa");
+	int bad = 0;
 
-	setvbuf(stdout, NULL, _IONBF, 0);
-	if (load_driver() || cu.Init(0) != CUDA_SUCCESS) {
-		puts("no CUDA driver or device: skipping");
-		return SKIP;
-	}
-	CK(cu.DeviceGet(&dev, 0));
-	CK(cu.DeviceGetAttribute(&major,
-		CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
-	CK(cu.DeviceGetName(name, sizeof name, dev));
-	if (major != 9) {
-		printf("%s is not a Hopper GPU: skipping\n", name);
-		return SKIP;
-	}
-	printf("device: %s\n", name);
-	CK(cu.DevicePrimaryCtxRetain(&ctx, dev));
-	CK(cu.CtxSetCurrent(ctx));
-	snprintf(src, sizeof src, "%s/tests/gpu/attn1.fa",
-		root ? root : FAGEN_SRCDIR);
+	gpu_open();
+	FG(ctx, fg_ctx_create(&ctx, &opts));
+	CK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 	bad |= run(src, 64, 64, 64, false);
 	bad |= run(src, 64, 64, 17, false);
 	bad |= run(src, 64, 64, 1, false);
@@ -162,5 +134,7 @@ main(void)
 	bad |= run(src, 128, 128, 128, false);
 	bad |= run(src, 64, 64, 64, true);
 	bad |= run(src, 128, 128, 77, true);
+	CK(cu.StreamDestroy(stream));
+	fg_ctx_destroy(ctx);
 	return bad ? 1 : 0;
 }

@@ -6,8 +6,13 @@
  * twice and compared bit for bit.  Every element of O is checked for NaN
  * (an unwritten one); the float64 comparison covers every row of small
  * problems and 48 rows per (batch, head) of large ones (the first 8, the
- * last 8 and 32 at random).  Exit 77 (SKIP) without a Hopper GPU. */
-#include "gpu_test.h"
+ * last 8 and 32 at random).  Compiles, assembles and launches through
+ * libfagen.  `gpu_fa bench` times each kernel with CUDA events on the
+ * test's stream.  Exit 77 (SKIP) without a Hopper GPU. */
+#include "gpu_runtime.h"
+#include "gpu_ref.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef struct Case {
 	int z, h, sq, sk, d;
@@ -17,16 +22,16 @@ typedef struct Case {
 /* A schedule under test: both take the same arguments. */
 typedef struct Sched {
 	const char *file, *kernel;
-	int bm, threads;
 	bool persistent;
 } Sched;
 
 static const Sched scheds[] = {
-	{"schedules/fa_fwd_sm90.fa", "fa_fwd", 128, 384, true},
-	{"schedules/fa_fwd_baseline_sm90.fa", "fa_fwd_base", 64, 128, false},
+	{"schedules/fa_fwd_sm90.fa", "fa_fwd", true},
+	{"schedules/fa_fwd_baseline_sm90.fa", "fa_fwd_base", false},
 };
 
-static int nsm;
+static fg_ctx *ctx;
+static CUstream stream;
 static bool bench;
 
 static int
@@ -36,91 +41,58 @@ cmpf(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void
-tmap4(CUtensorMap *m, CUdeviceptr p, int z, int s, int h, int d, int rows,
-	bool f16)
+/* Median kernel time in ms over 20 runs after 5 of warm-up: every run
+ * between its own pair of events, all queued before the first sync, so
+ * that the host's launch work overlaps the previous kernel. */
+static float
+time_kernel(fg_kernel *k, const fg_arg *args, int n)
 {
-	/* the schedule's [Z, S, H, D] innermost first: {D, H, S, Z}; memory
-	 * in the B,S,H,D layout */
-	cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)h, (cuuint64_t)s,
-		(cuuint64_t)z};
-	cuuint64_t str[3] = {(cuuint64_t)d * 2, (cuuint64_t)h * d * 2,
-		(cuuint64_t)s * h * d * 2};
-	cuuint32_t box[4] = {64, 1, (cuuint32_t)rows, 1}, es[4] = {1, 1, 1, 1};
+	CUevent e[25][2];
+	float ms[20];
 
-	CK(cu.TensorMapEncodeTiled(m, f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 :
-		CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, (void *)p, dims, str, box,
-		es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-		CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-		CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-}
-
-#define IDX(zz, ss, hh, S, c) ((((size_t)(zz) * (S) + (ss)) * c.h + (hh)) * \
-	c.d)
-
-/* The float64 reference for one query row. */
-static void
-ref_row(const Case *c, const uint16_t *q, const uint16_t *k,
-	const uint16_t *v, int z, int hh, int r, double *o, double *lse,
-	double *sbuf)
-{
-	double scale = 1 / sqrt((double)c->d), m = -INFINITY, l = 0;
-	int lim = c->causal ? r + c->sk - c->sq : c->sk - 1;
-
-	for (int j = 0; j < c->sk; j++) {
-		double acc = 0;
-		if (j > lim) {
-			sbuf[j] = -INFINITY;
-			continue;
-		}
-		const uint16_t *qr = q + IDX(z, r, hh, c->sq, (*c));
-		const uint16_t *kr = k + IDX(z, j, hh, c->sk, (*c));
-		for (int d = 0; d < c->d; d++)
-			acc += from16(qr[d], c->f16) * from16(kr[d], c->f16);
-		sbuf[j] = acc * scale;
-		m = fmax(m, sbuf[j]);
+	for (int r = 0; r < 25; r++) {
+		CK(cu.EventCreate(&e[r][0], 0));
+		CK(cu.EventCreate(&e[r][1], 0));
+		CK(cu.EventRecord(e[r][0], stream));
+		FG(ctx, fg_launch(k, stream, args, n));
+		CK(cu.EventRecord(e[r][1], stream));
 	}
-	for (int d = 0; d < c->d; d++)
-		o[d] = 0;
-	if (m == -INFINITY) {
-		*lse = -INFINITY;
-		return;
+	CK(cu.EventSynchronize(e[24][1]));
+	for (int r = 0; r < 25; r++) {
+		if (r >= 5)
+			CK(cu.EventElapsedTime(&ms[r - 5], e[r][0], e[r][1]));
+		cu.EventDestroy(e[r][0]);
+		cu.EventDestroy(e[r][1]);
 	}
-	for (int j = 0; j <= lim && j < c->sk; j++) {
-		double p = exp(sbuf[j] - m);
-		const uint16_t *vr = v + IDX(z, j, hh, c->sk, (*c));
-		l += p;
-		for (int d = 0; d < c->d; d++)
-			o[d] += p * from16(vr[d], c->f16);
-	}
-	for (int d = 0; d < c->d; d++)
-		o[d] /= l;
-	*lse = m + log(l);
+	qsort(ms, 20, sizeof ms[0], cmpf);
+	return ms[10];
 }
 
 static int
-run(const char *root, const Sched *sc, const Case *c)
+run(const Sched *sc, const Case *c)
 {
-	char src[4096];
 	char d1[32], d2[32], d3[32];
 	const char *defs[] = {d1, d2, d3};
-	int64_t smem;
-	CUmodule mod;
-	CUfunction fn;
+	fg_compile_options opt = {.defines = defs, .ndefines = 3};
+	fg_program *prog;
+	fg_kernel *fk;
 	size_t nq = (size_t)c->z * c->sq * c->h * c->d;
 	size_t nk = (size_t)c->z * c->sk * c->h * c->d;
 	size_t nl = (size_t)c->z * c->h * c->sq;
 	int bad = 0;
+	/* B,S,H,D, dense: the schedule's [Z, S, H, D] */
+	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {
+		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
+		{(int64_t)c->sk * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
+		{(int64_t)c->sk * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
+		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
+	}};
 
-	snprintf(src, sizeof src, "%s/%s", root, sc->file);
 	snprintf(d1, sizeof d1, "D=%d", c->d);
 	snprintf(d2, sizeof d2, "CAUSAL=%s", c->causal ? "true" : "false");
 	snprintf(d3, sizeof d3, "DT=%s", c->f16 ? "f16" : "bf16");
-	char *ptx = compile(src, defs, 3, &smem);
-	CK(cu.ModuleLoadDataEx(&mod, ptx, 0, NULL, NULL));
-	CK(cu.ModuleGetFunction(&fn, mod, sc->kernel));
-	CK(cu.FuncSetAttribute(fn,
-		CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+	FG(ctx, fg_compile_file(ctx, gpu_src(sc->file), &opt, &prog));
+	FG(ctx, fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &fk));
 	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
 	uint16_t *o = malloc(nq * 2), *o2 = malloc(nq * 2);
 	float *lse = malloc(nl * 4);
@@ -139,50 +111,30 @@ run(const char *root, const Sched *sc, const Case *c)
 	CK(cu.MemcpyHtoD(Q, q, nq * 2));
 	CK(cu.MemcpyHtoD(K, k, nk * 2));
 	CK(cu.MemcpyHtoD(V, v, nk * 2));
-	CUtensorMap tq, tk, tv, to;
-	tmap4(&tq, Q, c->z, c->sq, c->h, c->d, sc->bm, c->f16);
-	tmap4(&tk, K, c->z, c->sk, c->h, c->d, 128, c->f16);
-	tmap4(&tv, V, c->z, c->sk, c->h, c->d, 128, c->f16);
-	tmap4(&to, O, c->z, c->sq, c->h, c->d, sc->bm, c->f16);
 	float sl2 = (float)(1.4426950408889634 / sqrt((double)c->d));
-	int mt = (c->sq + sc->bm - 1) / sc->bm;
-	int tiles = mt * c->h * c->z;
-	unsigned gx = (unsigned)(sc->persistent ? (tiles < nsm ? tiles : nsm) :
-		mt), gy = sc->persistent ? 1u : (unsigned)c->h;
-	unsigned gz = sc->persistent ? 1u : (unsigned)c->z;
-	int grid = (int)(gx * gy * gz);
+	fg_arg args[] = {
+		FG_INT("Z", c->z), FG_INT("H", c->h), FG_INT("SQ", c->sq),
+		FG_INT("SK", c->sk), FG_FLOAT("scale_log2", sl2),
+		FG_PTR("Q", Q), FG_PTR("K", K), FG_PTR("V", V), FG_PTR("O", O),
+		FG_PTR("LSE", L),
+	};
+	int64_t tiles[3];
+	FG(ctx, fg_kernel_check(fk, args, 10, tiles));
+	int64_t nt = tiles[0] * tiles[1] * tiles[2];
+	int grid = (int)(sc->persistent && nt > gpu.nsm ? gpu.nsm : nt);
 	for (int rep = 0; rep < 2; rep++) {
-		int Z = c->z, H = c->h, SQ = c->sq, SK = c->sk;
-		void *args[] = {&Z, &H, &SQ, &SK, &sl2, &Q, &K, &V, &O, &L,
-			&tq, &tk, &tv, &to};
 		CK(cu.MemsetD8(O, 0xff, nq * 2));
 		CK(cu.MemsetD8(L, 0xff, nl * 4));
-		CK(cu.LaunchKernel(fn, gx, gy, gz, (unsigned)sc->threads, 1, 1,
-			(unsigned)smem, NULL, args, NULL));
 		CK(cu.CtxSynchronize());
+		FG(ctx, fg_launch(fk, stream, args, 10));
+		CK(cu.StreamSynchronize(stream));
 		CK(cu.MemcpyDtoH(rep ? o2 : o, O, nq * 2));
 	}
 	double tflops = 0;
 	if (bench) {  /* CUDA events, warm-up excluded, median of 20 */
-		int Z = c->z, H = c->h, SQ = c->sq, SK = c->sk;
-		void *args[] = {&Z, &H, &SQ, &SK, &sl2, &Q, &K, &V, &O, &L,
-			&tq, &tk, &tv, &to};
-		float ms[20];
-		CUevent e0, e1;
-		CK(cu.EventCreate(&e0, 0));
-		CK(cu.EventCreate(&e1, 0));
-		for (int r = 0; r < 25; r++) {
-			CK(cu.EventRecord(e0, NULL));
-			CK(cu.LaunchKernel(fn, gx, gy, gz, (unsigned)sc->threads,
-				1, 1, (unsigned)smem, NULL, args, NULL));
-			CK(cu.EventRecord(e1, NULL));
-			CK(cu.EventSynchronize(e1));
-			if (r >= 5)
-				CK(cu.EventElapsedTime(&ms[r - 5], e0, e1));
-		}
-		qsort(ms, 20, sizeof ms[0], cmpf);
+		float ms = time_kernel(fk, args, 10);
 		double fl = 4.0 * c->z * c->h * (double)c->sq * c->sk * c->d;
-		tflops = fl / (c->causal ? 2 : 1) / (ms[10] * 1e-3) / 1e12;
+		tflops = fl / (c->causal ? 2 : 1) / (ms * 1e-3) / 1e12;
 	}
 	CK(cu.MemcpyDtoH(lse, L, nl * 4));
 	if (memcmp(o, o2, nq * 2))
@@ -190,47 +142,22 @@ run(const char *root, const Sched *sc, const Case *c)
 	for (size_t i = 0; i < nq; i++)
 		if (from16(o[i], c->f16) != from16(o[i], c->f16))
 			bad |= 1;
-	double err = 0, ref2 = 0, lerr = 0, *ro = malloc(c->d * 8);
-	double *sbuf = malloc((size_t)c->sk * 8), rl;
-	long rows = 0;
-	for (int zz = 0; zz < c->z; zz++)
-		for (int hh = 0; hh < c->h; hh++)
-			for (int t = 0; t < (c->sq <= 128 ? c->sq : 48); t++) {
-				int r = c->sq <= 128 ? t : t < 8 ? t : t < 16 ?
-					c->sq - 16 + t : (int)((urand() + 1) / 2 *
-					c->sq) % c->sq;
-				ref_row(c, q, k, v, zz, hh, r, ro, &rl, sbuf);
-				const uint16_t *orow = o + IDX(zz, r, hh, c->sq, (*c));
-				for (int d = 0; d < c->d; d++) {
-					double x = from16(orow[d], c->f16);
-					err += (x - ro[d]) * (x - ro[d]);
-					ref2 += ro[d] * ro[d];
-				}
-				float g = lse[((size_t)zz * c->h + hh) * c->sq + r];
-				if (g != g)
-					bad |= 2;
-				else if (rl == -INFINITY ? g != -INFINITY :
-				    fabs(g - rl) > lerr)
-					lerr = rl == -INFINITY ? 1e9 : fabs(g - rl);
-				rows++;
-			}
-	double rel = ref2 > 0 ? sqrt(err / ref2) : sqrt(err);
-	double tol = c->f16 ? 3e-3 : 1e-2;
-	if (rel > tol || lerr > 1e-3)
-		bad |= 8;
+	RefErr e = ref_compare(&p, q, k, v, o, lse);
+	bad |= e.bad;
 	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s grid=%d: rel err "
 		"%.2e, LSE err %.1e over %ld rows%s%s%s -> %s", sc->kernel, c->z,
 		c->h, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
-		c->f16 ? "f16" : "bf16", grid, rel, lerr, rows,
+		c->f16 ? "f16" : "bf16", grid, e.rel, e.lerr, e.rows,
 		bad & 1 ? ", NaN in O" : "", bad & 2 ? ", NaN in LSE" : "",
 		bad & 4 ? ", runs differ" : "", bad ? "FAIL" : "ok");
 	if (bench)
 		printf(", %.0f TFLOP/s", tflops);
 	printf("\n");
-	free(q), free(k), free(v), free(o), free(o2), free(lse), free(ro);
-	free(sbuf), free(ptx);
+	free(q), free(k), free(v), free(o), free(o2), free(lse);
 	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(O);
 	cu.MemFree(L);
+	fg_kernel_free(fk);
+	fg_program_free(prog);
 	return bad;
 }
 
@@ -255,33 +182,13 @@ main(int argc, char **argv)
 		{1, 1, 8192, 8192, 64, true, true},
 		{3, 16, 1000, 1000, 64, true, false},
 	};
-	CUdevice dev;
-	CUcontext ctx;
-	char name[128];
-	int major, bad = 0;
-	const char *root = getenv("FAGEN_SRCDIR");
+	fg_options opts = {.cache_dir = ""};
+	int bad = 0;
 
 	bench = argc > 1 && !strcmp(argv[1], "bench");
-	setvbuf(stdout, NULL, _IONBF, 0);
-	if (load_driver() || cu.Init(0) != CUDA_SUCCESS) {
-		puts("no CUDA driver or device: skipping");
-		return SKIP;
-	}
-	CK(cu.DeviceGet(&dev, 0));
-	CK(cu.DeviceGetAttribute(&major,
-		CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
-	CK(cu.DeviceGetAttribute(&nsm,
-		CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-	CK(cu.DeviceGetName(name, sizeof name, dev));
-	if (major != 9) {
-		printf("%s is not a Hopper GPU: skipping\n", name);
-		return SKIP;
-	}
-	printf("device: %s (%d SMs)\n", name, nsm);
-	CK(cu.DevicePrimaryCtxRetain(&ctx, dev));
-	CK(cu.CtxSetCurrent(ctx));
-	if (!root)
-		root = FAGEN_SRCDIR;
+	gpu_open();
+	FG(ctx, fg_ctx_create(&ctx, &opts));
+	CK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 	if (bench) {  /* 16k tokens, hidden 2048: issue #7's grid, S = 8k */
 		static const Case b[] = {
 			{2, 16, 8192, 8192, 128, false, false},
@@ -291,11 +198,13 @@ main(int argc, char **argv)
 		};
 		for (size_t s = 0; s < COUNT(scheds); s++)
 			for (size_t i = 0; i < COUNT(b); i++)
-				bad |= run(root, &scheds[s], &b[i]);
-		return bad ? 1 : 0;
+				bad |= run(&scheds[s], &b[i]);
+	} else {
+		for (size_t s = 0; s < COUNT(scheds); s++)
+			for (size_t i = 0; i < COUNT(cases); i++)
+				bad |= run(&scheds[s], &cases[i]);
 	}
-	for (size_t s = 0; s < COUNT(scheds); s++)
-		for (size_t i = 0; i < COUNT(cases); i++)
-			bad |= run(root, &scheds[s], &cases[i]);
+	CK(cu.StreamDestroy(stream));
+	fg_ctx_destroy(ctx);
 	return bad ? 1 : 0;
 }

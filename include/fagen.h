@@ -320,6 +320,15 @@ typedef struct fg_attention_args {
 FG_API fg_status fg_attention_forward(fg_ctx *, const fg_attention_args *a,
 	struct CUstream_st *stream);
 
+/* The same result by the unfused baseline (S = Q K^T * scale, softmax,
+ * P V, all in float32): CUDA C compiled at run time with nvrtc, once per
+ * context, a reference for fagen's kernels.  Takes fg_attention_forward's
+ * arguments, with any head_dim up to 512, 2-byte alignment and any
+ * positive strides (dim stride 1); S lives in scratch memory taken from a
+ * stream-ordered pool and freed on stream. */
+FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
+	struct CUstream_st *stream);
+
 #ifdef __cplusplus
 }
 #endif

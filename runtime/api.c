@@ -268,7 +268,8 @@ fg_ctx_destroy(fg_ctx *c)
 
 	if (!c)
 		return;
-	attn_free(c);         /* its kernels' modules need the driver */
+	attn_free(c);         /* their modules need the driver */
+	ref_free(c);
 	cuda_free(c);
 	jit_free(c);
 	cache_mem_free(c);

@@ -73,6 +73,9 @@ sizes(fg_ctx *c, const char *fn, const fg_attention_args *a, bool tma)
 	if (!tma && a->head_dim > 512)
 		return bad(c, fn, "head_dim is %lld; the reference supports "
 			"up to 512", (long long)a->head_dim);
+	if (!tma && a->seq_q > 65535 * 16)  /* its grids' y extent */
+		return bad(c, fn, "seq_q is %lld; the reference supports up "
+			"to %d", (long long)a->seq_q, 65535 * 16);
 	/* the kernel indexes LSE with 32-bit arithmetic */
 	if (tma && a->batch * a->heads > INT32_MAX / a->seq_q)
 		return bad(c, fn, "batch * heads * seq_q = %lld * %lld * %lld "

@@ -43,6 +43,12 @@ syms(Driver *d, char *why, size_t whylen)
 		{(void **)&cu->TensorMapEncodeTiled, "cuTensorMapEncodeTiled"},
 		{(void **)&cu->GetErrorName, "cuGetErrorName"},
 		{(void **)&cu->GetErrorString, "cuGetErrorString"},
+		{(void **)&cu->MemPoolCreate, "cuMemPoolCreate"},
+		{(void **)&cu->MemPoolDestroy, "cuMemPoolDestroy"},
+		{(void **)&cu->MemPoolSetAttribute, "cuMemPoolSetAttribute"},
+		{(void **)&cu->MemAllocFromPoolAsync,
+			"cuMemAllocFromPoolAsync"},
+		{(void **)&cu->MemFreeAsync, "cuMemFreeAsync"},
 	};
 
 	for (size_t i = 0; i < COUNT(tab); i++)

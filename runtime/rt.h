@@ -94,6 +94,7 @@ typedef struct MemEntry MemEntry;
 typedef struct Driver Driver;
 typedef struct Tools Tools;
 typedef struct AttnVariant AttnVariant;
+typedef struct RefModule RefModule;
 
 struct fg_ctx {
 	fg_alloc alloc;
@@ -114,6 +115,7 @@ struct fg_ctx {
 	char *schedule_dir;   /* NULL: $FAGEN_SCHEDULE_DIR or the defaults */
 	pthread_mutex_t attn_mu;  /* guards attn; held while one compiles */
 	AttnVariant *attn;    /* fg_attention_forward's kernels */
+	RefModule *ref;       /* fg_attention_reference's, under attn_mu */
 };
 
 void *rt_alloc(fg_ctx *, size_t);          /* NULL on failure */
@@ -188,6 +190,14 @@ typedef struct CudaApi {
 		CUtensorMapFloatOOBfill);
 	CUresult (*GetErrorName)(CUresult, const char **);
 	CUresult (*GetErrorString)(CUresult, const char **);
+	/* stream-ordered scratch memory (reference.c) */
+	CUresult (*MemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
+	CUresult (*MemPoolDestroy)(CUmemoryPool);
+	CUresult (*MemPoolSetAttribute)(CUmemoryPool, CUmemPool_attribute,
+		void *);
+	CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *, size_t,
+		CUmemoryPool, CUstream);
+	CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
 } CudaApi;
 
 struct Driver {
@@ -268,5 +278,16 @@ fg_status attn_variant(fg_ctx *, const char *fn, int cc,
 /* The kernel's arguments for a checked problem. */
 void attn_bind(const fg_attention_args *a, const Attn *, fg_arg args[10]);
 void attn_free(fg_ctx *);
+
+/* ---------------------------------------------------------------- nvrtc.c
+ * CUDA C to a cubin for arch ("sm_90") with nvrtc, loaded with dlopen;
+ * cached like the kernels' cubins.  *cubin is rt_alloc'd.  Needs no GPU;
+ * FG_ERR_JIT without nvrtc or when it rejects the source. */
+fg_status nvrtc_cubin(fg_ctx *, const char *fn, const char *src,
+	const char *name, const char *arch, void **cubin, size_t *len);
+
+/* ---------------------------------------------------------------- reference.c */
+const char *ref_source(void);  /* the reference kernels' CUDA C */
+void ref_free(fg_ctx *);
 
 #endif

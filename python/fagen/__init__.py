@@ -1,0 +1,228 @@
+"""fagen: fused attention from libfagen, on PyTorch CUDA tensors.
+
+    import fagen
+    out, lse = fagen.attention(q, k, v, causal=True)
+
+q is (B, H, Sq, D) and k, v are (B, H, Sk, D), the layout of
+torch.nn.functional.scaled_dot_product_attention, with any strides whose
+last one is 1: contiguous tensors, (B, S, H, D) tensors transposed to
+(B, H, S, D), slices of a packed QKV tensor.  dtype bfloat16 or float16,
+D 64 or 128, all on one CUDA device (sm_90: H100, H200).  out is a new
+contiguous (B, H, Sq, D) tensor of q's dtype, lse a float32 (B, H, Sq)
+tensor: log(sum(exp(q k^T * scale))), the natural log.  scale None means
+1/sqrt(D).  Causal attention is aligned to the bottom right (query i sees
+keys j <= i + Sk - Sq), as in FlashAttention; scaled_dot_product_attention
+aligns is_causal to the top left, which differs only when Sq != Sk.  A
+row that sees no key gets zeros and lse = -inf.
+
+The kernel runs asynchronously on torch's current stream; on the legacy
+default stream (stream 0), which libfagen never launches on, it runs on
+the per-thread default stream instead, which is ordered with the legacy
+stream both ways.  There is no backward: calls that would need gradients
+are refused (use torch.no_grad() or torch.inference_mode()).
+
+fagen.reference() computes the same with the unfused float32 baseline
+(nvrtc-compiled CUDA C), for checking.  The package imports without
+libfagen, a GPU or PyTorch; those are needed when a function is called.
+libfagen is found through $FAGEN_LIB, next to this file, the dynamic
+linker's path (libfagen.so.0), then the source tree's build/.
+"""
+
+import ctypes
+import os
+import threading
+
+__all__ = ["attention", "reference", "version", "FagenError"]
+
+_STATUS = [
+    "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",
+    "FG_ERR_COMPILE", "FG_ERR_NO_DRIVER", "FG_ERR_NO_DEVICE",
+    "FG_ERR_UNSUPPORTED", "FG_ERR_JIT", "FG_ERR_CUDA",
+]
+_DTYPE_BF16, _DTYPE_F16 = 1, 2
+_CU_STREAM_PER_THREAD = 0x2
+
+
+class FagenError(RuntimeError):
+    """A libfagen call failed: status is its fg_status name."""
+
+    def __init__(self, status, message):
+        super().__init__("%s: %s" % (status, message))
+        self.status = status
+
+
+class _Args(ctypes.Structure):      # fg_attention_args
+    _fields_ = [
+        ("q", ctypes.c_uint64), ("k", ctypes.c_uint64),
+        ("v", ctypes.c_uint64), ("o", ctypes.c_uint64),
+        ("lse", ctypes.c_uint64),
+        ("q_strides", ctypes.c_int64 * 4), ("k_strides", ctypes.c_int64 * 4),
+        ("v_strides", ctypes.c_int64 * 4), ("o_strides", ctypes.c_int64 * 4),
+        ("batch", ctypes.c_int64), ("heads", ctypes.c_int64),
+        ("seq_q", ctypes.c_int64), ("seq_k", ctypes.c_int64),
+        ("head_dim", ctypes.c_int64),
+        ("dtype", ctypes.c_int), ("causal", ctypes.c_int),
+        ("scale", ctypes.c_double),
+    ]
+
+
+class _Options(ctypes.Structure):   # fg_options
+    _fields_ = [
+        ("alloc", ctypes.c_void_p), ("alloc_ud", ctypes.c_void_p),
+        ("cache_dir", ctypes.c_char_p), ("log_level", ctypes.c_int),
+        ("log", ctypes.c_void_p), ("log_ud", ctypes.c_void_p),
+        ("device", ctypes.c_int), ("jit", ctypes.c_uint),
+        ("driver_lib", ctypes.c_char_p), ("schedule_dir", ctypes.c_char_p),
+    ]
+
+
+_lock = threading.Lock()
+_lib = None
+_ctxs = {}      # CUDA device index -> fg_ctx *
+
+
+def _candidates():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = os.environ.get("FAGEN_LIB")
+    if env:
+        return [env]
+    return [os.path.join(here, "libfagen.so"), "libfagen.so.0",
+            os.path.join(here, "..", "..", "build", "libfagen.so")]
+
+
+def _load():
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        errors = []
+        for path in _candidates():
+            try:
+                lib = ctypes.CDLL(path)
+                break
+            except OSError as e:
+                errors.append(str(e))
+        else:
+            raise FagenError("FG_ERR_NO_LIBRARY", "cannot load libfagen (%s); "
+                             "set FAGEN_LIB to libfagen.so" % "; ".join(errors))
+        lib.fg_version.restype = ctypes.c_char_p
+        lib.fg_errmsg.restype = ctypes.c_char_p
+        lib.fg_errmsg.argtypes = [ctypes.c_void_p]
+        lib.fg_ctx_create.argtypes = [ctypes.POINTER(ctypes.c_void_p),
+                                      ctypes.POINTER(_Options)]
+        for fn in (lib.fg_attention_forward, lib.fg_attention_reference):
+            fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args),
+                           ctypes.c_void_p]
+        _lib = lib
+        return lib
+
+
+def version():
+    """libfagen's version, "MAJOR.MINOR.PATCH"."""
+    return _load().fg_version().decode()
+
+
+def _ctx(lib, device):
+    with _lock:
+        if device not in _ctxs:
+            ctx = ctypes.c_void_p()
+            st = lib.fg_ctx_create(ctypes.byref(ctx),
+                                   ctypes.byref(_Options(device=device)))
+            if st:
+                raise FagenError(_STATUS[st], "fg_ctx_create failed")
+            _ctxs[device] = ctx.value
+        return _ctxs[device]
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError("fagen.attention needs PyTorch (import torch "
+                          "failed: %s)" % e) from None
+    return torch
+
+
+def _check(torch, q, k, v):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("%s must be a torch.Tensor, not %s"
+                            % (name, type(t).__name__))
+        if not t.is_cuda:
+            raise ValueError("%s is on %s: fagen needs CUDA tensors"
+                             % (name, t.device))
+        if t.dim() != 4:
+            raise ValueError("%s has %d dimensions: fagen takes (B, H, S, D)"
+                             % (name, t.dim()))
+        if t.dtype not in (torch.bfloat16, torch.float16):
+            raise ValueError("%s is %s: fagen takes torch.bfloat16 or "
+                             "torch.float16" % (name, t.dtype))
+        if t.stride(-1) != 1:
+            raise ValueError("%s has stride %d in its last dimension: fagen "
+                             "needs it contiguous (1); call .contiguous()"
+                             % (name, t.stride(-1)))
+    if k.device != q.device or v.device != q.device:
+        raise ValueError("q, k, v are on %s, %s, %s: they must share a "
+                         "device" % (q.device, k.device, v.device))
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError("q, k, v are %s, %s, %s: they must share a dtype"
+                         % (q.dtype, k.dtype, v.dtype))
+    b, h, _, d = q.shape
+    if k.shape != v.shape or k.shape[0] != b or k.shape[1] != h or \
+            k.shape[3] != d:
+        raise ValueError("q is %s, k %s, v %s: k and v must be (B, H, Sk, D) "
+                         "with q's B, H and D" % (tuple(q.shape),
+                                                  tuple(k.shape),
+                                                  tuple(v.shape)))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise RuntimeError("fagen.attention has no backward; call it under "
+                           "torch.no_grad() or torch.inference_mode()")
+
+
+def _call(fn_name, q, k, v, causal, scale):
+    torch = _torch()
+    _check(torch, q, k, v)
+    if scale is not None and not scale > 0:
+        raise ValueError("scale is %r: it must be > 0 (None: 1/sqrt(D))"
+                         % (scale,))
+    lib = _load()
+    device = q.device.index if q.device.index is not None else \
+        torch.cuda.current_device()
+    ctx = _ctx(lib, device)
+    b, h, sq, d = q.shape
+    out = torch.empty((b, h, sq, d), dtype=q.dtype, device=q.device)
+    lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
+    a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
+              o=out.data_ptr(), lse=lse.data_ptr(),
+              batch=b, heads=h, seq_q=sq, seq_k=k.shape[2], head_dim=d,
+              dtype=_DTYPE_BF16 if q.dtype == torch.bfloat16 else _DTYPE_F16,
+              causal=1 if causal else 0,
+              scale=0.0 if scale is None else float(scale))
+    a.q_strides[:] = q.stride()
+    a.k_strides[:] = k.stride()
+    a.v_strides[:] = v.stride()
+    a.o_strides[:] = out.stride()
+    stream = torch.cuda.current_stream(q.device).cuda_stream
+    st = getattr(lib, fn_name)(ctx, ctypes.byref(a),
+                               stream or _CU_STREAM_PER_THREAD)
+    if st:
+        raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
+                         lib.fg_errmsg(ctx).decode(errors="replace"))
+    return out, lse
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
+
+    q: (B, H, Sq, D), k and v: (B, H, Sk, D), bfloat16 or float16 CUDA
+    tensors with a contiguous last dimension; D 64 or 128.  causal:
+    bottom-right aligned.  scale: None for 1/sqrt(D).  Runs on torch's
+    current stream.  Raises FagenError with libfagen's message when it
+    refuses the arguments (alignment, strides, sizes) or cannot run."""
+    return _call("fg_attention_forward", q, k, v, causal, scale)
+
+
+def reference(q, k, v, causal=False, scale=None):
+    """The same result from libfagen's unfused float32 baseline (compiled
+    with nvrtc): any D up to 512 and 2-byte alignment; for checking."""
+    return _call("fg_attention_reference", q, k, v, causal, scale)

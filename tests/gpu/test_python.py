@@ -1,0 +1,282 @@
+"""test_python.py: fagen.attention on a Hopper GPU against PyTorch.
+
+For each problem, out and lse from fagen.attention are compared with a
+float64 reference computed on the GPU, next to
+torch.nn.functional.scaled_dot_product_attention's error against the same
+reference (fagen's must be within 2x SDPA's, or within the dtype's
+tolerance), and lse with logsumexp in float64.  Problems: (B, H, S, D)
+contiguous, (B, S, H, D) transposed, slices of a packed QKV tensor,
+causal with Sq != Sk both ways (bottom-right, with rows that see no key),
+a given scale, a side stream and the default stream.  Then a 2-layer
+transformer with random weights runs its forward pass with SDPA and with
+fagen.attention, and the outputs are compared.  Then bad arguments are
+refused with libfagen's messages, and fagen and SDPA (each backend PyTorch
+has here) are timed at 8k tokens.  Exit 77 (SKIP) without PyTorch or a
+Hopper GPU.
+"""
+import math
+import sys
+
+SKIP = 77
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("no PyTorch: skipping")
+    sys.exit(SKIP)
+import fagen
+
+if not torch.cuda.is_available() or \
+        torch.cuda.get_device_capability() != (9, 0):
+    print("no Hopper GPU: skipping")
+    sys.exit(SKIP)
+
+dev = torch.device("cuda")
+failures = []
+
+
+def f64_ref(q, k, v, causal, scale):
+    """out (float64) and lse (float64); bottom-right causal; rows with no
+    key get 0 and -inf."""
+    q, k, v = q.double(), k.double(), v.double()
+    sq, sk = q.shape[2], k.shape[2]
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+        s = s.masked_fill(~keep.tril(sk - sq), -math.inf)
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    return p @ v, lse
+
+
+def sdpa(q, k, v, causal, scale):
+    sq, sk = q.shape[2], k.shape[2]
+    if causal and sq != sk:   # SDPA's is_causal is top-left: mask instead
+        keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep.tril(
+            sk - sq), scale=scale)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                          scale=scale)
+
+
+def rel(x, ref):
+    x = x.double().nan_to_num(nan=1e9)
+    return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def make(layout, b, h, sq, sk, d, dtype):
+    if layout == "bhsd":
+        q = torch.randn(b, h, sq, d, device=dev, dtype=dtype)
+        k = torch.randn(b, h, sk, d, device=dev, dtype=dtype)
+        v = torch.randn(b, h, sk, d, device=dev, dtype=dtype)
+    elif layout == "bshd":
+        q = torch.randn(b, sq, h, d, device=dev, dtype=dtype).transpose(1, 2)
+        k = torch.randn(b, sk, h, d, device=dev, dtype=dtype).transpose(1, 2)
+        v = torch.randn(b, sk, h, d, device=dev, dtype=dtype).transpose(1, 2)
+    else:   # packed (B, S, 3, H, D), sq == sk
+        qkv = torch.randn(b, sq, 3, h, d, device=dev, dtype=dtype)
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))
+    return q, k, v
+
+
+def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None):
+    q, k, v = make(layout, b, h, sq, sk, d, dtype)
+    sc = scale if scale is not None else 1 / math.sqrt(d)
+    if stream is None:
+        out, lse = fagen.attention(q, k, v, causal=causal, scale=scale)
+    else:
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            out, lse = fagen.attention(q, k, v, causal=causal, scale=scale)
+        torch.cuda.current_stream().wait_stream(stream)
+    ref, rlse = f64_ref(q, k, v, causal, sc)
+    seen = rlse > -math.inf            # rows that see a key
+    s = sdpa(q, k, v, causal, sc)
+    e_fa = rel(out, ref)
+    e_sd = rel(s.nan_to_num(0.0), ref)
+    e_lse = (lse.double() - rlse)[seen].abs().max().item()
+    empty_ok = bool((out[~seen] == 0).all() and (lse[~seen] == -math.inf)
+                    .all())
+    tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
+    ok = (e_fa <= max(2 * e_sd, tol) and e_lse < 1e-3 and empty_ok and
+          out.shape == (b, h, sq, d) and lse.shape == (b, h, sq))
+    name = "%s B=%d H=%d Sq=%d Sk=%d D=%d %s %s%s%s" % (
+        layout, b, h, sq, sk, d, str(dtype)[6:], "causal" if causal else
+        "full", "" if scale is None else " scale=%g" % scale,
+        "" if stream is None else " side stream")
+    print("%s: rel err fagen %.2e, sdpa %.2e; lse err %.1e; %d rows see no "
+          "key -> %s" % (name, e_fa, e_sd, e_lse, int((~seen).sum()),
+                         "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
+
+
+class Block(torch.nn.Module):
+    """A pre-norm transformer block; attention through self.attn_fn."""
+
+    def __init__(self, dm, nh):
+        super().__init__()
+        self.nh = nh
+        self.ln1 = torch.nn.LayerNorm(dm)
+        self.ln2 = torch.nn.LayerNorm(dm)
+        self.qkv = torch.nn.Linear(dm, 3 * dm)
+        self.proj = torch.nn.Linear(dm, dm)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(dm, 4 * dm),
+                                       torch.nn.GELU(),
+                                       torch.nn.Linear(4 * dm, dm))
+        self.attn_fn = None
+
+    def forward(self, x):
+        b, s, dm = x.shape
+        qkv = self.qkv(self.ln1(x)).view(b, s, 3, self.nh, dm // self.nh)
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # strided
+        a = self.attn_fn(q, k, v)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, dm))
+        return x + self.mlp(self.ln2(x))
+
+
+def model_check(dm, nh, s, dtype):
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(Block(dm, nh), Block(dm, nh)).to(dev, dtype)
+    x = torch.randn(2, s, dm, device=dev, dtype=dtype)
+    outs = {}
+    with torch.no_grad():
+        for name, fn in (("sdpa", lambda q, k, v: F.scaled_dot_product_attention(
+                q, k, v, is_causal=True)),
+                ("fagen", lambda q, k, v: fagen.attention(q, k, v,
+                                                          causal=True)[0]),
+                ("float64", lambda q, k, v: f64_ref(q, k, v, True, 1 /
+                 math.sqrt(q.shape[-1]))[0].to(q.dtype))):
+            for blk in model:
+                blk.attn_fn = fn
+            outs[name] = model(x).double()
+    e_fa = rel(outs["fagen"], outs["float64"])
+    e_sd = rel(outs["sdpa"], outs["float64"])
+    e_fs = rel(outs["fagen"], outs["sdpa"])
+    ok = e_fa <= max(2 * e_sd, 1e-2)
+    print("2-layer transformer d_model=%d heads=%d (D=%d) seq=%d %s, causal: "
+          "output rel err vs float64 attention: fagen %.2e, sdpa %.2e; "
+          "fagen vs sdpa %.2e -> %s" % (dm, nh, dm // nh, s, str(dtype)[6:],
+                                         e_fa, e_sd, e_fs,
+                                         "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("model %d/%d" % (dm, nh))
+
+
+def reference_check():
+    """fagen.reference, the nvrtc baseline, at a head dim the fused kernel
+    does not take."""
+    q, k, v = make("bshd", 2, 3, 300, 500, 96, torch.float16)
+    out, lse = fagen.reference(q, k, v, causal=True)
+    ref, rlse = f64_ref(q, k, v, True, 1 / math.sqrt(96))
+    e, el = rel(out, ref), (lse.double() - rlse).abs().max().item()
+    ok = e < 3e-3 and el < 1e-4
+    print("fagen.reference bshd B=2 H=3 Sq=300 Sk=500 D=96 float16 causal: "
+          "rel err %.2e, lse err %.1e -> %s" % (e, el, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("reference")
+
+
+def errors():
+    q = torch.randn(1, 2, 64, 64, device=dev, dtype=torch.bfloat16)
+    cases = [
+        (lambda: fagen.attention(q, q, q.cpu()), ValueError, "is on cpu"),
+        (lambda: fagen.attention(q.half(), q, q), ValueError, "share a dtype"),
+        (lambda: fagen.attention(q.float(), q.float(), q.float()),
+         ValueError, "torch.bfloat16 or torch.float16"),
+        (lambda: fagen.attention(q[..., :32], q[..., :32], q[..., :32]),
+         fagen.FagenError, "head_dim is 32; the fused kernel supports 64 and "
+         "128"),
+        (lambda: fagen.attention(torch.randn(1, 2, 64, 72, device=dev,
+                                             dtype=torch.bfloat16)[..., 4:68],
+                                 q, q), fagen.FagenError,
+         "not 16-byte aligned, as TMA requires"),
+        (lambda: fagen.attention(torch.randn(1, 2, 64, 68, device=dev,
+                                             dtype=torch.bfloat16)[..., :64],
+                                 q, q), fagen.FagenError,
+         "q_strides[2] (seq) is 68 elements; TMA needs a multiple of 8"),
+    ]
+    for fn, exc, want in cases:
+        try:
+            fn()
+            ok, got = False, "no error"
+        except exc as e:
+            ok, got = want in str(e), str(e)
+        print("refused: %s -> %s" % (got.splitlines()[0], "ok" if ok else
+                                     "FAIL (want %r)" % want))
+        if not ok:
+            failures.append(want)
+
+
+def bench():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def t(fn, n=10):
+        fn()
+        ms = []
+        for _ in range(n):
+            a, b = torch.cuda.Event(True), torch.cuda.Event(True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ms.append(a.elapsed_time(b))
+        return sorted(ms)[n // 2]
+
+    for b, h, s, d, causal in ((2, 16, 8192, 128, False),
+                               (2, 16, 8192, 128, True),
+                               (2, 32, 8192, 64, False),
+                               (2, 32, 8192, 64, True)):
+        q, k, v = make("bhsd", b, h, s, s, d, torch.bfloat16)
+        fl = 4 * b * h * s * s * d / (2 if causal else 1)
+        line = "bench B=%d H=%d S=%d D=%d %s:" % (b, h, s, d,
+                                                  "causal" if causal else
+                                                  "full")
+        with torch.no_grad():
+            ms = t(lambda: fagen.attention(q, k, v, causal=causal))
+            line += " fagen %.3f ms %.0f TFLOP/s;" % (ms, fl / ms / 1e9)
+            for be in (getattr(SDPBackend, n) for n in (
+                    "CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
+                    if hasattr(SDPBackend, n)):
+                try:
+                    with sdpa_kernel([be]):
+                        ms = t(lambda: F.scaled_dot_product_attention(
+                            q, k, v, is_causal=causal))
+                    line += " %s %.3f ms %.0f TFLOP/s;" % (
+                        be.name.lower(), ms, fl / ms / 1e9)
+                except RuntimeError as e:
+                    line += " %s n/a (%s);" % (be.name.lower(),
+                                               str(e).splitlines()[0][:40])
+        print(line)
+
+
+def main():
+    torch.manual_seed(0)
+    print("device: %s, torch %s, libfagen %s" % (
+        torch.cuda.get_device_name(), torch.__version__, fagen.version()))
+    bf, hf = torch.bfloat16, torch.float16
+    with torch.no_grad():
+        check("bhsd", 2, 4, 256, 256, 64, bf, False)
+        check("bshd", 2, 4, 256, 256, 64, bf, False)
+        check("bhsd", 2, 4, 1000, 1000, 128, bf, True)
+        check("bshd", 1, 8, 300, 1000, 128, hf, True)
+        check("bhsd", 2, 2, 1000, 300, 64, bf, True)   # rows see none
+        check("packed", 2, 8, 777, 777, 64, hf, True)
+        check("packed", 1, 16, 2048, 2048, 128, bf, False)
+        check("bhsd", 1, 4, 17, 4097, 128, bf, False, scale=0.3)
+        check("bshd", 2, 4, 512, 512, 128, bf, True,
+              stream=torch.cuda.Stream())
+        check("bhsd", 4, 16, 2048, 2048, 64, hf, True)
+        reference_check()
+    model_check(1024, 8, 1024, torch.bfloat16)
+    model_check(512, 8, 777, torch.float16)
+    errors()
+    bench()
+    print("%d failures%s" % (len(failures), ": " + ", ".join(failures)
+                             if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""test_python.py: the Python binding without a GPU.
+
+fagen imports without PyTorch and without a GPU; its ctypes structures
+have the C layouts (sizes and offsets of fg_attention_args and
+fg_options); it loads libfagen ($FAGEN_LIB) and reports its version;
+attention() without PyTorch says it needs it; with PyTorch, bad arguments
+(CPU tensors, wrong dtype, shapes, strides, gradients) are refused before
+libfagen is called.  Exits 77 (SKIP) after the checks that need no
+PyTorch when PyTorch is missing.
+"""
+import importlib
+import sys
+
+SKIP = 77
+
+
+def expect(exc, fn, want):
+    try:
+        fn()
+    except exc as e:
+        assert want in str(e), "%r lacks %r" % (str(e), want)
+        return
+    raise AssertionError("no %s (%s)" % (exc.__name__, want))
+
+
+def without_torch():
+    saved = sys.modules.get("torch")
+    sys.modules["torch"] = None       # import torch now fails
+    try:
+        import fagen
+        importlib.reload(fagen)
+        expect(ImportError, lambda: fagen.attention(1, 2, 3),
+               "fagen.attention needs PyTorch")
+    finally:
+        if saved is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = saved
+
+
+def layouts():
+    import ctypes
+    import fagen
+    a, o = fagen._Args, fagen._Options
+    assert ctypes.sizeof(a) == 224, ctypes.sizeof(a)
+    assert a.dtype.offset == 208 and a.scale.offset == 216
+    assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
+    assert fagen.version().count(".") == 2, fagen.version()
+
+
+def with_torch(torch):
+    import fagen
+    x = torch.zeros(1, 2, 8, 64, dtype=torch.bfloat16)
+    expect(ValueError, lambda: fagen.attention(x, x, x), "is on cpu")
+    expect(TypeError, lambda: fagen.attention(x.numpy, x, x),
+           "q must be a torch.Tensor")
+    if not torch.cuda.is_available():
+        return
+    c = x.cuda()
+    expect(ValueError, lambda: fagen.attention(c.float(), c, c),
+           "fagen takes torch.bfloat16 or torch.float16")
+    expect(ValueError, lambda: fagen.attention(c[0], c, c),
+           "q has 3 dimensions")
+    expect(ValueError, lambda: fagen.attention(c.transpose(2, 3), c, c),
+           "stride 64 in its last dimension")
+    expect(ValueError, lambda: fagen.attention(c, c[:, :1], c[:, :1]),
+           "with q's B, H and D")
+    expect(ValueError, lambda: fagen.attention(c, c, c, scale=-1.0),
+           "scale is -1.0")
+    g = c.clone().requires_grad_()
+    expect(RuntimeError, lambda: fagen.attention(g, c, c), "no backward")
+
+
+def main():
+    without_torch()
+    layouts()
+    try:
+        import torch
+    except ImportError:
+        print("fagen imports and loads libfagen %s; no PyTorch here: "
+              "its checks are skipped" % __import__("fagen").version())
+        return SKIP
+    with_torch(torch)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

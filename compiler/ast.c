@@ -15,7 +15,7 @@ const char *const decl_names[NDK] = {
 	[DK_GLOBAL] = "global", [DK_TMA] = "tma", [DK_CTA] = "cta",
 	[DK_TILES] = "tiles", [DK_LAYOUT] = "layout", [DK_SMEM] = "smem",
 	[DK_TMEM] = "tmem", [DK_MBAR] = "mbar", [DK_NBAR] = "nbar",
-	[DK_PARTITION] = "partition",
+	[DK_PARTITION] = "partition", [DK_VERIFY] = "verify",
 };
 
 static const char *const kind_names[NNODE] = {

@@ -39,6 +39,8 @@ driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 		return 0;
 	if (emit == EMIT_IR)
 		sir_print(m, &ctx->out);
+	else if (emit == EMIT_DOT)
+		sir_dot(ctx, m, &ctx->out);
 	else if (!ptx_gen(ctx, m, &ctx->out))
 		return ctx->nerr ? ctx->nerr : 1;
 	return ctx->nerr;

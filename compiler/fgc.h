@@ -139,6 +139,7 @@ struct Ctx {
 	int arch;           /* forced target (--arch), 0 = from the schedule */
 	bool verify_each;   /* run sir_verify after every P_VERIFY pass */
 	bool no_verify;     /* --no-verify: skip the schedule verifier */
+	bool debug_hangs;   /* --debug-hangs: bounded waits that report */
 	const char *dump_after; /* --dump-after=PASS */
 	Buf *dump;          /* where --dump-after writes */
 	struct Node *mod;   /* AST after parsing */
@@ -196,7 +197,7 @@ enum {
 typedef enum {
 	DK_KERNEL = 1, DK_CONST, DK_PARAM, DK_GLOBAL, DK_TMA, DK_CTA,
 	DK_TILES, DK_LAYOUT, DK_SMEM, DK_TMEM, DK_MBAR, DK_NBAR,
-	DK_PARTITION, NDK
+	DK_PARTITION, DK_VERIFY, NDK
 } DeclKind;
 
 /* Operation statements: 'wait full[s], ph;' and friends. */
@@ -377,6 +378,7 @@ typedef struct Kernel {
 	int nres[R_PART + 1];
 	Part *parts, *parts_last;
 	int nparts;
+	const Node *verify;  /* 'verify P=(v, ...) ...': shape classes */
 	int64_t smem_bytes;  /* after pass_layout */
 	int maxnreg;         /* entry register cap when setmaxnreg is used */
 	int wg_regs[8];      /* setmaxnreg budget per warpgroup, 0 = none */
@@ -468,13 +470,14 @@ Ref sir_val(Ctx *, SirPart *, Ty, const char *name);
 SirIns *sir_push(Ctx *, SirBlock *, SirOp, Span);
 SirBlock *sir_block(Ctx *);
 void sir_print(const SirMod *, Buf *);
+void sir_dot(Ctx *, const SirMod *, Buf *);   /* dot.c: --emit dot */
 SirMod *sirgen(Ctx *, Kernel *);       /* sirgen.c: AST bodies -> SIR */
 bool sir_verify(Ctx *, const SirMod *); /* structure and target rules */
 
 /* ---------------------------------------------------------------- passes
  * Every pass has one signature; pass.c runs them from one table. */
 typedef void PassFn(Ctx *, SirMod *);
-PassFn pass_layout, pass_regs, pass_legalize;
+PassFn pass_layout, pass_regs, pass_legalize, pass_verify;
 bool pass_run_all(Ctx *, SirMod *);
 bool pass_known(const char *name);  /* a --dump-after name */
 
@@ -496,7 +499,7 @@ bool ptx_gen(Ctx *, const SirMod *, Buf *);  /* ptxentry.c */
 /* ---------------------------------------------------------------- driver.c
  * One compilation from ctx->src to ctx->out.  Returns the number of
  * errors (diagnostics are in ctx->diags). */
-typedef enum { EMIT_PTX, EMIT_IR, EMIT_AST } EmitKind;
+typedef enum { EMIT_PTX, EMIT_IR, EMIT_AST, EMIT_DOT } EmitKind;
 int driver_compile(Ctx *, EmitKind, bool check_only);
 
 /* ---------------------------------------------------------------- ptx.c

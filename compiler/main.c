@@ -22,12 +22,19 @@ static const char usage[] =
 "                     'target')\n"
 "  -D NAME=VALUE      override 'const NAME' (a number, true/false, an\n"
 "                     element type such as bf16, or a word); repeatable\n"
-"  --emit KIND        ptx (default), ir (the schedule IR's text form) or\n"
-"                     ast (the syntax tree, for debugging the parser)\n"
+"  --emit KIND        ptx (default), ir (the schedule IR's text form),\n"
+"                     dot (partitions, barriers and buffers for\n"
+"                     Graphviz) or ast (the syntax tree)\n"
 "  --check            run every check, write nothing\n"
 "  --dump-after PASS  print the IR after PASS (sirgen, layout,\n"
-"                     legalize) to standard error\n"
+"                     legalize, verify) to standard error\n"
 "  --verify-each      check the IR's invariants after every pass\n"
+"  --no-verify        skip the schedule verifier (barrier protocol,\n"
+"                     deadlocks); for debugging a hang on the GPU\n"
+"  --debug-hangs      bounded waits: an mbarrier wait that has not\n"
+"                     passed after 2 s prints the CTA, partition, warp,\n"
+"                     barrier, parity, source line and tile and loop\n"
+"                     iteration, then traps\n"
 "  -Wno-NAME          turn warning NAME off (e.g. -Wno-unused-warps)\n"
 "  -Werror=NAME       make warning NAME an error\n"
 "  -Werror            make every warning an error\n"
@@ -189,16 +196,22 @@ parse_args(Ctx *ctx, Opts *o, int argc, char **argv)
 				o->emit = EMIT_IR;
 			else if (!strcmp(v, "ast"))
 				o->emit = EMIT_AST;
+			else if (!strcmp(v, "dot"))
+				o->emit = EMIT_DOT;
 			else
-				die("--emit: unknown kind '%s' (ptx, ir or ast)",
-					v);
+				die("--emit: unknown kind '%s' (ptx, ir, dot or "
+					"ast)", v);
 		} else if (!strcmp(a, "--check")) {
 			o->check = true;
 		} else if ((v = optarg_of(argc, argv, &i, "--dump-after"))) {
 			if (!pass_known(v))
 				die("--dump-after: unknown pass '%s' (sirgen, "
-					"layout, legalize)", v);
+					"layout, legalize, verify)", v);
 			ctx->dump_after = v;
+		} else if (!strcmp(a, "--debug-hangs")) {
+			ctx->debug_hangs = true;
+		} else if (!strcmp(a, "--no-verify")) {
+			ctx->no_verify = true;
 		} else if (!strcmp(a, "--verify-each")) {
 			ctx->verify_each = true;
 		} else if (!strcmp(a, "-Werror")) {

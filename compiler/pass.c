@@ -19,6 +19,7 @@ typedef struct Pass {
 static const Pass passes[] = {
 	{"layout", pass_layout, P_VERIFY},
 	{"legalize", pass_legalize, P_VERIFY},
+	{"verify", pass_verify, 0},    /* verify.c: protocol and deadlock */
 	{0},
 };
 

@@ -261,7 +261,10 @@ bool
 ptx_gen(Ctx *ctx, const SirMod *m, Buf *out)
 {
 	PG g = {.ctx = ctx, .m = m, .k = m->k, .t = ctx->target};
+	Buf globals;
 
+	buf_init(&globals, &ctx->perm);
+	g.globals = &globals;
 	g.f = ptx_new(&ctx->perm, m->k->name);
 	g.tid = ptx_reg(g.f, RB32);
 	g.warp = ptx_reg(g.f, RB32);
@@ -284,6 +287,13 @@ ptx_gen(Ctx *ctx, const SirMod *m, Buf *out)
 	buf_printf(out, ".version %s\n.target %s\n.address_size 64\n\n",
 		g.t->ptx_version, g.t->name);
 	buf_puts(out, ".extern .shared .align 1024 .b8 fg_smem[];\n\n");
+	if (g.nmsg) {
+		buf_puts(out, ".extern .func (.param .b32 func_retval0) vprintf("
+			".param .b64 vprintf_param_0, .param .b64 "
+			"vprintf_param_1);\n");
+		buf_puts(out, globals.p);
+		buf_puts(out, "\n");
+	}
 	ptx_finish(g.f, out);
 	return true;
 }

@@ -280,7 +280,10 @@ gen_tile(PG *g, const SirIns *in)
 			else
 				ptx_emit(g->f, "mov.u32 %R, 0;", tf[k]);
 		ptx_emit(g->f, "mov.u32 %R, 0;", tf[3]);
+		if (g->niters < 16)
+			g->iters[g->niters++] = tf[3];
 		gen_block(g, in->body);
+		g->niters--;
 		return;
 	}
 	PReg dim[3], total = ptx_reg(g->f, RB32), i = ptx_reg(g->f, RB32);
@@ -300,6 +303,8 @@ gen_tile(PG *g, const SirIns *in)
 	ptx_emit(g->f, "mov.u32 %R, %%nctaid.x;", step);
 	ptx_emit(g->f, "mov.u32 %R, 0;", tf[3]);
 	int top = ptx_label(g->f), done = ptx_label(g->f);
+	if (g->niters < 16)
+		g->iters[g->niters++] = tf[3];
 	ptx_place(g->f, top);
 	ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p, i, total);
 	ptx_emit(g->f, "@%R bra %L;", p, done);
@@ -318,6 +323,7 @@ gen_tile(PG *g, const SirIns *in)
 	ptx_emit(g->f, "add.s32 %R, %R, 1;", tf[3], tf[3]);
 	ptx_emit(g->f, "bra.uni %L;", top);
 	ptx_place(g->f, done);
+	g->niters--;
 }
 
 static void
@@ -341,7 +347,10 @@ gen_for(PG *g, const SirIns *in)
 	ptx_place(g->f, top);
 	ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p, iv, pg_u32(g, in->a[1]));
 	ptx_emit(g->f, "@%R bra %L;", p, done);
+	if (g->niters < 16)
+		g->iters[g->niters++] = iv;
 	gen_block(g, in->body);
+	g->niters--;
 	ptx_emit(g->f, "add.s32 %R, %R, %R;", iv, iv, pg_u32(g, in->a[2]));
 	ptx_emit(g->f, "bra.uni %L;", top);
 	ptx_place(g->f, done);

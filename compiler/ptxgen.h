@@ -19,6 +19,10 @@ typedef struct PG {
 	PReg tilef[8][4];    /* fields of the open tile loops, by Ref % 8 */
 	Ref tileref[8];
 	int part_end;        /* label after the partition's code */
+	PReg iters[16];      /* --debug-hangs: tile iteration, loop indices */
+	int niters;
+	Buf *globals;        /* module-scope declarations (hang messages) */
+	int nmsg;
 	int in_elect;
 	bool failed;
 } PG;

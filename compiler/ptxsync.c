@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+
 #include "fgc.h"
 #include "ptxgen.h"
 
@@ -33,6 +34,85 @@ bar_addr(PG *g, const Res *r, Ref idx)
 	return addr(g, r->off, idx, 8);
 }
 
+#define HANG_NS 2000000000ull  /* --debug-hangs: 2 s of waiting */
+
+/* The message a stuck wait prints, as a module-scope string. */
+static int
+hang_message(PG *g, const SirIns *in)
+{
+	const Part *pt = g->sp->part;
+	uint32_t line, col;
+	char msg[512];
+
+	src_linecol(&g->ctx->src, in->span.lo, &line, &col);
+	int n = snprintf(msg, sizeof msg, "fagen --debug-hangs: CTA %%d, "
+		"partition '%s", pt->name);
+	if (pt->index >= 0)
+		n += snprintf(msg + n, sizeof msg - (size_t)n, "[%d]", pt->index);
+	snprintf(msg + n, sizeof msg - (size_t)n, "' (warp %%d) waits on "
+		"'%s[%%d]' for parity %%d at %s:%u:%u, tile iteration %%d, loop "
+		"index %%d; trapping\n", in->r[0]->name, g->ctx->src.name, line,
+		col);
+	int id = g->nmsg++;
+	buf_printf(g->globals, ".global .align 1 .b8 fg_hang%d[%zu] = {", id,
+		strlen(msg) + 1);
+	for (size_t i = 0; msg[i]; i++)
+		buf_printf(g->globals, "%d, ", (unsigned char)msg[i]);
+	buf_puts(g->globals, "0};\n");
+	return id;
+}
+
+/* --debug-hangs: the wait gives up after HANG_NS of %globaltimer; lane 0
+ * of the warp prints where it is stuck and every lane traps. */
+static void
+hang_wait(PG *g, const SirIns *in, PReg a, PReg ph, PReg idx)
+{
+	PReg p = ptx_reg(g->f, RP), t0 = ptx_reg(g->f, RB64);
+	PReg t = ptx_reg(g->f, RB64), fmt = ptx_reg(g->f, RB64);
+	PReg args = ptx_reg(g->f, RB64), v = ptx_reg(g->f, RB32);
+	int top = ptx_label(g->f), done = ptx_label(g->f);
+	int quiet = ptx_label(g->f), id = hang_message(g, in);
+
+	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t0);
+	ptx_place(g->f, top);
+	ptx_emit(g->f, "mbarrier.try_wait.parity.shared::cta.b64 %R, [%R], "
+		"%R;", p, a, ph);
+	ptx_emit(g->f, "@%R bra %L;", p, done);
+	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t);
+	ptx_emit(g->f, "sub.u64 %R, %R, %R;", t, t, t0);
+	ptx_emit(g->f, "setp.lt.u64 %R, %R, %U;", p, t, (uint64_t)HANG_NS);
+	ptx_emit(g->f, "@%R bra %L;", p, top);
+	ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, g->lane);
+	ptx_emit(g->f, "@%R bra %L;", p, quiet);
+	ptx_emit(g->f, "{\n.local .align 8 .b8 fg_args[24];\n"
+		".param .b64 fg_p0;\n.param .b64 fg_p1;\n"
+		".param .b32 fg_rv;");
+	ptx_emit(g->f, "mov.u32 %R, %%ctaid.x;", v);
+	ptx_emit(g->f, "st.local.u32 [fg_args], %R;", v);
+	ptx_emit(g->f, "sub.s32 %R, %R, %I;", v, g->warp,
+		(int64_t)g->sp->part->warp_lo);
+	ptx_emit(g->f, "st.local.u32 [fg_args+4], %R;", v);
+	ptx_emit(g->f, "st.local.u32 [fg_args+8], %R;", idx);
+	ptx_emit(g->f, "st.local.u32 [fg_args+12], %R;", ph);
+	ptx_emit(g->f, "mov.u32 %R, %I;", v, (int64_t)-1);
+	ptx_emit(g->f, "st.local.u32 [fg_args+16], %R;", g->niters ?
+		g->iters[0] : v);
+	ptx_emit(g->f, "st.local.u32 [fg_args+20], %R;", g->niters > 1 ?
+		g->iters[g->niters - 1] : v);
+	char sym[32];
+	snprintf(sym, sizeof sym, "fg_hang%d", id);
+	ptx_emit(g->f, "mov.u64 %R, %S;", fmt, sym);
+	ptx_emit(g->f, "cvta.global.u64 %R, %R;", fmt, fmt);
+	ptx_emit(g->f, "mov.u64 %R, fg_args;", args);
+	ptx_emit(g->f, "cvta.local.u64 %R, %R;", args, args);
+	ptx_emit(g->f, "st.param.b64 [fg_p0], %R;", fmt);
+	ptx_emit(g->f, "st.param.b64 [fg_p1], %R;", args);
+	ptx_emit(g->f, "call.uni (fg_rv), vprintf, (fg_p0, fg_p1);\n}");
+	ptx_place(g->f, quiet);
+	ptx_emit(g->f, "trap;");
+	ptx_place(g->f, done);
+}
+
 static void
 emit_mbar_wait(PG *g, const SirIns *in)
 {
@@ -41,6 +121,10 @@ emit_mbar_wait(PG *g, const SirIns *in)
 	int top = ptx_label(g->f);
 
 	ptx_emit(g->f, "and.b32 %R, %R, 1;", ph, pg_u32(g, in->a[0]));
+	if (g->ctx->debug_hangs) {
+		hang_wait(g, in, a, ph, pg_u32(g, in->ri[0]));
+		return;
+	}
 	ptx_place(g->f, top);
 	ptx_emit(g->f, "mbarrier.try_wait.parity.shared::cta.b64 %R, [%R], "
 		"%R;", p, a, ph);

@@ -933,6 +933,41 @@ decl_partition(S *s, const Node *d)
 	}
 }
 
+/* verify P=(v, ...) ...: the values of integer params the verifier
+ * explores (each combination is one shape class). */
+static void
+decl_verify(S *s, const Node *d)
+{
+	if (s->k->verify) {
+		diag_error(s->ctx, d->nspan, "'verify' is given twice");
+		return;
+	}
+	s->k->verify = d;
+	for (int i = 0; i < d->attrs.n; i++) {
+		const Node *a = d->attrs.v[i];
+		Res *p = kernel_find(s->k, a->name);
+		if (!p || p->kind != R_PARAM || !ty_isint(p->ety)) {
+			diag_error(s->ctx, a->nspan, "'verify' gives values of "
+				"integer params; '%s' is not one", a->name);
+			continue;
+		}
+		if (!a->a) {
+			diag_error(s->ctx, a->span, "write '%s=(v, ...)'",
+				a->name);
+			continue;
+		}
+		int n = a->a->kind == N_TUPLE ? a->a->kids.n : 1;
+		if (n > 16)
+			diag_error(s->ctx, a->a->span, "at most 16 values per "
+				"param");
+		for (int k = 0; k < n && k < 16; k++) {
+			int64_t v;
+			want_int(s, a->a->kind == N_TUPLE ? a->a->kids.v[k] :
+				a->a, "a verified value", 0, 1 << 20, &v);
+		}
+	}
+}
+
 static void items(S *, const NodeList *);
 
 static void
@@ -980,6 +1015,7 @@ item(S *s, const Node *n)
 	case DK_MBAR: decl_mbar(s, n); break;
 	case DK_NBAR: decl_nbar(s, n); break;
 	case DK_PARTITION: decl_partition(s, n); break;
+	case DK_VERIFY: decl_verify(s, n); break;
 	default: fg_bug("declaration kind %d", n->op);
 	}
 	if (n->op != DK_PARTITION && n->d && (n->op == DK_PARAM ||

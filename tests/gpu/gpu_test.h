@@ -106,6 +106,12 @@ load_driver(void)
 	return 0;
 }
 
+/* Compile options for the next compile() (gpu_hang turns the verifier
+ * off and the hang diagnosis on); diagnostics land in compile_diags, and
+ * compile_soft makes a failed compile return NULL instead of exiting. */
+static bool compile_no_verify, compile_debug_hangs, compile_soft;
+static char compile_diags[8192];
+
 /* Compile the schedule in-process with -D overrides. */
 static char *
 compile(const char *path, const char *const *defs, int ndefs,
@@ -125,6 +131,8 @@ compile(const char *path, const char *const *defs, int ndefs,
 	if (setjmp(oom))
 		exit(1);
 	ctx_init(&ctx, arena_default_alloc, NULL, &oom);
+	ctx.no_verify = compile_no_verify;
+	ctx.debug_hangs = compile_debug_hangs;
 	src_init(&ctx, path, text, n);
 	for (int i = 0; i < ndefs; i++) {
 		Define *d = NEW(&ctx.perm, Define);
@@ -138,6 +146,11 @@ compile(const char *path, const char *const *defs, int ndefs,
 		Buf b;
 		buf_init(&b, &ctx.perm);
 		diag_render(&ctx, &b);
+		snprintf(compile_diags, sizeof compile_diags, "%s", b.p);
+		if (compile_soft) {
+			ctx_free(&ctx);
+			return NULL;
+		}
 		fputs(b.p, stderr);
 		exit(1);
 	}
@@ -151,7 +164,7 @@ compile(const char *path, const char *const *defs, int ndefs,
 /* Random numbers and 16-bit floats for inputs and references. */
 static uint64_t rng = 0x243f6a8885a308d3ull;
 
-static double
+__attribute__((unused)) static double
 urand(void)  /* uniform in [-1, 1) */
 {
 	rng ^= rng << 13;
@@ -160,7 +173,7 @@ urand(void)  /* uniform in [-1, 1) */
 	return (double)(rng >> 11) / 4503599627370496.0 - 1.0;
 }
 
-static uint16_t
+__attribute__((unused)) static uint16_t
 to16(double x, bool f16)  /* round to nearest even */
 {
 	float f = (float)x;
@@ -178,7 +191,7 @@ to16(double x, bool f16)  /* round to nearest even */
 	return (uint16_t)(s | (((uint32_t)e << 10) + r));
 }
 
-static double
+__attribute__((unused)) static double
 from16(uint16_t h, bool f16)
 {
 	if (!f16) {

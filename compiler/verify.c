@@ -114,6 +114,8 @@ typedef struct Rec {
 	int bulk;             /* A_READ: 1 bulk-store group, 0 wgmma */
 	bool pending, dirty, live;
 	const SirIns *at;
+	int64_t geo;          /* tile geometry (0: bytes only) ... */
+	int64_t r0, r1;       /* ... and the rows [r0, r1) it touches */
 } Rec;
 
 typedef struct Sim {
@@ -350,6 +352,27 @@ wrap(int64_t x, Ty t)
 
 /* ------------------------------------------------------------ races */
 
+/* Accesses overlap when their bytes do, unless both name rows of tiles of
+ * one geometry at one base: a warpgroup's rows of a 128-row tile
+ * (arow=, row=) do not meet another warpgroup's, whatever the layout. */
+static bool
+overlaps(const Rec *r, int64_t lo, int64_t hi, int64_t geo, int64_t r0,
+	int64_t r1)
+{
+	if (r->hi <= lo || hi <= r->lo)
+		return false;
+	if (geo && r->geo == geo && r->lo == lo)
+		return r->r0 < r1 && r0 < r->r1;
+	return true;
+}
+
+static int64_t
+geometry(const Res *b)
+{
+	return (b->shape[0] << 24) ^ (b->shape[b->rank - 1] * ty_bytes(b->ety)
+		<< 8) ^ b->lay->swizzle ^ 1;
+}
+
 static bool
 ordered(const Sim *s, const Rec *r, const Proc *q)
 {
@@ -419,11 +442,12 @@ add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
  * every write to it must be visible, and generic writes fenced. */
 static void
 acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
-	bool bulk)
+	bool bulk, int64_t geo, int64_t r0, int64_t r1)
 {
 	for (int i = 0; i < s->nrec && !s->failed; i++) {
 		Rec *r = &s->rec[i];
-		if (!r->live || r->kind == A_READ || r->hi <= lo || hi <= r->lo)
+		if (!r->live || r->kind == A_READ || !overlaps(r, lo, hi, geo,
+		    r0, r1))
 			continue;
 		if (r->kind == A_GENW && r->dirty) {
 			fail(s, in->span, "proxy-fence", "TMA or wgmma reads shared "
@@ -439,6 +463,9 @@ acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 	}
 	Rec *r = add_rec(s, A_READ, p, lo, hi, in);
 	if (r) {
+		r->geo = geo;
+		r->r0 = r0;
+		r->r1 = r1;
 		r->pending = true;
 		r->bulk = bulk;
 		r->group = bulk ? p->bulk_groups + 1 : p->wg_seq + 1;
@@ -449,22 +476,26 @@ acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
  * be ordered before it.  It replaces the records it covers. */
 static Rec *
 acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
-	bool tma)
+	bool tma, int64_t geo, int64_t r0, int64_t r1)
 {
 	for (int i = 0; i < s->nrec && !s->failed; i++) {
 		Rec *r = &s->rec[i];
-		if (!r->live || r->hi <= lo || hi <= r->lo)
+		if (!r->live || !overlaps(r, lo, hi, geo, r0, r1))
 			continue;
 		/* threads write their own rows: generic writes do not
 		 * conflict with each other at this granularity */
 		if (!ordered(s, r, p) && !(r->kind == A_GENW && !tma))
 			race(s, p, in, r, tma ? "a TMA load overwrites" :
 				"this overwrites");
-		if (r->lo >= lo && r->hi <= hi)
+		if (r->lo >= lo && r->hi <= hi && (!geo || r->geo != geo ||
+		    (r->r0 >= r0 && r->r1 <= r1)))
 			r->live = false;
 	}
 	Rec *r = add_rec(s, tma ? A_TMAW : A_GENW, p, lo, hi, in);
 	if (r) {
+		r->geo = geo;
+		r->r0 = r0;
+		r->r1 = r1;
 		r->pending = tma;
 		r->dirty = !tma;
 	}
@@ -572,10 +603,13 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_const_i:
 		p->v[in->dst] = in->imm;
 		return true;
-	case SOP_smem_store:
+	case SOP_smem_store: {
+		const SirVal *x = &p->sp->vals[in->a[0]];
 		range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
-		acc_write(s, p, in, lo, hi, false);
+		acc_write(s, p, in, lo, hi, false, geometry(in->r[0]),
+			in->roff[0], in->roff[0] + x->m);
 		return true;
+	}
 	case SOP_const_f: case SOP_cvt: case SOP_exp2: case SOP_log2:
 	case SOP_rcp: case SOP_rowmax: case SOP_rowsum: case SOP_convert:
 	case SOP_mask_cols: case SOP_mask_causal: case SOP_fill:
@@ -717,14 +751,16 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (b < 0)
 			return true;
 		range_of(in->r[1], val(p, in->ri[1]), &lo, &hi);
-		Rec *w = acc_write(s, p, in, lo, hi, true);
+		Rec *w = acc_write(s, p, in, lo, hi, true, geometry(in->r[1]), 0,
+			in->r[1]->shape[0]);
 		emit_event(s, EV_TMA, self, b, tma_bytes(in->r[0]));
 		s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
 		return true;
 	}
 	case SOP_tma_store:
 		range_of(in->r[1], val(p, in->ri[1]), &lo, &hi);
-		acc_read(s, p, in, lo, hi, true);
+		acc_read(s, p, in, lo, hi, true, geometry(in->r[1]), 0,
+			in->r[1]->shape[0]);
 		p->bulk_open++;
 		return true;
 	case SOP_tma_commit:
@@ -767,8 +803,13 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		for (int k = 1; k <= 2 && p->sp->part->warp_lo % 4 + p->warp %
 		    4 == 0; k++)
 			if (in->r[k]) {
-				range_of(in->r[k], val(p, in->ri[k]), &lo, &hi);
-				acc_read(s, p, in, lo, hi, false);
+				/* A with arow= reads the warpgroup's 64 rows */
+				const Res *x = in->r[k];
+				int64_t r0 = k == 1 ? in->roff[1] : 0;
+				int64_t r1 = k == 1 && !in->trans[1] ? r0 + 64 :
+					x->shape[0];
+				range_of(x, val(p, in->ri[k]), &lo, &hi);
+				acc_read(s, p, in, lo, hi, false, geometry(x), r0, r1);
 			}
 		p->inflight[in->dst] = p->wg_seq + 1;
 		if (in->a[1])

@@ -135,6 +135,11 @@ typedef struct fg_compile_options {
 	const char *arch;           /* "sm_90a", "sm_100a"; NULL: the
 				     * schedule's 'target' */
 	int werror;                 /* nonzero: every warning is an error */
+	int no_verify;              /* nonzero: skip the schedule verifier
+				     * (fagen --no-verify) */
+	int debug_hangs;            /* nonzero: every mbarrier wait gives up
+				     * after 2 s, prints where it waits and
+				     * traps (fagen --debug-hangs) */
 } fg_compile_options;
 
 /* Compile the schedule in the file at path (opts may be NULL).  FG_OK or

@@ -55,9 +55,8 @@ add_define(Ctx *cc, const char *arg, char *err, size_t errlen)
 	return true;
 }
 
-/* What was checked, in words: a placeholder for the schedule verifier's
- * report (barrier protocol and deadlock freedom), which does not exist
- * yet; it says so. */
+/* What was checked, in words: the kernel's resources and partitions,
+ * and whether the schedule verifier (compiler/verify.c) ran. */
 static void
 report(const Ctx *cc, Buf *b)
 {
@@ -81,9 +80,16 @@ report(const Ctx *cc, Buf *b)
 	}
 	buf_puts(b, "checked: names, types, layouts, target rules, MMA and "
 		"TMA shapes, shared-memory, register, named-barrier and "
-		"tensor-memory budgets; schedule IR verified after every pass\n"
-		"not checked: the barrier protocol (the schedule verifier is "
-		"not written yet)\n");
+		"tensor-memory budgets; schedule IR verified after every pass");
+	if (cc->no_verify)
+		buf_puts(b, "\nnot checked: the barrier protocol (no_verify: "
+			"the schedule verifier did not run)\n");
+	else
+		buf_puts(b, "; the barrier protocol, by the schedule verifier "
+			"(deadlocks, races, barrier misuse)\n");
+	if (cc->debug_hangs)
+		buf_puts(b, "debug_hangs: every mbarrier wait gives up after "
+			"2 s, prints where it waits and traps\n");
 }
 
 static char *
@@ -164,6 +170,8 @@ compile_jmp(fg_ctx *c, const char *name, const char *text, size_t len,
 	ctx_init(&cc, c->alloc, c->alloc_ud, &oom);
 	cc.arch = t ? (int)t->id : 0;
 	cc.werror = o->werror != 0;
+	cc.no_verify = o->no_verify != 0;
+	cc.debug_hangs = o->debug_hangs != 0;
 	cc.verify_each = true;
 	for (int i = 0; i < o->ndefines; i++)
 		if (!add_define(&cc, o->defines[i], err, sizeof err)) {

@@ -131,8 +131,17 @@ run(const Case *c, bool host_ref)
 	double rel = ref2 > 0 ? sqrt(err / ref2) : sqrt(err);
 	if (rel > (c->f16 ? 3e-3 : 1e-2) || lerr > 1e-3)
 		bad |= 8;
-	double fl = 4.0 * c->z * c->h * (double)c->sq * c->sk * c->d /
-		(c->causal ? 2 : 1);
+	/* the (query, key) pairs computed: causal rows see
+	 * min(sk, max(0, i + sk - sq + 1)) keys */
+	double pairs = (double)c->sq * c->sk;
+	if (c->causal) {
+		pairs = 0;
+		for (int64_t i = 0; i < c->sq; i++) {
+			int64_t n = i + c->sk - c->sq + 1;
+			pairs += n < 0 ? 0 : n > c->sk ? c->sk : n;
+		}
+	}
+	double fl = 4.0 * c->z * c->h * pairs * c->d;
 	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s: fagen vs reference: rel "
 		"err %.2e, LSE err %.1e over all %zu rows; reference %.2f ms, "
 		"fagen %.2f ms (%.0f TFLOP/s)", c->bshd ? "B,S,H,D" : "B,H,S,D",

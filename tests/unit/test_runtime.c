@@ -603,8 +603,8 @@ compile_string_gives_ptx_and_a_report(void **state)
 	assert_string_equal(fg_program_diagnostics(p), "");
 	assert_non_null(strstr(fg_program_report(p), "partition p: warps "
 		"0..1"));
-	assert_non_null(strstr(fg_program_report(p), "not checked: the "
-		"barrier protocol"));
+	assert_non_null(strstr(fg_program_report(p), "the barrier protocol, "
+		"by the schedule verifier"));
 	/* the compiler's metadata is what the runtime reads */
 	assert_int_equal(fg_kernel_create(f->ctx, ptx, n, &k), FG_OK);
 	fg_arg a[] = {FG_INT("M", 100), FG_PTR("X", X0)};
@@ -690,6 +690,34 @@ compile_file_reads_the_shipped_copy_schedule(void **state)
 		"'/nonexistent.fa'"));
 }
 
+/* tests/gpu/hang_copy.fa lacks a stage release: the verifier rejects
+ * it; no_verify lets it through, and debug_hangs bounds its waits. */
+static void
+verifier_and_hang_options_reach_the_compiler(void **state)
+{
+	Fix *f = *state;
+	const char *path = FAGEN_SRCDIR "/tests/gpu/hang_copy.fa";
+	fg_compile_options o = {0};
+	fg_program *p;
+
+	assert_int_equal(fg_compile_file(f->ctx, path, &o, &p),
+		FG_ERR_COMPILE);
+	assert_non_null(strstr(fg_program_diagnostics(p), "empty"));
+	fg_program_free(p);
+	o.no_verify = 1;
+	assert_int_equal(fg_compile_file(f->ctx, path, &o, &p), FG_OK);
+	assert_non_null(strstr(fg_program_report(p), "not checked: the "
+		"barrier protocol (no_verify"));
+	assert_null(strstr(fg_program_ptx(p, NULL), "globaltimer"));
+	fg_program_free(p);
+	o.debug_hangs = 1;
+	assert_int_equal(fg_compile_file(f->ctx, path, &o, &p), FG_OK);
+	assert_non_null(strstr(fg_program_ptx(p, NULL), "%globaltimer"));
+	assert_non_null(strstr(fg_program_report(p), "debug_hangs: every "
+		"mbarrier wait gives up"));
+	fg_program_free(p);
+}
+
 /* Lua's failnext: fail the Nth allocation for every N until a run gets
  * through; each run either succeeds or says FG_ERR_NOMEM, and gives back
  * every byte. */
@@ -761,6 +789,7 @@ main(void)
 		T(compile_errors_come_back_as_diagnostics),
 		T(defines_and_arch_are_applied_and_checked),
 		T(compile_file_reads_the_shipped_copy_schedule),
+		T(verifier_and_hang_options_reach_the_compiler),
 		cmocka_unit_test(every_allocation_failure_is_survived),
 	};
 

@@ -31,7 +31,8 @@ col_of(int i)   /* the column offset of element i, less 2*(l%4) */
 	return 8 * (i >> 2) + (i & 1);
 }
 
-/* Registers per thread of a tile value, and their kind. */
+/* Registers per thread of a tile value, and their kind, for both
+ * targets' register layouts. */
 static int
 frag_shape(const SirVal *v, RKind *k)
 {
@@ -45,10 +46,17 @@ frag_shape(const SirVal *v, RKind *k)
 	case LK_WGMMA_A:
 		*k = RB32;
 		return v->n / 4;
+	case LK_TMEM_ROWS:  /* sm_100a: one row per thread (ptx_tmem.c) */
+		*k = wide ? RF32 : RB32;
+		return wide ? v->n : (v->n + 1) / 2;
 	case LK_ROWS:
 		if (l->parent && l->parent->kind == LK_WGMMA_ACC && wide) {
 			*k = RF32;
 			return 2;
+		}
+		if (l->parent && l->parent->kind == LK_TMEM_ROWS && wide) {
+			*k = RF32;
+			return 1;
 		}
 		return -1;
 	default:
@@ -358,8 +366,8 @@ pg_stage_base(PG *g, const Res *b, Ref idx)
 	return a;
 }
 
-/* smem_store B[s], x [row=R]: the accumulator layout, one packed pair
- * (16-bit) or one element (f32) per store. */
+/* smem_store B[s], x [row=R] [col=C]: the accumulator layout, one packed
+ * pair (16-bit) or one element (f32) per store. */
 static void
 smem_store(PG *g, const SirIns *in)
 {
@@ -381,7 +389,7 @@ smem_store(PG *g, const SirIns *in)
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", r, row,
 			in->roff[0] + 8 * slot_of(i));
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", c, col,
-			(int64_t)col_of(i));
+			in->imm + col_of(i));  /* imm: col=C */
 		PReg a = tile_addr(g, b, base, r, c);
 		ptx_emit(g->f, pk ? "st.shared.b32 [%R], %R;" :
 			"st.shared.f32 [%R], %R;", a, x[j]);

@@ -395,7 +395,7 @@ gen_elect(PG *g, const SirIns *in)
 static void
 gen_ins(PG *g, const SirIns *in)
 {
-	if (g->failed || pg_frag_op(g, in))
+	if (g->failed || pg_frag_op(g, in) || pg_tmem_op(g, in))
 		return;
 	switch (in->op) {
 	case SOP_const_i: case SOP_const_f: gen_const(g, in); break;

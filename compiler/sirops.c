@@ -441,16 +441,56 @@ frag_var(G *g, const Node *e, const char *what)
 	return r;
 }
 
-/* tmem_load x, R[i];   tmem_store R[i], x;   smem_store B[s], x;
- * store G[i0, ...], v; */
+/* A column slice of the memory side of a move: 'cols=(C, N)' (tmem_load,
+ * tmem_store) or 'col=C' (smem_store), N the tile's width.  On success
+ * *col0 is C and *cols the width of the memory the tile must match. */
+static bool
+slice(G *g, const Node *n, const char *name, int width, int64_t *col0,
+	int64_t *cols)
+{
+	const Node *a = sg_opattr(g, n, name, false);
+	int64_t w = width;
+
+	if (!a || !a->a)
+		return a == NULL;
+	bool tmem = !strcmp(name, "cols");
+	const Node *c = a->a;
+	if (tmem && (c->kind != N_TUPLE || c->kids.n != 2)) {
+		diag_error(g->ctx, a->span, "write 'cols=(C, N)': the first "
+			"column and the number of columns");
+		return false;
+	}
+	if (!sg_const_arg(g, tmem ? c->kids.v[0] : c, tmem ? "the first "
+	    "column" : "'col'", 0, *cols - 1, col0) || (tmem &&
+	    !sg_const_arg(g, c->kids.v[1], "the column count", 1, *cols, &w)))
+		return false;
+	if (*col0 + w > *cols) {
+		diag_error(g->ctx, a->span, "columns %lld..%lld are past the "
+			"%lld columns of the %s", (long long)*col0,
+			(long long)(*col0 + w - 1), (long long)*cols, tmem ?
+			"region" : "buffer");
+		return false;
+	}
+	if (w != width) {
+		diag_error(g->ctx, a->span, "the slice has %lld columns but the "
+			"tile has %d", (long long)w, width);
+		return false;
+	}
+	*cols = w;
+	return true;
+}
+
+/* tmem_load x, R[i] [cols=(C, N)];   tmem_store R[i], x [cols=(C, N)];
+ * smem_store B[s], x [row=R] [col=C];   store G[i0, ...], v [limit=L];
+ * a row vector of a tmem_rows tile moves to and from one column. */
 static void
 op_mem(G *g, const Node *n)
 {
 	Ref idx = 0;
 
 	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
-		NULL} : n->op == OP_SSTORE ? (const char *const[]){"row",
-		NULL} : NULL);
+		NULL} : n->op == OP_SSTORE ? (const char *const[]){"row", "col",
+		NULL} : (const char *const[]){"cols", NULL});
 	if (!argc(g, n, 2, 2))
 		return;
 	if (n->op == OP_STORE) {
@@ -536,14 +576,19 @@ op_mem(G *g, const Node *n)
 	if (!r || sg_val(g, x)->ty == TY_ERR)
 		return;
 	SirVal *v = sg_val(g, x);
-	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS) {
+	bool rowvec = v->lay->kind == LK_ROWS && v->lay->parent &&
+		v->lay->parent->kind == LK_TMEM_ROWS;
+	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS && !rowvec) {
 		diag_error(g->ctx, fe->span, "tensor memory moves to and from "
-			"'tmem_rows' tiles; '%s' has layout '%s'", v->name ?
-			v->name : "x", sg_layname(v->lay));
+			"'tmem_rows' tiles and their row vectors; '%s' has layout "
+			"'%s'", v->name ? v->name : "x", sg_layname(v->lay));
 		return;
 	}
 	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
 		r->shape[r->rank - 1];
+	int64_t col0 = 0;
+	if (!slice(g, n, want == R_TMEM ? "cols" : "col", v->n, &col0, &cols))
+		return;
 	const Part *pt = g->p->part;
 	int nw = pt->warp_hi - pt->warp_lo + 1;
 	if (want == R_TMEM && (pt->warp_lo % 4 || nw * 32 != rows || nw > 4)) {
@@ -563,10 +608,13 @@ op_mem(G *g, const Node *n)
 		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
 			"[%lld,%lld]%s", v->m, v->n, r->name, (long long)rows,
 			(long long)cols, n->op == OP_SSTORE && v->n == cols ?
-			"; store it at a row offset with 'row=R'" : "");
+			"; store it at a row offset with 'row=R'" :
+			want == R_TMEM && v->m == rows && v->n < cols ?
+			"; move some of its columns with 'cols=(C, N)'" : "");
 		return;
 	}
-	if (v->ety != r->ety && !(want == R_TMEM && r->packed)) {
+	if (v->ety != r->ety && !(want == R_TMEM && r->packed &&
+	    v->ety == TY_F32 && !rowvec)) {
 		diag_error(g->ctx, fe->span, "'%s' holds %s but the tile is %s; "
 			"write 'cvt(x, %s)'", r->name, ty_name(r->ety),
 			ty_name(v->ety), ty_name(r->ety));
@@ -582,6 +630,7 @@ op_mem(G *g, const Node *n)
 	i->r[0] = r;
 	i->ri[0] = idx;
 	i->roff[0] = row0;
+	i->imm = col0;
 	if (ld) {
 		i->dst = x;
 	} else {

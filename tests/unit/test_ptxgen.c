@@ -163,23 +163,56 @@ wide_swizzled_box_is_split_into_spans(void **state)
 	assert_non_null(strstr(o1.text, ", 8192;"));
 }
 
+/* Issue #6: tcgen05.ld takes .x1 .. .x128 (powers of two), so a 96-column
+ * row is two loads and one wait; the address carries the warp's lane
+ * quarter, and a row reduction uses no shuffles. */
+static void
+tmem_load_splits_into_power_of_two_shapes(void **state)
+{
+	static const char src[] =
+		"kernel k target=sm_100a;\n"
+		"layout r = tmem_rows(n=96);\n"
+		"cta threads=160;\n"
+		"tiles grid=(1);\n"
+		"tmem s : f32[128, 96] col=32;\n"
+		"nbar b threads=160;\n"
+		"partition p warps=0..3 {\n"
+		"	reg x : f32[128, 96] layout=r;\n"
+		"	bsync b;\n"
+		"	tmem_load x, s;\n"
+		"	let m = rowmax(x);\n"
+		"	bsync b;\n"
+		"}\n"
+		"partition o warps=4 { tmem_alloc 128; bsync b; bsync b; "
+		"tmem_free; }\n";
+	(void)state;
+	compile(src, EMIT_PTX, &o1, arena_default_alloc, NULL);
+	assert_int_equal(o1.nerr, 0);
+	assert_non_null(strstr(o1.text, "tcgen05.ld.sync.aligned.32x32b.x64.b32"));
+	assert_non_null(strstr(o1.text, "tcgen05.ld.sync.aligned.32x32b.x32.b32"));
+	const char *w = strstr(o1.text, "tcgen05.wait::ld.sync.aligned;");
+	assert_non_null(w);
+	assert_null(strstr(w + 1, "tcgen05.wait::ld.sync.aligned;"));
+	assert_non_null(strstr(o1.text, ", 21;"));  /* (warp%4) << 21 */
+	assert_null(strstr(o1.text, "shfl"));
+}
+
 static void
 unlowered_op_is_a_diagnostic_not_a_crash(void **state)
 {
-	/* register tiles on sm_100a are lowered by the Blackwell work */
+	/* conversions from bool are checked but not lowered yet */
 	static const char src[] =
 		"kernel k target=sm_100a;\n"
-		"layout r = tmem_rows(n=32);\n"
-		"cta threads=128;\n"
+		"cta threads=32;\n"
 		"tiles grid=(1);\n"
-		"partition p warps=0..3 {\n"
-		"	reg s : f32[128, 32] layout=r;\n"
-		"	s = exp2(s);\n"
+		"partition p warps=0 {\n"
+		"	var b = true;\n"
+		"	var x = cvt(b, i32);\n"
 		"}\n";
 	(void)state;
 	compile(src, EMIT_IR, &o1, arena_default_alloc, NULL);
 	assert_int_equal(o1.nerr, 0);
-	assert_non_null(strstr(o1.text, "exp2"));
+	assert_non_null(strstr(o1.text, "cvt"));
 	compile(src, EMIT_PTX, &o1, arena_default_alloc, NULL);
 	assert_int_equal(o1.nerr, 1);
 	assert_non_null(strstr(o1.diags, "is not lowered to PTX for sm_100a"));
@@ -250,6 +283,7 @@ main(void)
 		cmocka_unit_test(output_is_deterministic),
 		cmocka_unit_test(metadata_lists_arguments_in_order),
 		cmocka_unit_test(wide_swizzled_box_is_split_into_spans),
+		cmocka_unit_test(tmem_load_splits_into_power_of_two_shapes),
 		cmocka_unit_test(unlowered_op_is_a_diagnostic_not_a_crash),
 		cmocka_unit_test(every_allocation_failure_is_survived),
 		cmocka_unit_test(operand_before_definition_is_a_bug),

@@ -45,9 +45,10 @@ desc(PG *g, PReg addr, int64_t lbo, int64_t sbo, int swizzle)
 }
 
 /* The byte offset of K-chunk kk (16 elements) in a K-major operand of
- * 'rows' rows: span-wide column blocks of rows x span bytes. */
-static int64_t
-kmajor_off(const Res *x, int kk)
+ * 'rows' rows: span-wide column blocks of rows x span bytes.  The same
+ * for wgmma and tcgen05.mma. */
+int64_t
+pg_kmajor_off(const Res *x, int kk)
 {
 	int esz = ty_bytes(x->ety), span = x->lay->swizzle;
 	int64_t per = span / esz, k0 = 16 * kk;
@@ -113,14 +114,14 @@ pg_wgmma(PG *g, const SirIns *in)
 	ptx_emit(g->f, "wgmma.fence.sync.aligned;");
 	PReg bk = ptx_reg(g->f, RB64), ak = ptx_reg(g->f, RB64);
 	for (int kk = 0; kk < k / 16; kk++) {
-		int64_t boff = bmn ? 16 * kk * sb : kmajor_off(b, kk);
+		int64_t boff = bmn ? 16 * kk * sb : pg_kmajor_off(b, kk);
 		char sc[16];
 		ptx_emit(g->f, "add.s64 %R, %R, %I;", bk, bd, boff >> 4);
 		snprintf(sc, sizeof sc, "%s", kk ? "1" : ptx_regname(g->f, p,
 			nm));
 		if (a) {
 			ptx_emit(g->f, "add.s64 %R, %R, %I;", ak, ad,
-				kmajor_off(a, kk) >> 4);
+				pg_kmajor_off(a, kk) >> 4);
 			ptx_emit(g->f, "wgmma.mma_async.sync.aligned.m64n%Ik16."
 				"f32.%S.%S %S, %R, %R, %S, 1, 1, 0, %I;",
 				(int64_t)n, ty, ty, dl.p, ak, bk, sc,

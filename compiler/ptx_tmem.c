@@ -521,6 +521,9 @@ pg_tmem_op(PG *g, const SirIns *in)
 	case SOP_gstore:
 		gstore(g, in);
 		return true;
+	case SOP_tc_mma:
+		pg_tcmma(g, in);
+		return true;
 	default:
 		return false;
 	}

@@ -1,8 +1,8 @@
 /* ptxgen.h: state shared by the PTX generator's files (ptxgen.c: values,
  * arithmetic and control flow; ptxsync.c: barriers, TMA, tensor cores and
  * memory; ptxentry.c: the module and the entry's prologue; ptx_frag.c and
- * ptx_sm90.c: sm_90a tiles and wgmma; ptx_tmem.c: sm_100a tiles and tensor
- * memory). */
+ * ptx_sm90.c: sm_90a tiles and wgmma; ptx_tmem.c and ptx_sm100.c: sm_100a
+ * tiles, tensor memory and tcgen05.mma). */
 #ifndef PTXGEN_H
 #define PTXGEN_H
 
@@ -48,8 +48,10 @@ bool pg_frag_op(PG *, const SirIns *);  /* ptx_frag.c: sm_90a tiles */
 PReg *pg_frag(PG *, Ref, int *n);
 PReg pg_stage_base(PG *, const Res *, Ref stage);
 void pg_wgmma(PG *, const SirIns *);     /* ptx_sm90.c */
+int64_t pg_kmajor_off(const Res *, int kk);
 bool pg_tmem_op(PG *, const SirIns *);  /* ptx_tmem.c: sm_100a tiles */
 PReg pg_tmem_addr(PG *, const Res *, Ref idx, int64_t col, bool quarter);
+void pg_tcmma(PG *, const SirIns *);     /* ptx_sm100.c */
 int pg_tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
 
 #endif

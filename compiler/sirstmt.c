@@ -77,9 +77,10 @@ mma_dims(G *g, const Node *n, SirIns *i, int64_t *m, int64_t *nn,
 		}
 		if (a->kind == R_SMEM && i->trans[1])
 			ak = a->shape[0];
-		*m = g->k->target == TGT_SM90A ? 64 : a->shape[0] - i->roff[1];
+		/* an MN-major A ('X.T') is [K, M]: its rows are X's columns */
 		int64_t arows = (a->kind == R_SMEM && i->trans[1]) ?
 			a->shape[1] : a->shape[0];
+		*m = g->k->target == TGT_SM90A ? 64 : arows - i->roff[1];
 		if (i->roff[1] + *m > arows) {
 			diag_error(g->ctx, n->b->span, "rows %lld..%lld of '%s' "
 				"are past its %lld rows", (long long)i->roff[1],

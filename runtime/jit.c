@@ -9,13 +9,13 @@
  * every log.  The driver's own JIT, the last resort, happens at load
  * (kernel.c), since it yields a module rather than a cubin.
  *
- * nvJitLink is a linker: it assembles PTX as relocatable code, where a
- * call the code makes (such as rcp.rn.f32's slow path) follows the ABI
- * and can make ptxas spill registers that a whole-program assembly keeps
- * (fa_fwd_sm90 at D = 128: 732 bytes of spills, and half the speed).  So
- * nvJitLink runs with -Xptxas=-v, and when its log reports spills and
- * ptxas is there, ptxas assembles the PTX as a whole program and its
- * cubin is used instead.
+ * nvJitLink is a linker: it assembles PTX as relocatable code, where
+ * ptxas ignores setmaxnreg ("to maintain compatibility across compilation
+ * units"), serializes wgmma around calls (such as rcp.rn.f32's slow path)
+ * and spills around them: fa_fwd_sm90 ran at half speed that way (347
+ * against 699 TFLOP/s on an H200).  So PTX that uses setmaxnreg or wgmma
+ * goes to ptxas first, which assembles it as the whole program it is;
+ * nvJitLink remains its fallback, and first choice for other PTX.
  *
  * jit_tool names the first assembler available, with its version: that
  * string goes into the cache key, so a warm lookup costs one dlopen and
@@ -45,8 +45,6 @@ typedef struct NvjApi {
 	NvjRes (*GetLinkedCubin)(void *, void *);
 	NvjRes (*GetErrorLogSize)(void *, size_t *);
 	NvjRes (*GetErrorLog)(void *, char *);
-	NvjRes (*GetInfoLogSize)(void *, size_t *);
-	NvjRes (*GetInfoLog)(void *, char *);
 	NvjRes (*Version)(unsigned *, unsigned *);
 } NvjApi;
 enum { NVJ_INPUT_PTX = 2 };
@@ -78,8 +76,6 @@ nvj_open(Tools *t, const char *path)
 		{(void **)&t->api.GetLinkedCubin, "nvJitLinkGetLinkedCubin"},
 		{(void **)&t->api.GetErrorLogSize, "nvJitLinkGetErrorLogSize"},
 		{(void **)&t->api.GetErrorLog, "nvJitLinkGetErrorLog"},
-		{(void **)&t->api.GetInfoLogSize, "nvJitLinkGetInfoLogSize"},
-		{(void **)&t->api.GetInfoLog, "nvJitLinkGetInfoLog"},
 		{(void **)&t->api.Version, "nvJitLinkVersion"},
 	};
 	unsigned major, minor;
@@ -305,55 +301,18 @@ ptxas_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
 	return JIT_FAILED;
 }
 
-/* The spill bytes ptxas -v reports in log ("N bytes spill stores"), over
- * every function. */
-static long
-spills(const char *log)
-{
-	static const char key[] = " bytes spill stores";
-	long total = 0;
-
-	for (const char *p = strstr(log, key); p; p = strstr(p + 1, key)) {
-		const char *q = p;
-		while (q > log && q[-1] >= '0' && q[-1] <= '9')
-			q--;
-		total += strtol(q, NULL, 10);
-	}
-	return total;
-}
-
-/* The spills in nvJitLink's info log. */
-static long
-nvj_spills(fg_ctx *c, const Tools *t, void *h)
-{
-	size_t n = 0;
-	char *text;
-	long s = 0;
-
-	if (t->api.GetInfoLogSize(h, &n) || !n || !(text = rt_alloc(c, n + 1)))
-		return 0;
-	text[0] = '\0';
-	if (!t->api.GetInfoLog(h, text)) {
-		text[n] = '\0';
-		s = spills(text);
-	}
-	rt_free(c, text, n + 1);
-	return s;
-}
-
 static JitResult
 nvj_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
-	const char *arch, void **cubin, size_t *cubinlen, long *spilled,
-	Buf *log)
+	const char *arch, void **cubin, size_t *cubinlen, Buf *log)
 {
 	char opt[64];
-	const char *opts[] = {opt, "-Xptxas=-v"};
+	const char *opts[] = {opt};
 	void *h = NULL;
 	size_t n = 0;
 	NvjRes r;
 
 	snprintf(opt, sizeof opt, "-arch=%s", arch);
-	if ((r = t->api.Create(&h, 2, opts))) {
+	if ((r = t->api.Create(&h, 1, opts))) {
 		buf_printf(log, "nvJitLinkCreate(%s) failed: error %d\n", opt,
 			r);
 		return JIT_FAILED;
@@ -364,7 +323,6 @@ nvj_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
 	    (*cubin = rt_alloc(c, n)) && !(r = t->api.GetLinkedCubin(h,
 	    *cubin))) {
 		*cubinlen = n;
-		*spilled = nvj_spills(c, t, h);
 		t->api.Destroy(&h);
 		return JIT_OK;
 	}
@@ -405,14 +363,24 @@ tools(fg_ctx *c)
 	return t;
 }
 
+/* PTX that relocatable assembly slows down (see the top). */
+static bool
+whole_program(const char *ptx)
+{
+	return ptx && (strstr(ptx, "setmaxnreg") || strstr(ptx, "wgmma"));
+}
+
 fg_status
-jit_tool(fg_ctx *c, int *which, const char **tool)
+jit_tool(fg_ctx *c, const char *ptx, int *which, const char **tool)
 {
 	Tools *t = tools(c);
 
 	if (!t)
 		return rt_err(c, FG_ERR_NOMEM, "out of memory");
-	if (t->nvj) {
+	if (t->ptxas[0] && (!t->nvj || whole_program(ptx))) {
+		*which = FG_JIT_PTXAS;
+		*tool = t->ptxas_tool;
+	} else if (t->nvj) {
 		*which = FG_JIT_NVJITLINK;
 		*tool = t->nvj_tool;
 	} else if (t->ptxas[0]) {
@@ -449,28 +417,17 @@ jit_run(fg_ctx *c, int which, const char *ptx, size_t len,
 		return rt_err(c, FG_ERR_NOMEM, "out of memory assembling");
 	}
 	buf_init(&log, &a);
-	*used = FG_JIT_NVJITLINK;
-	long spilled = 0;
-	if (which == FG_JIT_NVJITLINK && t->nvj)
-		r = nvj_run(c, t, ptx, len, arch, cubin, cubinlen, &spilled,
-			&log);
-	if (r == JIT_OK && spilled > 0 && t->ptxas[0]) {
-		void *whole;
-		size_t wlen;
-		if (ptxas_run(c, t, ptx, len, arch, &whole, &wlen, &log) ==
-		    JIT_OK) {
-			rt_log(c, FG_LOG_INFO, "nvJitLink's relocatable code "
-				"for %s spills %ld bytes; using ptxas's "
-				"whole-program code", arch, spilled);
-			rt_free(c, *cubin, *cubinlen);
-			*cubin = whole;
-			*cubinlen = wlen;
+	/* which first, then the other one */
+	for (int i = 0; i < 2 && r != JIT_OK; i++) {
+		bool nvj = (which == FG_JIT_NVJITLINK) == (i == 0);
+		if (nvj && t->nvj) {
+			*used = FG_JIT_NVJITLINK;
+			r = nvj_run(c, t, ptx, len, arch, cubin, cubinlen, &log);
+		} else if (!nvj && t->ptxas[0]) {
 			*used = FG_JIT_PTXAS;
+			r = ptxas_run(c, t, ptx, len, arch, cubin, cubinlen,
+				&log);
 		}
-	}
-	if (r != JIT_OK && t->ptxas[0]) {
-		*used = FG_JIT_PTXAS;
-		r = ptxas_run(c, t, ptx, len, arch, cubin, cubinlen, &log);
 	}
 	fg_status st = FG_OK;
 	if (r != JIT_OK)

@@ -95,7 +95,7 @@ assemble(fg_kernel *k)
 
 	if (k->cubin || k->driver_jit)
 		return FG_OK;
-	if ((st = jit_tool(c, &which, &tool)))
+	if ((st = jit_tool(c, k->ptx, &which, &tool)))
 		return st;
 	if (which == FG_JIT_DRIVER) {
 		rt_log(c, FG_LOG_INFO, "kernel %s: no PTX assembler; the "

@@ -155,9 +155,12 @@ char *cache_path(fg_ctx *, const uint8_t key[32]);
  * string names the assembler and its version, for the cache key. */
 typedef enum { JIT_OK, JIT_MISSING, JIT_FAILED } JitResult;
 
-/* The first assembler available (FG_JIT_*) and its name and version; with
+/* The assembler for ptx (FG_JIT_*) and its name and version: ptxas for
+ * PTX that uses setmaxnreg or wgmma (whole-program assembly), else
+ * nvJitLink, else whichever is available (ptx NULL: no preference); with
  * none, FG_JIT_DRIVER when allowed, else FG_ERR_JIT. */
-fg_status jit_tool(fg_ctx *, int *which, const char **tool);
+fg_status jit_tool(fg_ctx *, const char *ptx, int *which,
+	const char **tool);
 /* Assemble, starting with which; *used gets the assembler that did. */
 fg_status jit_run(fg_ctx *, int which, const char *ptx, size_t len,
 	const char *arch, void **cubin, size_t *cubinlen, int *used);

@@ -443,7 +443,7 @@ need(fg_ctx *c, int which)
 	const char *tool;
 	int w;
 
-	if (jit_tool(c, &w, &tool) || w == FG_JIT_DRIVER ||
+	if (jit_tool(c, NULL, &w, &tool) || w == FG_JIT_DRIVER ||
 	    (which && w != which))
 		skip();
 }

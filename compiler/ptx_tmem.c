@@ -270,16 +270,32 @@ pg_tmem_addr(PG *g, const Res *r, Ref idx, int64_t col, bool quarter)
 	return a;
 }
 
+/* The widest .32x32b.xK to use: K a power of two up to 128, with room
+ * for the address and a few more under the entry's register limit (the
+ * .maxnreg of setmaxnreg budgets, else what .maxntid leaves): ptxas
+ * rejects an .x128 under .maxnreg 128 (C7602) even where setmaxnreg
+ * has raised the budget. */
+static int
+widest(const PG *g)
+{
+	int lim = g->k->maxnreg ? g->k->maxnreg : (65536 / g->k->threads) & ~7;
+	int k = 128;
+
+	while (k > 1 && k + 16 > lim)
+		k /= 2;
+	return k;
+}
+
 /* tcgen05.ld (st) of n consecutive 32-bit columns from (to) taddr into
- * (from) x[0..n), as .32x32b.xK with K a power of two up to 128, then
- * the wait that makes the registers (the columns) usable. */
+ * (from) x[0..n), as .32x32b.xK instructions, then the wait that makes
+ * the registers (the columns) usable. */
 static void
 ldst(PG *g, bool ld, PReg taddr, const PReg *x, int n)
 {
 	char nm[16];
 
 	for (int c = 0; c < n;) {
-		int k = 128;
+		int k = widest(g);
 		while (k > n - c)
 			k /= 2;
 		Buf rl;

@@ -144,7 +144,7 @@ elementwise(PG *g, const SirIns *in)
 	};
 	static const char *const op1[] = {
 		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
-		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.rn.f32",
+		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.approx.ftz.f32",
 	};
 	const SirVal *dv = &g->sp->vals[in->dst];
 	bool drows = is_rows(dv);

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# run.sh SECONDS [LIBFUZZER-ARGS...]: build the libFuzzer target
+# tests/fuzz/fuzz_compile.c with clang (-fsanitize=fuzzer,address,
+# undefined) in build-fuzz/ (FUZZ_DIR overrides), then fuzz the whole
+# compile for SECONDS seconds, starting from the shipped schedules, the
+# examples and every golden input, with tests/fuzz/fagen.dict.
+#
+# The corpus grows in build-fuzz/corpus and is kept between runs.  A
+# crash, hang (an input over FUZZ_TIMEOUT seconds, 60 by default), leak or
+# sanitizer report stops the run, leaves the input in build-fuzz/artifacts/
+# and makes the script exit non-zero; make it a golden input or a unit
+# test, fix it, and rerun.  SECONDS=0 only builds and replays the seeds.
+#
+# Needs clang and its runtime (libclang-rt-14-dev on Debian):
+# FAGEN_FUZZ=1 scripts/setup installs them.  Exits 77 (SKIP) without them.
+set -euo pipefail
+
+if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
+	echo "usage: $0 SECONDS [LIBFUZZER-ARGS...]" >&2
+	exit 2
+fi
+secs=$1
+shift
+cd "$(dirname "$0")/../.."
+dir=${FUZZ_DIR:-build-fuzz}
+cc=${FUZZ_CC:-clang}
+
+if ! command -v "$cc" >/dev/null 2>&1 ||
+    ! echo 'int LLVMFuzzerTestOneInput(const char *p, long n)
+	{ (void)p; (void)n; return 0; }' |
+	"$cc" -x c -fsanitize=fuzzer,address,undefined -o /dev/null - \
+	>/dev/null 2>&1; then
+	echo "fuzz: $cc with libFuzzer not found (FAGEN_FUZZ=1 scripts/setup)"
+	exit 77
+fi
+
+# The compiler core as meson.build lists it (but the CLI), and the grammar.
+mkdir -p "$dir/gen" "$dir/obj" "$dir/corpus" "$dir/seeds" "$dir/artifacts"
+flex --outfile="$dir/gen/lexer.c" --header-file="$dir/gen/lexer.h" \
+	grammar/lexer.l
+bison -Wall -Werror --defines="$dir/gen/parser.h" \
+	--output="$dir/gen/parser.c" grammar/parser.y
+san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+cflags=(-std=c17 -D_POSIX_C_SOURCE=200809L -g -O1 "${san[@]}"
+	-Icompiler -Iinclude -Igrammar -I"$dir/gen")
+srcs=("$dir/gen/lexer.c" "$dir/gen/parser.c" tests/fuzz/fuzz_compile.c)
+for f in $(grep -o "'compiler/[a-z_0-9]*\.c'" meson.build | tr -d "'"); do
+	[ "$f" != compiler/main.c ] && [ -f "$f" ] && srcs+=("$f")
+done
+objs=()
+pids=()
+newest=$(ls -t compiler/*.h grammar/*.h "$0" | head -n 1)
+for f in "${srcs[@]}"; do
+	o=$dir/obj/$(basename "$f" .c).o
+	objs+=("$o")
+	# Rebuild what changed; two compilers at a time.
+	if [ "$o" -nt "$f" ] && [ "$o" -nt "$newest" ]; then
+		continue
+	fi
+	# The verifier's vector clocks compare in tight loops where tracing
+	# each comparison (trace-cmp) would cost most of the run time.
+	extra=()
+	[ "$f" = compiler/verify.c ] && extra=(-fno-sanitize-coverage=trace-cmp -O2)
+	"$cc" "${cflags[@]}" ${extra[@]+"${extra[@]}"} -w -c "$f" -o "$o" &
+	pids+=($!)
+	if [ "${#pids[@]}" -ge 2 ]; then
+		wait "${pids[0]}"
+		pids=("${pids[@]:1}")
+	fi
+done
+for p in ${pids[@]+"${pids[@]}"}; do
+	wait "$p"
+done
+"$cc" "${san[@]}" "${objs[@]}" -lm -o "$dir/fuzz_compile"
+
+# Seeds: every schedule and golden input, by a name that keeps its path.
+rm -f "$dir/seeds"/*
+for f in schedules/*.fa examples/*.fa tests/golden/*/*.fa tests/gpu/*.fa; do
+	[ -f "$f" ] && cp "$f" "$dir/seeds/$(echo "$f" | tr / _)"
+done
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+args=(-dict=tests/fuzz/fagen.dict -max_len=16384
+	-timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048
+	-artifact_prefix="$dir/artifacts/" -print_final_stats=1)
+if [ "$secs" -eq 0 ]; then
+	"$dir/fuzz_compile" "${args[@]}" -runs=0 "$@" "$dir/seeds"
+else
+	"$dir/fuzz_compile" "${args[@]}" -max_total_time="$secs" "$@" \
+		"$dir/corpus" "$dir/seeds"
+fi

@@ -76,7 +76,8 @@ elementwise(PG *g, const SirIns *in)
 	};
 	static const char *const op1[] = {
 		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
-		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.rn.f32",
+		[SOP_log2] = "lg2.approx.ftz.f32",
+		[SOP_rcp] = "rcp.approx.ftz.f32",
 	};
 	int n;
 	PReg *d = pg_frag(g, in->dst, &n);

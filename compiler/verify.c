@@ -142,12 +142,14 @@ typedef struct Sim {
 	int64_t *done[MAXBAR][2]; /* of the last completed phases */
 	int64_t *nbvc[24][2];     /* named barriers: accumulating, released */
 	bool capped;              /* a capacity limit was hit: warned */
+	int nvc;                  /* clock entries in use: MAXPROC + nmb */
 } Sim;
 
+/* d = max(d, a) over the entries in use (the rest stay zero). */
 static void
-vc_join(int64_t *d, const int64_t *a)
+vc_join(const Sim *s, int64_t *d, const int64_t *a)
 {
-	for (int i = 0; i < NVC; i++)
+	for (int i = 0; i < s->nvc; i++)
 		if (a[i] > d[i])
 			d[i] = a[i];
 }
@@ -267,8 +269,8 @@ mbar_complete_if_done(Sim *s, int b)
 		fail(s, m->r->nspan, "tx-bytes", "a phase of '%s' received %s",
 			a, c);
 	}
-	memcpy(s->done[b][m->phase & 1], s->acc[b], NVC * sizeof(int64_t));
-	memset(s->acc[b], 0, NVC * sizeof(int64_t));
+	memcpy(s->done[b][m->phase & 1], s->acc[b], s->nvc * sizeof(int64_t));
+	memset(s->acc[b], 0, s->nvc * sizeof(int64_t));
 	m->phase++;
 	m->pending = m->count;
 	m->bytes = 0;
@@ -280,7 +282,7 @@ mbar_arrive(Sim *s, Proc *p, const SirIns *in, int b, int64_t n)
 	Mbar *m = &s->mb[b];
 
 	if (p) {  /* a release: publish, then advance the own clock */
-		vc_join(s->acc[b], p->vc);
+		vc_join(s, s->acc[b], p->vc);
 		p->vc[p - s->p]++;
 	}
 
@@ -681,7 +683,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		p->seen[b] = obs;
 		if (obs >= 0) {  /* acquire: what the phase's arrivers did */
-			vc_join(p->vc, s->done[b][obs & 1]);
+			vc_join(s, p->vc, s->done[b][obs & 1]);
 			if (p->vc[MAXPROC + b] < obs + 1)
 				p->vc[MAXPROC + b] = obs + 1;
 		}
@@ -725,16 +727,16 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		n->who |= 1u << self;
 		n->arrived += 32;
 		int64_t gen = n->gen;
-		vc_join(s->nbvc[id][0], p->vc);
+		vc_join(s, s->nbvc[id][0], p->vc);
 		p->vc[self]++;
 		if (n->arrived >= n->count) {
 			n->arrived = 0;
 			n->who = 0;
 			n->gen++;
-			memcpy(s->nbvc[id][1], s->nbvc[id][0], NVC * sizeof(int64_t));
-			memset(s->nbvc[id][0], 0, NVC * sizeof(int64_t));
+			memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(int64_t));
+			memset(s->nbvc[id][0], 0, s->nvc * sizeof(int64_t));
 			if (in->op == SOP_bar_sync)
-				vc_join(p->vc, s->nbvc[id][1]);
+				vc_join(s, p->vc, s->nbvc[id][1]);
 		}
 		trace(p, in->span, in->op == SOP_bar_sync ? "synced here" :
 			"arrived here", -1);
@@ -784,14 +786,14 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		int g = 16 + (p->sp->part->warp_lo + p->warp) / 4 % 8;
 		Nbar *gate = &s->nb[g];
 		int64_t ggen = gate->gen;
-		vc_join(s->nbvc[g][0], p->vc);
+		vc_join(s, s->nbvc[g][0], p->vc);
 		gate->arrived += 32;
 		if (gate->arrived >= gate->count) {
 			gate->arrived = 0;
 			gate->gen++;
-			memcpy(s->nbvc[g][1], s->nbvc[g][0], NVC * sizeof(int64_t));
-			memset(s->nbvc[g][0], 0, NVC * sizeof(int64_t));
-			vc_join(p->vc, s->nbvc[g][1]);
+			memcpy(s->nbvc[g][1], s->nbvc[g][0], s->nvc * sizeof(int64_t));
+			memset(s->nbvc[g][0], 0, s->nvc * sizeof(int64_t));
+			vc_join(s, p->vc, s->nbvc[g][1]);
 		} else {
 			p->state = B_NBAR;
 			p->bar = g;
@@ -849,7 +851,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			return true;
 		emit_event(s, EV_TC, self, b, 0);
 		s->ev[s->nev - 1].vc = NEWARR(&s->ctx->scratch, int64_t, NVC);
-		memcpy(s->ev[s->nev - 1].vc, p->vc, NVC * sizeof(int64_t));
+		memcpy(s->ev[s->nev - 1].vc, p->vc, s->nvc * sizeof(int64_t));
 		p->vc[self]++;
 		return true;
 	case SOP_fence:
@@ -1068,7 +1070,7 @@ complete(Sim *s, int e)
 	case EV_TC:
 		if (ev.bar >= 0) {
 			if (ev.vc)
-				vc_join(s->acc[ev.bar], ev.vc);
+				vc_join(s, s->acc[ev.bar], ev.vc);
 			mbar_arrive(s, NULL, NULL, ev.bar, 1);
 		}
 		else
@@ -1191,6 +1193,7 @@ setup(Sim *s, const SirMod *m)
 			for (int i = 0; i < r->count && r->bar_id + i < 16; i++)
 				s->nb[r->bar_id + i] = (Nbar){r->threads, 0, 0, 0};
 	}
+	s->nvc = MAXPROC + s->nmb;
 	for (int b = 0; b < MAXBAR; b++) {
 		if (!s->acc[b]) {
 			s->acc[b] = NEWARR(&s->ctx->scratch, int64_t, NVC);
@@ -1252,7 +1255,7 @@ run(Sim *s)
 		if (pick < MAXPROC) {
 			Proc *p = &s->p[pick];
 			if (p->state == B_NBAR)
-				vc_join(p->vc, s->nbvc[p->bar][1]);
+				vc_join(s, p->vc, s->nbvc[p->bar][1]);
 			p->state = B_RUN;
 			step_proc(s, p);
 		} else {

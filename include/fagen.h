@@ -317,6 +317,11 @@ typedef struct fg_attention_args {
 	fg_dtype dtype;
 	int causal;               /* nonzero: causal, bottom-right */
 	double scale;             /* 0: 1 / sqrt(head_dim) */
+	const char *schedule;     /* NULL: the optimized schedule for the
+				   * device; else the file name of another
+				   * shipped attention schedule taking the
+				   * same parameters, e.g.
+				   * "fa_fwd_baseline_sm90.fa" */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

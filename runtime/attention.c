@@ -28,6 +28,7 @@
 struct AttnVariant {
 	int cc, d, causal;    /* compute capability: 90 */
 	fg_dtype dt;
+	char file[64];        /* the schedule's file name */
 	fg_kernel *k;
 	AttnVariant *next;
 };
@@ -209,13 +210,28 @@ attn_schedule(fg_ctx *c, const char *file, char *path, size_t n)
 #undef ALSO
 }
 
-/* The schedule for compute capability cc: FG_OK with its file, or why
- * not. */
+/* Whether the caller's schedule is a plain shipped file name. */
 static fg_status
-pick(fg_ctx *c, const char *fn, int cc, const char **file)
+schedule_name(fg_ctx *c, const char *fn, const char *asked)
+{
+	size_t n = asked ? strnlen(asked, 64) : 0;
+
+	if (asked && (n < 4 || n >= sizeof ((AttnVariant *)0)->file ||
+	    strcmp(asked + n - 3, ".fa") || strchr(asked, '/') ||
+	    asked[0] == '.'))
+		return bad(c, fn, "schedule is '%.64s': give the file name of "
+			"a shipped schedule (no directory, ending in .fa, "
+			"under 64 bytes), e.g. fa_fwd_baseline_sm90.fa", asked);
+	return FG_OK;
+}
+
+/* The schedule for compute capability cc (asked: the caller's choice or
+ * NULL): FG_OK with its file, or why not. */
+static fg_status
+pick(fg_ctx *c, const char *fn, int cc, const char *asked, const char **file)
 {
 	if (cc == 90) {
-		*file = "fa_fwd_sm90.fa";
+		*file = asked ? asked : "fa_fwd_sm90.fa";
 		return FG_OK;
 	}
 	if (cc == 100)
@@ -261,15 +277,16 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 {
 	AttnVariant want = {.cc = cc, .d = (int)a->head_dim,
 		.causal = a->causal != 0, .dt = a->dtype}, *v;
-	const char *file;
+	const char *file = NULL;
 	fg_status st;
 
-	if ((st = pick(c, fn, cc, &file)))
+	if ((st = pick(c, fn, cc, a->schedule, &file)))
 		return st;
+	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
 		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
-		    v->causal == want.causal)
+		    v->causal == want.causal && !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
 		if ((v = rt_alloc(c, sizeof *v))) {
@@ -319,6 +336,7 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	if (!c)
 		return FG_ERR_INVALID;
 	if ((st = attn_check(c, fn, a, stream, true, &t)) ||
+	    (st = schedule_name(c, fn, a->schedule)) ||
 	    (st = cuda_get(c, &d)) ||
 	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k)))
 		return st;

@@ -63,6 +63,7 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("head_dim", ctypes.c_int64),
         ("dtype", ctypes.c_int), ("causal", ctypes.c_int),
         ("scale", ctypes.c_double),
+        ("schedule", ctypes.c_char_p),
     ]
 
 
@@ -179,7 +180,8 @@ def _check(torch, q, k, v):
                            "torch.no_grad() or torch.inference_mode()")
 
 
-def _call(fn_name, q, k, v, causal, scale):
+def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
+          lse=None):
     torch = _torch()
     _check(torch, q, k, v)
     if scale is not None and not scale > 0:
@@ -190,14 +192,28 @@ def _call(fn_name, q, k, v, causal, scale):
         torch.cuda.current_device()
     ctx = _ctx(lib, device)
     b, h, sq, d = q.shape
-    out = torch.empty((b, h, sq, d), dtype=q.dtype, device=q.device)
-    lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
+    if out is None:
+        out = torch.empty((b, h, sq, d), dtype=q.dtype, device=q.device)
+    elif not isinstance(out, torch.Tensor) or out.shape != q.shape or \
+            out.dtype != q.dtype or out.device != q.device or \
+            out.stride(-1) != 1:
+        raise ValueError("out must be a tensor of q's shape %s, dtype and "
+                         "device with a contiguous last dimension"
+                         % (tuple(q.shape),))
+    if lse is None:
+        lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
+    elif not isinstance(lse, torch.Tensor) or \
+            lse.shape != (b, h, sq) or lse.dtype != torch.float32 or \
+            lse.device != q.device or not lse.is_contiguous():
+        raise ValueError("lse must be a contiguous float32 (B, H, Sq) = %s "
+                         "tensor on q's device" % ((b, h, sq),))
     a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
               o=out.data_ptr(), lse=lse.data_ptr(),
               batch=b, heads=h, seq_q=sq, seq_k=k.shape[2], head_dim=d,
               dtype=_DTYPE_BF16 if q.dtype == torch.bfloat16 else _DTYPE_F16,
               causal=1 if causal else 0,
-              scale=0.0 if scale is None else float(scale))
+              scale=0.0 if scale is None else float(scale),
+              schedule=None if schedule is None else schedule.encode())
     a.q_strides[:] = q.stride()
     a.k_strides[:] = k.stride()
     a.v_strides[:] = v.stride()
@@ -211,18 +227,24 @@ def _call(fn_name, q, k, v, causal, scale):
     return out, lse
 
 
-def attention(q, k, v, causal=False, scale=None):
+def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
+              lse=None):
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
     q: (B, H, Sq, D), k and v: (B, H, Sk, D), bfloat16 or float16 CUDA
     tensors with a contiguous last dimension; D 64 or 128.  causal:
     bottom-right aligned.  scale: None for 1/sqrt(D).  Runs on torch's
     current stream.  Raises FagenError with libfagen's message when it
-    refuses the arguments (alignment, strides, sizes) or cannot run."""
-    return _call("fg_attention_forward", q, k, v, causal, scale)
+    refuses the arguments (alignment, strides, sizes) or cannot run.
+    schedule: None for the optimized schedule, or the file name of another
+    shipped attention schedule, e.g. "fa_fwd_baseline_sm90.fa".  out, lse:
+    tensors to write the results into (None: new ones)."""
+    return _call("fg_attention_forward", q, k, v, causal, scale, schedule,
+                 out, lse)
 
 
-def reference(q, k, v, causal=False, scale=None):
+def reference(q, k, v, causal=False, scale=None, out=None, lse=None):
     """The same result from libfagen's unfused float32 baseline (compiled
     with nvrtc): any D up to 512 and 2-byte alignment; for checking."""
-    return _call("fg_attention_reference", q, k, v, causal, scale)
+    return _call("fg_attention_reference", q, k, v, causal, scale, None,
+                 out, lse)

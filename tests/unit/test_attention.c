@@ -440,6 +440,29 @@ schedules_come_from_option_env_or_source_tree(void **state)
 	assert_int_equal(ta.live, 0);
 }
 
+static void
+schedule_must_be_a_shipped_file_name(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	char longname[80];
+
+	a.schedule = "fa_fwd_baseline_sm90.fa";
+	valid(f, &a);
+	a.schedule = "../fa_fwd_sm90.fa";
+	invalid(f, &a, "schedule is '../fa_fwd_sm90.fa': give the file name");
+	a.schedule = "/tmp/x.fa";
+	invalid(f, &a, "no directory");
+	a.schedule = "fa_fwd_sm90";
+	invalid(f, &a, "ending in .fa");
+	a.schedule = ".fa";
+	invalid(f, &a, "schedule is '.fa'");
+	memset(longname, 'a', sizeof longname - 4);
+	strcpy(longname + sizeof longname - 4, ".fa");
+	a.schedule = longname;
+	invalid(f, &a, "under 64 bytes");
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int
@@ -457,6 +480,7 @@ main(void)
 		T(every_variant_binds_both_layouts),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(only_sm90_has_a_schedule),
+		T(schedule_must_be_a_shipped_file_name),
 		cmocka_unit_test(schedules_come_from_option_env_or_source_tree),
 	};
 

@@ -42,8 +42,9 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 224, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 232, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
+    assert a.schedule.offset == 224
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     assert fagen.version().count(".") == 2, fagen.version()
 
@@ -67,6 +68,13 @@ def with_torch(torch):
            "with q's B, H and D")
     expect(ValueError, lambda: fagen.attention(c, c, c, scale=-1.0),
            "scale is -1.0")
+    expect(ValueError, lambda: fagen.attention(c, c, c, out=c[:, :1]),
+           "out must be a tensor of q's shape")
+    expect(ValueError, lambda: fagen.attention(c, c, c, lse=c),
+           "lse must be a contiguous float32")
+    expect(fagen.FagenError, lambda: fagen.attention(c, c, c,
+                                                     schedule="../x.fa"),
+           "give the file name of a shipped schedule")
     g = c.clone().requires_grad_()
     expect(RuntimeError, lambda: fagen.attention(g, c, c), "no backward")
 

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""bench.py: fagen's attention against cuDNN, FlashAttention 2 and the
+unfused baseline, side by side in one process (issue 7's grid).
+
+    PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench.py \
+        [--out DIR] [--quick] [--reps N] [--dims 64,128,256]
+    python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
+
+For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
+16k; batch 16384/S, heads 2048/D; bf16) it runs, on fresh random inputs:
+
+  fagen     fa_fwd_sm90.fa through fagen.attention
+  baseline  fa_fwd_baseline_sm90.fa, the non-specialized schedule
+  cudnn     torch SDPA restricted to the cuDNN backend
+  flash     torch SDPA restricted to the flash (FlashAttention 2) backend
+  unfused   libfagen's nvrtc reference (S = QK^T in f32, softmax, PV),
+            for S up to 4k
+
+Each output is checked against a float64 reference on a few (batch, head)
+slices, after its buffer was filled with NaN; a method whose error is more
+than 4x cuDNN's (plus 2^-10) fails the point.  Timing: CUDA events around
+a run of back-to-back calls over rotating input sets (so L2 holds none of
+them), warm-up excluded, the median over --reps runs.  TFLOP/s counts
+4*B*H*S*S*D, half for causal.  Also times a bf16 8192^3 GEMM (torch.mm) as
+the ceiling.  Writes DIR/bench.csv and DIR/bench.png (when matplotlib is
+there) and prints the table with each method's ratio to cuDNN.
+"""
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import fagen
+except ImportError:     # --plot needs neither
+    torch = None
+
+SEQS = [1024, 2048, 4096, 8192, 16384]
+METHODS = ["fagen", "baseline", "cudnn", "flash", "unfused"]
+COLORS = {"fagen": "tab:blue", "baseline": "tab:orange", "cudnn": "tab:green",
+          "flash": "tab:red", "unfused": "tab:purple"}
+SETS = 3          # rotating input sets
+
+
+def flops(b, h, s, d, causal):
+    f = 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def make_fns(d, causal):
+    """name -> fn(q, k, v, out) returning the output tensor, or None when
+    the method does not take this head dim."""
+    def sdpa(backend):
+        def fn(q, k, v, out):
+            with sdpa_kernel([backend]):
+                return F.scaled_dot_product_attention(q, k, v,
+                                                      is_causal=causal)
+        return fn
+
+    fns = {}
+    if d in (64, 128):
+        fns["fagen"] = lambda q, k, v, out: fagen.attention(
+            q, k, v, causal=causal, out=out)[0]
+        fns["baseline"] = lambda q, k, v, out: fagen.attention(
+            q, k, v, causal=causal, schedule="fa_fwd_baseline_sm90.fa",
+            out=out)[0]
+    fns["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
+    fns["flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+    fns["unfused"] = lambda q, k, v, out: fagen.reference(
+        q, k, v, causal=causal, out=out)[0]
+    return fns
+
+
+def reference64(q, k, v, causal, idx):
+    """float64 attention of the (batch, head) slices in idx."""
+    outs = []
+    for b, h in idx:
+        qq, kk, vv = (t[b, h].double() for t in (q, k, v))
+        s = qq @ kk.T / math.sqrt(q.shape[-1])
+        if causal:
+            n = s.shape[0]
+            s.masked_fill_(torch.ones(n, n, dtype=torch.bool,
+                                      device=s.device).triu(1),
+                           float("-inf"))
+        outs.append(torch.softmax(s, -1) @ vv)
+    return outs
+
+
+def time_fn(fn, sets, outs, reps, per_rep):
+    """Median seconds per call."""
+    for i in range(3):                                  # warm-up
+        fn(*sets[i % len(sets)], outs[i % len(outs)])
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        z = torch.cuda.Event(enable_timing=True)
+        a.record()
+        for i in range(per_rep):
+            fn(*sets[i % len(sets)], outs[i % len(outs)])
+        z.record()
+        z.synchronize()
+        times.append(a.elapsed_time(z) / 1e3 / per_rep)
+    return statistics.median(times)
+
+
+def gemm_rate(reps):
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    t = time_fn(lambda x, y, o: torch.mm(x, y), [(a, b)], [None], reps, 10)
+    return 2.0 * n ** 3 / t / 1e12
+
+
+def bench_point(d, causal, s, reps, fns, gen):
+    b, h = 16384 // s, 2048 // d
+    shape = (b, h, s, d)
+    sets = [tuple(torch.randn(shape, device="cuda", dtype=torch.bfloat16,
+                              generator=gen) for _ in range(3))
+            for _ in range(SETS)]
+    outs = [torch.empty(shape, device="cuda", dtype=torch.bfloat16)
+            for _ in range(SETS)]
+    idx = [(0, 0), (b - 1, h - 1)]
+    ref = reference64(*sets[0], causal, idx)
+    fl = flops(b, h, s, d, causal)
+    row = {"D": d, "causal": int(causal), "S": s, "B": b, "H": h}
+    errs = {}
+    for name, fn in fns.items():
+        if name == "unfused" and s > 4096:
+            continue     # slow, and its S matrix is B*H*S*S*4 bytes
+        try:
+            outs[0].fill_(float("nan"))
+            o = fn(*sets[0], outs[0])
+            torch.cuda.synchronize()
+            err = max((o[bb, hh].double() - r).abs().max().item()
+                      for (bb, hh), r in zip(idx, ref))
+            if math.isnan(err) or torch.isnan(o).any().item():
+                err = float("inf")
+            errs[name] = err
+            per_rep = max(1, min(50, int(2e-3 / max(fl / 400e12, 1e-6))))
+            t = time_fn(fn, sets, outs, reps if name != "unfused" else 3,
+                        per_rep if name != "unfused" else 1)
+            row[name] = fl / t / 1e12
+        except Exception as e:                          # noqa: BLE001
+            print("  %s D=%d causal=%d S=%d: %s" % (name, d, causal, s,
+                  str(e).splitlines()[0][:160]), file=sys.stderr)
+            torch.cuda.synchronize()
+    tol = 4 * errs.get("cudnn", errs.get("flash", 1e-2)) + 2 ** -10
+    for name, err in errs.items():
+        row[name + "_err"] = err
+        if err > tol:
+            row[name + "_bad"] = 1
+            print("  CHECK FAILED: %s D=%d causal=%d S=%d: max error %.3g "
+                  "> %.3g" % (name, d, causal, s, err, tol), file=sys.stderr)
+    del sets, outs
+    torch.cuda.empty_cache()
+    return row
+
+
+def fmt(row, name):
+    if name not in row:
+        return "-"
+    v = "%.0f" % row[name]
+    if row.get(name + "_bad"):
+        v += "!"
+    if name != "cudnn" and "cudnn" in row:
+        v += " (%.2fx)" % (row[name] / row["cudnn"])
+    return v
+
+
+def plot(rows, path, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no matplotlib: %s not written" % path)
+        return
+    combos = sorted({(r["D"], r["causal"]) for r in rows})
+    ncol = (len(combos) + 1) // 2
+    fig, axes = plt.subplots(2, ncol, figsize=(4.4 * ncol, 7.2),
+                             squeeze=False)
+    for i, (d, c) in enumerate(combos):
+        ax = axes[i % 2][i // 2]
+        rs = [r for r in rows if r["D"] == d and r["causal"] == c]
+        for name in METHODS:
+            pts = [(r["S"], r[name]) for r in rs if name in r]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-",
+                        label=name, color=COLORS[name])
+        ax.set_xscale("log", base=2)
+        ax.set_title("D=%d %s" % (d, "causal" if c else "full"))
+        ax.set_xlabel("seq len")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("wrote %s" % path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="bench-out")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--quick", action="store_true",
+                    help="S 2k and 8k only, D 64 and 128")
+    ap.add_argument("--dims", default="64,128,256")
+    ap.add_argument("--plot", metavar="CSV",
+                    help="only draw DIR/bench.png from a bench.csv")
+    ap.add_argument("--title", default=None, help="the plot's title")
+    args = ap.parse_args()
+    if args.plot:
+        with open(args.plot) as f:
+            rows = [{k: float(v) if "." in v or "e" in v else int(v)
+                     for k, v in r.items() if v != ""}
+                    for r in csv.DictReader(f)]
+        os.makedirs(args.out, exist_ok=True)
+        plot(rows, os.path.join(args.out, "bench.png"), args.title or
+             "bf16 forward, 16k tokens, hidden 2048")
+        return 0
+    if torch is None:
+        print("bench.py needs PyTorch and fagen (PYTHONPATH=python)",
+              file=sys.stderr)
+        return 77
+    if not torch.cuda.is_available():
+        print("bench.py needs a CUDA GPU", file=sys.stderr)
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    dims = [int(x) for x in args.dims.split(",")]
+    seqs = SEQS
+    if args.quick:
+        dims, seqs = [d for d in dims if d != 256], [2048, 8192]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int(time.time()))
+    print("%s, torch %s, cuDNN %s, fagen %s" % (
+        torch.cuda.get_device_name(), torch.__version__,
+        torch.backends.cudnn.version(), fagen.version()))
+    rows = []
+    keys = ["D", "causal", "S", "B", "H", "gemm"]
+    for m in METHODS:
+        keys += [m, m + "_err"]
+    f = open(os.path.join(args.out, "bench.csv"), "w", newline="")
+    w = csv.DictWriter(f, keys, extrasaction="ignore")
+    w.writeheader()
+    with torch.inference_mode():
+        gemm = gemm_rate(args.reps)
+        print("bf16 8192^3 GEMM (torch.mm): %.0f TFLOP/s" % gemm)
+        for d in dims:
+            for causal in (False, True):
+                fns = make_fns(d, causal)
+                for s in seqs:
+                    t0 = time.time()
+                    row = bench_point(d, causal, s, args.reps, fns, gen)
+                    row["gemm"] = gemm
+                    rows.append(row)
+                    w.writerow(row)
+                    f.flush()
+                    print("D=%-3d %-6s S=%-5d %s  [%.1fs]" % (
+                        d, "causal" if causal else "full", s,
+                        "  ".join("%s %s" % (m, fmt(row, m))
+                                  for m in METHODS), time.time() - t0),
+                        flush=True)
+    f.close()
+    ratios = [r["fagen"] / r["cudnn"] for r in rows
+              if "fagen" in r and "cudnn" in r]
+    if ratios:
+        print("fagen / cuDNN: min %.3f, geometric mean %.3f over %d points"
+              % (min(ratios), math.exp(sum(map(math.log, ratios)) /
+                                       len(ratios)), len(ratios)))
+        for r in rows:
+            if r["D"] == 128 and not r["causal"] and r["S"] >= 4096 and \
+                    "fagen" in r:
+                print("D=128 full S=%d: fagen at %.0f%% of the GEMM rate"
+                      % (r["S"], 100 * r["fagen"] / gemm))
+    plot(rows, os.path.join(args.out, "bench.png"), args.title or
+         "%s, bf16 forward, 16k tokens, hidden 2048" %
+         torch.cuda.get_device_name())
+    bad = [r for r in rows if any(k.endswith("_bad") for k in r)]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -392,6 +392,28 @@ gen_elect(PG *g, const SirIns *in)
 	ptx_emit(g->f, "bar.warp.sync 0xffffffff;");
 }
 
+/* all_eq: the thread's registers of the tile compared and and-ed in one
+ * predicate, then a vote of the full warp (sirgen keeps it out of
+ * 'elect'), so that every lane agrees and a branch on it is uniform. */
+static void
+gen_all_eq(PG *g, const SirIns *in)
+{
+	int n;
+	PReg *x = pg_frag(g, in->a[0], &n), p = ptx_reg(g->f, RP);
+	PReg v = pg_reg(g, in->a[1]);
+
+	if (!x || n < 1) {
+		pg_unsupported(g, in);
+		return;
+	}
+	ptx_emit(g->f, "setp.eq.f32 %R, %R, %R;", p, x[0], v);
+	for (int j = 1; j < n; j++)
+		ptx_emit(g->f, "setp.eq.and.f32 %R, %R, %R, %R;", p, x[j], v,
+			p);
+	ptx_emit(g->f, "vote.sync.all.pred %R, %R, 0xffffffff;",
+		pg_reg(g, in->dst), p);
+}
+
 static void
 gen_ins(PG *g, const SirIns *in)
 {
@@ -415,6 +437,7 @@ gen_ins(PG *g, const SirIns *in)
 	case SOP_tilefield: gen_tilefield(g, in); break;
 	case SOP_for: gen_for(g, in); break;
 	case SOP_if: gen_if(g, in); break;
+	case SOP_all_eq: gen_all_eq(g, in); break;
 	case SOP_elect: gen_elect(g, in); break;
 	case SOP_exit: ptx_emit(g->f, "bra.uni %L;", g->part_end); break;
 	default:

@@ -720,6 +720,50 @@ mask(G *g, const Node *n, SirOp op)
 	return r;
 }
 
+/* all_eq(x, v): whether every element of the f32 tile x that the lanes
+ * of a warp hold equals v.  A warp vote: the same in the lanes of a warp,
+ * not across the warps of a partition. */
+static Ref
+all_eq(G *g, const Node *n)
+{
+	Ref x, v;
+
+	if (!nargs(g, n, "all_eq", 2, 2))
+		return sg_err(g);
+	if (g->in_elect) {
+		diag_error(g->ctx, n->span, "'all_eq' is a vote of the whole "
+			"warp; it cannot be inside 'elect'");
+		return sg_err(g);
+	}
+	x = sg_expr(g, n->kids.v[0]);
+	v = sg_expr(g, n->kids.v[1]);
+	const SirVal *xv = sg_val(g, x), *vv = sg_val(g, v);
+	if (xv->ty == TY_ERR || vv->ty == TY_ERR)
+		return sg_err(g);
+	if (xv->ty != TY_FRAG || xv->ety != TY_F32) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'all_eq' compares the "
+			"elements of an f32 register tile, found %s '%s'",
+			xv->ty == TY_FRAG ? "a tile of" : "a scalar",
+			ty_name(xv->ty == TY_FRAG ? xv->ety : xv->ty));
+		return sg_err(g);
+	}
+	if (vv->isconst && ty_isint(vv->ty))
+		v = sg_const_f(g, (double)vv->ci, n->kids.v[1]->span);
+	else if (vv->ty != TY_F32) {
+		diag_error(g->ctx, n->kids.v[1]->span, "'all_eq' compares with "
+			"an f32 scalar, found '%s'", vv->ty == TY_FRAG ?
+			"a register tile" : ty_name(vv->ty));
+		return sg_err(g);
+	}
+	Ref r = sir_val(g->ctx, g->p, TY_BOOL, NULL);
+	SirIns *i = sg_emit(g, SOP_all_eq, n->span);
+	i->dst = r;
+	i->a[0] = x;
+	i->a[1] = v;
+	i->na = 2;
+	return r;
+}
+
 static Ref
 call(G *g, const Node *n)
 {
@@ -749,6 +793,8 @@ call(G *g, const Node *n)
 		return minmax_cdiv(g, n, f);
 	if (!strcmp(f, "mask_cols"))
 		return mask(g, n, SOP_mask_cols);
+	if (!strcmp(f, "all_eq"))
+		return all_eq(g, n);
 	if (!strcmp(f, "mask_causal"))
 		return mask(g, n, SOP_mask_causal);
 	if (!strcmp(f, "sizeof")) {

@@ -648,6 +648,11 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->v[in->dst] = val(p, in->a[0]) ? val(p, in->a[1]) :
 			val(p, in->a[2]);
 		return true;
+	case SOP_all_eq:
+		/* data: random under random interleavings, else false (the
+		 * body of 'if !all_eq(...)' runs) */
+		p->v[in->dst] = s->mode == 2 && (rnd(s) & 1);
+		return true;
 	case SOP_tilefield: {
 		int slot = (int)(in->a[0] % 8);
 		p->v[in->dst] = p->tile[slot][in->imm];

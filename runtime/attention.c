@@ -173,10 +173,19 @@ attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
 	return FG_OK;
 }
 
+/* dir/file in path[n], when it fits and is readable.  (Built with
+ * strlen and memcpy: GCC 12's -Wformat-truncation under UBSan took
+ * snprintf's destination for a null pointer.) */
 static bool
 readable(char *path, size_t n, const char *dir, const char *file)
 {
-	snprintf(path, n, "%s/%s", dir, file);
+	size_t a = strlen(dir), b = strlen(file);
+
+	if (a + b + 2 > n)
+		return false;
+	memcpy(path, dir, a);
+	path[a] = '/';
+	memcpy(path + a + 1, file, b + 1);
 	return access(path, R_OK) == 0;
 }
 

@@ -5,7 +5,12 @@
  * linking libfagen runs without it until it asks for the reference.
  * Cubins are cached like the kernels' (cache.c), keyed by the source,
  * the arch, the options and nvrtc's version: a warm call compiles
- * nothing.  Needs no GPU. */
+ * nothing.  Needs no GPU.
+ *
+ * Once it has served a call, libnvrtc is never dlclose'd (like libcuda
+ * and nvJitLink): it keeps allocations in its globals, which would
+ * otherwise be unmapped and reported as leaks by LeakSanitizer, and a
+ * second dlopen of a mapped library costs nothing. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,23 +154,18 @@ nvrtc_cubin(fg_ctx *c, const char *fn, const char *src, const char *name,
 		return rt_err(c, FG_ERR_JIT, "%s: cannot load nvrtc, which "
 			"compiles the reference kernels: %s; install the CUDA "
 			"toolkit's nvrtc or set FAGEN_NVRTC_LIB", fn, why);
-	if (api.Version(&major, &minor)) {
-		dlclose(h);
+	if (api.Version(&major, &minor))
 		return rt_err(c, FG_ERR_JIT, "%s: nvrtcVersion failed", fn);
-	}
 	snprintf(tool, sizeof tool, "nvrtc %d.%d", major, minor);
 	snprintf(opts, sizeof opts, "--gpu-architecture=%s --std=c++17", arch);
 	cache_key(key, src, strlen(src), arch, opts, tool);
-	if (cache_get(c, key, out, len, &from) == CACHE_HIT) {
-		dlclose(h);
+	if (cache_get(c, key, out, len, &from) == CACHE_HIT)
 		return FG_OK;
-	}
 	double t0 = rt_ms();
 	if ((st = compile(c, fn, &api, src, name, arch, out, len)) == FG_OK) {
 		cache_put(c, key, *out, *len);
 		rt_log(c, FG_LOG_INFO, "%s: %s compiled for %s by %s in %.0f "
 			"ms", fn, name, arch, tool, rt_ms() - t0);
 	}
-	dlclose(h);
 	return st;
 }

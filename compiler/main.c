@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fgc.h"
@@ -96,13 +97,27 @@ slurp(const char *path, size_t *len)
 	return p;
 }
 
-/* Write to OUT.tmpXXXXXX beside OUT, then rename over it. */
+/* Write to OUT.tmpXXXXXX beside OUT, then rename over it.  An OUT that
+ * exists and is not a regular file (/dev/null, a FIFO, a terminal) is
+ * written in place: renaming over it would replace the device, which
+ * root may do. */
 static void
 write_out(const char *path, const char *s, size_t n)
 {
+	struct stat st;
+
 	if (!strcmp(path, "-")) {
 		if (fwrite(s, 1, n, stdout) != n || fflush(stdout))
 			die("cannot write to standard output%s", "");
+		return;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+	    !S_ISDIR(st.st_mode)) {
+		FILE *f = fopen(path, "wb");
+		bool ok = f && fwrite(s, 1, n, f) == n;
+		ok = f && fclose(f) == 0 && ok;
+		if (!ok)
+			die("cannot write '%s'", path);
 		return;
 	}
 	size_t pl = strlen(path);

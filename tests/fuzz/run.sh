@@ -25,10 +25,14 @@ cd "$(dirname "$0")/../.."
 dir=${FUZZ_DIR:-build-fuzz}
 cc=${FUZZ_CC:-clang}
 
+# The probe links into a scratch file, never -o /dev/null: a linker run
+# as root replaces /dev/null with a regular file.
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
 if ! command -v "$cc" >/dev/null 2>&1 ||
     ! echo 'int LLVMFuzzerTestOneInput(const char *p, long n)
 	{ (void)p; (void)n; return 0; }' |
-	"$cc" -x c -fsanitize=fuzzer,address,undefined -o /dev/null - \
+	"$cc" -x c -fsanitize=fuzzer,address,undefined -o "$probe/a.out" - \
 	>/dev/null 2>&1; then
 	echo "fuzz: $cc with libFuzzer not found (FAGEN_FUZZ=1 scripts/setup)"
 	exit 77

@@ -128,6 +128,13 @@ write_out(const char *path, const char *s, size_t n)
 	int fd = mkstemp(tmp);
 	if (fd < 0)
 		die("cannot create a file beside '%s'", path);
+	/* mkstemp makes it 0600: give OUT the mode a plain create would */
+	mode_t mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask)) {
+		unlink(tmp);
+		die("cannot write '%s'", path);
+	}
 	FILE *f = fdopen(fd, "wb");
 	bool ok = f && fwrite(s, 1, n, f) == n;
 	ok = f && fclose(f) == 0 && ok;

@@ -37,6 +37,8 @@
 #define MAXBAR 512
 #define MAXEV 4096
 #define MAXSTEPS 2000000
+#define MAXTOTAL 32000000   /* steps over all runs, about 2 s: 14 times the
+			     * largest shipped schedule's */
 #define NTRACE 4
 #define MAXREC 256
 #define NVC (MAXPROC + MAXBAR)   /* per process, then per mbarrier */
@@ -1366,12 +1368,20 @@ pass_verify(Ctx *ctx, SirMod *m)
 			nd[np] = ty_isint(r->ety) ? domain(m->k, r, dom[np]) : 1;
 			if (!ty_isint(r->ety))
 				dom[np][0] = 1;
-			combos *= nd[np];
+			if (combos <= 512)  /* 64 params of 16 values overflow */
+				combos *= nd[np];
 			np++;
 		}
 	if (combos > 512)
 		combos = 512;  /* beyond that, a deterministic sample */
+	long total = 0;
 	for (long c = 0; c < combos && !s->failed; c++) {
+		if (total > MAXTOTAL) {  /* large 'verify' values */
+			diag_warn(ctx, "verify-limit", m->k->span, "the verifier "
+				"stopped after %ld of %ld shape classes: more than "
+				"%d steps in all", c, combos, MAXTOTAL);
+			break;
+		}
 		long rest = c * (combos == 512 ? 7919 : 1);
 		size_t len = 0;
 		for (int i = 0; i < np; i++) {
@@ -1405,6 +1415,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 				s->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(mode + 1) ^
 					(uint64_t)c;
 				run(s);
+				total += s->steps;
 			}
 		}
 	}

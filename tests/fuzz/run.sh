@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# run.sh SECONDS [LIBFUZZER-ARGS...]: build the libFuzzer target
-# tests/fuzz/fuzz_compile.c with clang (-fsanitize=fuzzer,address,
-# undefined) in build-fuzz/ (FUZZ_DIR overrides), then fuzz the whole
-# compile for SECONDS seconds, starting from the shipped schedules, the
-# examples and every golden input, with tests/fuzz/fagen.dict.
+# run.sh SECONDS [LIBFUZZER-ARGS...]: build a libFuzzer target with clang
+# (-fsanitize=fuzzer,address,undefined) in build-fuzz/ (FUZZ_DIR
+# overrides), then fuzz for SECONDS seconds.  FUZZ_TARGET picks it:
+#   compile  (the default) tests/fuzz/fuzz_compile.c, the whole compile,
+#            from the shipped schedules, the examples and every golden
+#            input, with tests/fuzz/fagen.dict
+#   meta     tests/fuzz/fuzz_meta.c, the runtime's reading of fagen's PTX
+#            metadata and its argument checks, from the metadata of the
+#            shipped PTX
 #
-# The corpus grows in build-fuzz/corpus and is kept between runs.  A
-# crash, hang (an input over FUZZ_TIMEOUT seconds, 60 by default), leak or
-# sanitizer report stops the run, leaves the input in build-fuzz/artifacts/
-# and makes the script exit non-zero; make it a golden input or a unit
-# test, fix it, and rerun.  SECONDS=0 only builds and replays the seeds.
+# The corpus grows in build-fuzz/corpus (corpus-meta) and is kept between
+# runs.  A crash, hang (an input over FUZZ_TIMEOUT seconds, 60 by
+# default), leak or sanitizer report stops the run, leaves the input in
+# build-fuzz/artifacts/ and makes the script exit non-zero; make it a
+# golden input or a unit test, fix it, and rerun.  SECONDS=0 only builds
+# and replays the seeds.
 #
 # Needs clang and its runtime (libclang-rt-14-dev on Debian):
 # FAGEN_FUZZ=1 scripts/setup installs them.  Exits 77 (SKIP) without them.
@@ -24,6 +29,12 @@ shift
 cd "$(dirname "$0")/../.."
 dir=${FUZZ_DIR:-build-fuzz}
 cc=${FUZZ_CC:-clang}
+target=${FUZZ_TARGET:-compile}
+case $target in
+compile) corpus=$dir/corpus ;;
+meta) corpus=$dir/corpus-meta ;;
+*) echo "fuzz: FUZZ_TARGET is compile or meta, not '$target'" >&2; exit 2 ;;
+esac
 
 # The probe links into a scratch file, never -o /dev/null: a linker run
 # as root replaces /dev/null with a regular file.
@@ -38,8 +49,10 @@ if ! command -v "$cc" >/dev/null 2>&1 ||
 	exit 77
 fi
 
-# The compiler core as meson.build lists it (but the CLI), and the grammar.
-mkdir -p "$dir/gen" "$dir/obj" "$dir/corpus" "$dir/seeds" "$dir/artifacts"
+# The compiler core as meson.build lists it (but the CLI), the grammar,
+# and for 'meta' the runtime; the runtime needs cuda.h for its types.
+mkdir -p "$dir/gen" "$dir/obj" "$corpus" "$dir/seeds-$target" \
+	"$dir/artifacts"
 flex --outfile="$dir/gen/lexer.c" --header-file="$dir/gen/lexer.h" \
 	grammar/lexer.l
 bison -Wall -Werror --defines="$dir/gen/parser.h" \
@@ -47,15 +60,32 @@ bison -Wall -Werror --defines="$dir/gen/parser.h" \
 san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 cflags=(-std=c17 -D_POSIX_C_SOURCE=200809L -g -O1 "${san[@]}"
 	-Icompiler -Iinclude -Igrammar -I"$dir/gen")
-srcs=("$dir/gen/lexer.c" "$dir/gen/parser.c" tests/fuzz/fuzz_compile.c)
-for f in $(grep -o "'compiler/[a-z_0-9]*\.c'" meson.build | tr -d "'"); do
+srcs=("$dir/gen/lexer.c" "$dir/gen/parser.c" "tests/fuzz/fuzz_$target.c")
+for f in $(grep -o "'compiler/[a-z_0-9]*\.c'" meson.build | tr -d "'" |
+    sort -u); do
 	[ "$f" != compiler/main.c ] && [ -f "$f" ] && srcs+=("$f")
 done
+libs=(-lm)
+if [ "$target" = meta ]; then
+	# shellcheck source=scripts/cuda-env
+	. scripts/cuda-env
+	if ! find_cuda || ! [ -f "$CUDA_HOME/include/cuda.h" ]; then
+		echo "fuzz: no CUDA toolkit (cuda.h) for the runtime: skipping"
+		exit 77
+	fi
+	cflags+=(-Iruntime -Itests/unit -I"$CUDA_HOME/include")
+	for f in $(grep -o "'runtime/[a-z_0-9]*\.c'" meson.build |
+	    tr -d "'" | sort -u); do
+		srcs+=("$f")
+	done
+	libs+=(-ldl -lpthread)
+fi
 objs=()
 pids=()
-newest=$(ls -t compiler/*.h grammar/*.h "$0" | head -n 1)
+newest=$(ls -t compiler/*.h grammar/*.h runtime/*.h include/*.h \
+	tests/unit/testalloc.h "$0" | head -n 1)
 for f in "${srcs[@]}"; do
-	o=$dir/obj/$(basename "$f" .c).o
+	o=$dir/obj/$(echo "${f%.c}" | tr / _).o
 	objs+=("$o")
 	# Rebuild what changed; two compilers at a time.
 	if [ "$o" -nt "$f" ] && [ "$o" -nt "$newest" ]; then
@@ -75,22 +105,34 @@ done
 for p in ${pids[@]+"${pids[@]}"}; do
 	wait "$p"
 done
-"$cc" "${san[@]}" "${objs[@]}" -lm -o "$dir/fuzz_compile"
+"$cc" "${san[@]}" "${objs[@]}" "${libs[@]}" -o "$dir/fuzz_$target"
 
-# Seeds: every schedule and golden input, by a name that keeps its path.
-rm -f "$dir/seeds"/*
-for f in schedules/*.fa examples/*.fa tests/golden/*/*.fa tests/gpu/*.fa; do
-	[ -f "$f" ] && cp "$f" "$dir/seeds/$(echo "$f" | tr / _)"
-done
+# Seeds: every schedule and golden input, by a name that keeps its path;
+# for 'meta', the metadata and header of every shipped PTX.
+seeds=$dir/seeds-$target
+rm -f "$seeds"/*
+if [ "$target" = compile ]; then
+	for f in schedules/*.fa examples/*.fa tests/golden/*/*.fa \
+	    tests/gpu/*.fa; do
+		[ -f "$f" ] && cp "$f" "$seeds/$(echo "$f" | tr / _)"
+	done
+	dict=(-dict=tests/fuzz/fagen.dict)
+else
+	for f in tests/shipped/*.ptx tests/golden/ptx/*.ptx; do
+		[ -f "$f" ] && sed '/^\.address_size/q' "$f" \
+			>"$seeds/$(echo "$f" | tr / _)"
+	done
+	dict=()
+fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-args=(-dict=tests/fuzz/fagen.dict -max_len=16384
+args=(${dict[@]+"${dict[@]}"} -max_len=16384
 	-timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048
 	-artifact_prefix="$dir/artifacts/" -print_final_stats=1)
 if [ "$secs" -eq 0 ]; then
-	"$dir/fuzz_compile" "${args[@]}" -runs=0 "$@" "$dir/seeds"
+	"$dir/fuzz_$target" "${args[@]}" -runs=0 "$@" "$seeds"
 else
-	"$dir/fuzz_compile" "${args[@]}" -max_total_time="$secs" "$@" \
-		"$dir/corpus" "$dir/seeds"
+	"$dir/fuzz_$target" "${args[@]}" -max_total_time="$secs" "$@" \
+		"$corpus" "$seeds"
 fi

@@ -54,9 +54,10 @@ def flops(b, h, s, d, causal):
     return f / 2 if causal else f
 
 
-def make_fns(d, causal):
-    """name -> fn(q, k, v, out) returning the output tensor, or None when
-    the method does not take this head dim."""
+def make_fns(d, causal, extra=()):
+    """name -> fn(q, k, v, out) returning the output tensor, for the
+    methods that take this head dim; extra: (name, schedule file) pairs
+    timed like 'fagen' (A/B experiments)."""
     def sdpa(backend):
         def fn(q, k, v, out):
             with sdpa_kernel([backend]):
@@ -71,6 +72,9 @@ def make_fns(d, causal):
         fns["baseline"] = lambda q, k, v, out: fagen.attention(
             q, k, v, causal=causal, schedule="fa_fwd_baseline_sm90.fa",
             out=out)[0]
+        for name, file in extra:
+            fns[name] = (lambda file: lambda q, k, v, out: fagen.attention(
+                q, k, v, causal=causal, schedule=file, out=out)[0])(file)
     fns["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
     fns["flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
     fns["unfused"] = lambda q, k, v, out: fagen.reference(
@@ -218,7 +222,24 @@ def main():
     ap.add_argument("--plot", metavar="CSV",
                     help="only draw DIR/bench.png from a bench.csv")
     ap.add_argument("--title", default=None, help="the plot's title")
+    ap.add_argument("--seqs", default=None,
+                    help="comma-separated sequence lengths (default: "
+                    "1k to 16k)")
+    ap.add_argument("--causal", choices=["both", "yes", "no"],
+                    default="both")
+    ap.add_argument("--extra", action="append", default=[],
+                    metavar="NAME=FILE",
+                    help="also time the schedule FILE (a file name in "
+                    "$FAGEN_SCHEDULE_DIR) as method NAME; repeatable")
     args = ap.parse_args()
+    extra = []
+    for e in args.extra:
+        name, _, file = e.partition("=")
+        if not name or not file or name in METHODS:
+            ap.error("--extra NAME=FILE, with a new NAME: %r" % e)
+        extra.append((name, file))
+        METHODS.insert(METHODS.index("cudnn"), name)
+        COLORS.setdefault(name, None)
     if args.plot:
         with open(args.plot) as f:
             rows = [{k: float(v) if "." in v or "e" in v else int(v)
@@ -237,7 +258,7 @@ def main():
         return 77
     os.makedirs(args.out, exist_ok=True)
     dims = [int(x) for x in args.dims.split(",")]
-    seqs = SEQS
+    seqs = [int(x) for x in args.seqs.split(",")] if args.seqs else SEQS
     if args.quick:
         dims, seqs = [d for d in dims if d != 256], [2048, 8192]
     gen = torch.Generator(device="cuda")
@@ -256,8 +277,9 @@ def main():
         gemm = gemm_rate(args.reps)
         print("bf16 8192^3 GEMM (torch.mm): %.0f TFLOP/s" % gemm)
         for d in dims:
-            for causal in (False, True):
-                fns = make_fns(d, causal)
+            for causal in {"both": (False, True), "yes": (True,),
+                           "no": (False,)}[args.causal]:
+                fns = make_fns(d, causal, extra)
                 for s in seqs:
                     t0 = time.time()
                     row = bench_point(d, causal, s, args.reps, fns, gen)

@@ -372,6 +372,7 @@ typedef struct Kernel {
 	const char *tmem_owner;
 	int ntile_dims;
 	const Node *tile_dims[3];
+	const Node *tile_group;  /* 'group=G' of a persistent order, or NULL */
 	TileOrder order;
 	Span tiles_span;
 	Res *res, *res_last; /* every declared resource, in order */

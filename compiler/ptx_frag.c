@@ -134,6 +134,36 @@ all_f32(PG *g, const SirIns *in)
 	return true;
 }
 
+/* d = 2^x on the FMA and integer pipes, for exp2(x, poly=N): x clamped
+ * to [-127, 127] and split as j + f with j = round(x) (the 1.5 * 2^23
+ * trick), 2^f for |f| <= 1/2 by a degree-3 polynomial (minimax relative
+ * error 7.5e-5, below f16's half ulp), and j added to its exponent.  An
+ * exponent that underflows makes the integer negative, and the max with
+ * 0 turns it into +0: -inf and x < -127 give 0 like ex2.approx.ftz;
+ * x > 127 gives about 2^127 where the MUFU gives inf; NaN gives 0. */
+void
+pg_exp2_poly(PG *g, PReg d, PReg x)
+{
+	PReg c = ptx_reg(g->f, RF32), t = ptx_reg(g->f, RF32);
+	PReg j = ptx_reg(g->f, RF32), p = ptx_reg(g->f, RF32);
+	PReg e = ptx_reg(g->f, RB32), b = ptx_reg(g->f, RB32);
+
+	ptx_emit(g->f, "max.f32 %R, %R, 0fC2FE0000;", c, x);
+	ptx_emit(g->f, "min.f32 %R, %R, 0f42FE0000;", c, c);
+	ptx_emit(g->f, "add.rn.f32 %R, %R, 0f4B400000;", t, c);
+	ptx_emit(g->f, "sub.rn.f32 %R, %R, 0f4B400000;", j, t);
+	ptx_emit(g->f, "sub.rn.f32 %R, %R, %R;", c, c, j);
+	ptx_emit(g->f, "fma.rn.f32 %R, %R, 0f3D61FB53, 0f3E786EE6;", p, c);
+	ptx_emit(g->f, "fma.rn.f32 %R, %R, %R, 0f3F31798D;", p, p, c);
+	ptx_emit(g->f, "fma.rn.f32 %R, %R, %R, 0f3F7FFB4A;", p, p, c);
+	ptx_emit(g->f, "mov.b32 %R, %R;", e, t);
+	ptx_emit(g->f, "shl.b32 %R, %R, 23;", e, e);
+	ptx_emit(g->f, "mov.b32 %R, %R;", b, p);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", b, b, e);
+	ptx_emit(g->f, "max.s32 %R, %R, 0;", b, b);
+	ptx_emit(g->f, "mov.b32 %R, %R;", d, b);
+}
+
 static void
 elementwise(PG *g, const SirIns *in)
 {
@@ -161,6 +191,8 @@ elementwise(PG *g, const SirIns *in)
 			ptx_emit(g->f, "%S %R, %R, %R;", o, d[j],
 				elem(g, in->a[0], j, drows),
 				elem(g, in->a[1], j, drows));
+		else if (in->op == SOP_exp2 && j % 8 < in->imm)
+			pg_exp2_poly(g, d[j], elem(g, in->a[0], j, drows));
 		else
 			ptx_emit(g->f, "%S %R, %R;", o, d[j],
 				elem(g, in->a[0], j, drows));
@@ -215,17 +247,29 @@ reduce(PG *g, const SirIns *in)
 		return;
 	}
 	for (int s = 0; s < 2; s++) {
-		PReg acc = ptx_reg(g->f, RF32);
-		bool first = true;
+		/* four chains of the row's elements in turn, then joined: a
+		 * quarter of one chain's latency on the softmax's path */
+		PReg part[4], acc;
+		int k = 0;
 		for (int i = 0; i < n; i++) {
 			if (slot_of(i) != s)
 				continue;
-			if (first)
-				ptx_emit(g->f, "mov.f32 %R, %R;", acc, x[i]);
-			else
-				ptx_emit(g->f, "%S %R, %R, %R;", op, acc, acc, x[i]);
-			first = false;
+			if (k < 4) {
+				part[k] = ptx_reg(g->f, RF32);
+				ptx_emit(g->f, "mov.f32 %R, %R;", part[k], x[i]);
+			} else {
+				ptx_emit(g->f, "%S %R, %R, %R;", op, part[k % 4],
+					part[k % 4], x[i]);
+			}
+			k++;
 		}
+		if (!k)
+			fg_bug("a row reduction of an empty row");
+		for (int w = 1; w < 4 && w < k; w *= 2)
+			for (int j = 0; j + w < 4 && j + w < k; j += 2 * w)
+				ptx_emit(g->f, "%S %R, %R, %R;", op, part[j],
+					part[j], part[j + w]);
+		acc = part[0];
 		for (int b = 1; b <= 2; b *= 2) {
 			ptx_emit(g->f, "shfl.sync.bfly.b32 %R, %R, %I, 31, "
 				"0xffffffff;", t, acc, (int64_t)b);

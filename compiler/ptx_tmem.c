@@ -91,6 +91,8 @@ elementwise(PG *g, const SirIns *in)
 		if (in->na == 2)
 			ptx_emit(g->f, "%S %R, %R, %R;", o, d[j],
 				elem(g, in->a[0], j), elem(g, in->a[1], j));
+		else if (in->op == SOP_exp2 && j % 8 < in->imm)
+			pg_exp2_poly(g, d[j], elem(g, in->a[0], j));
 		else
 			ptx_emit(g->f, "%S %R, %R;", o, d[j],
 				elem(g, in->a[0], j));

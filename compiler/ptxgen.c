@@ -260,13 +260,51 @@ gen_mov(PG *g, const SirIns *in)
 		pg_reg(g, in->a[0]));
 }
 
+/* The tile at work index i of a grouped walk: the (x, y) planes in
+ * groups of G (the last one may be smaller), the groups one after the
+ * other, and in each group z from last to first (lpt: the longest tiles
+ * of a causal grid first) or first to last, with the planes fastest.
+ * The K and V of a group's planes stay in L2 while its tiles run, and
+ * lpt still starts every group with its longest tiles. */
+static void
+grouped(PG *g, PReg *tf, const PReg *dim, PReg grp, PReg i)
+{
+	PReg np = ptx_reg(g->f, RB32), sec = ptx_reg(g->f, RB32);
+	PReg s = ptx_reg(g->f, RB32), r = ptx_reg(g->f, RB32);
+	PReg gs = ptx_reg(g->f, RB32), zr = ptx_reg(g->f, RB32);
+	PReg pl = ptx_reg(g->f, RB32);
+
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", np, dim[0], dim[1]);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", sec, grp, dim[2]);
+	ptx_emit(g->f, "div.u32 %R, %R, %R;", s, i, sec);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", r, s, sec);
+	ptx_emit(g->f, "sub.s32 %R, %R, %R;", r, i, r);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", pl, s, grp);
+	ptx_emit(g->f, "sub.s32 %R, %R, %R;", gs, np, pl);
+	ptx_emit(g->f, "min.s32 %R, %R, %R;", gs, gs, grp);
+	ptx_emit(g->f, "div.u32 %R, %R, %R;", zr, r, gs);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", np, zr, gs);
+	ptx_emit(g->f, "sub.s32 %R, %R, %R;", r, r, np);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", pl, pl, r);
+	if (g->k->order == ORD_LPT) {
+		ptx_emit(g->f, "sub.s32 %R, %R, 1;", tf[2], dim[2]);
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", tf[2], tf[2], zr);
+	} else {
+		ptx_emit(g->f, "mov.b32 %R, %R;", tf[2], zr);
+	}
+	ptx_emit(g->f, "rem.u32 %R, %R, %R;", tf[0], pl, dim[0]);
+	ptx_emit(g->f, "div.u32 %R, %R, %R;", tf[1], pl, dim[0]);
+}
+
 /* for t in tiles: one tile per CTA, or a persistent loop over the
  * linearized grid (lpt: in reverse, longest tiles first). */
 static void
 gen_tile(PG *g, const SirIns *in)
 {
 	PReg *tf = g->tilef[in->dst % 8];
-	int nd = in->na;
+	int nd = in->na < 3 ? in->na : 3;
+	PReg grp = {0};
+	bool grouped_walk = in->na == 4;
 
 	for (int k = 0; k < 4; k++)
 		tf[k] = ptx_reg(g->f, RB32);
@@ -298,6 +336,12 @@ gen_tile(PG *g, const SirIns *in)
 			ptx_emit(g->f, "mov.b32 %R, 1;", dim[k]);
 	}
 	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", total, dim[0], dim[1]);
+	if (in->na == 4) {
+		/* the group, clamped to [1, x * y] once per kernel */
+		grp = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "max.s32 %R, %R, 1;", grp, pg_u32(g, in->a[3]));
+		ptx_emit(g->f, "min.s32 %R, %R, %R;", grp, grp, total);
+	}
 	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", total, total, dim[2]);
 	ptx_emit(g->f, "mov.u32 %R, %%ctaid.x;", i);
 	ptx_emit(g->f, "mov.u32 %R, %%nctaid.x;", step);
@@ -308,16 +352,20 @@ gen_tile(PG *g, const SirIns *in)
 	ptx_place(g->f, top);
 	ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p, i, total);
 	ptx_emit(g->f, "@%R bra %L;", p, done);
-	if (g->k->order == ORD_LPT) {
-		ptx_emit(g->f, "sub.s32 %R, %R, 1;", lin, total);
-		ptx_emit(g->f, "sub.s32 %R, %R, %R;", lin, lin, i);
+	if (grouped_walk) {
+		grouped(g, tf, dim, grp, i);
 	} else {
-		ptx_emit(g->f, "mov.b32 %R, %R;", lin, i);
+		if (g->k->order == ORD_LPT) {
+			ptx_emit(g->f, "sub.s32 %R, %R, 1;", lin, total);
+			ptx_emit(g->f, "sub.s32 %R, %R, %R;", lin, lin, i);
+		} else {
+			ptx_emit(g->f, "mov.b32 %R, %R;", lin, i);
+		}
+		ptx_emit(g->f, "rem.u32 %R, %R, %R;", tf[0], lin, dim[0]);
+		ptx_emit(g->f, "div.u32 %R, %R, %R;", q, lin, dim[0]);
+		ptx_emit(g->f, "rem.u32 %R, %R, %R;", tf[1], q, dim[1]);
+		ptx_emit(g->f, "div.u32 %R, %R, %R;", tf[2], q, dim[1]);
 	}
-	ptx_emit(g->f, "rem.u32 %R, %R, %R;", tf[0], lin, dim[0]);
-	ptx_emit(g->f, "div.u32 %R, %R, %R;", q, lin, dim[0]);
-	ptx_emit(g->f, "rem.u32 %R, %R, %R;", tf[1], q, dim[1]);
-	ptx_emit(g->f, "div.u32 %R, %R, %R;", tf[2], q, dim[1]);
 	gen_block(g, in->body);
 	ptx_emit(g->f, "add.s32 %R, %R, %R;", i, i, step);
 	ptx_emit(g->f, "add.s32 %R, %R, 1;", tf[3], tf[3]);

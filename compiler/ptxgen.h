@@ -46,6 +46,7 @@ void pg_body(PG *, const SirBlock *);
 void pg_sync(PG *, const SirIns *);   /* ptxsync.c */
 bool pg_frag_op(PG *, const SirIns *);  /* ptx_frag.c: sm_90a tiles */
 PReg *pg_frag(PG *, Ref, int *n);
+void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */
 PReg pg_stage_base(PG *, const Res *, Ref stage);
 void pg_wgmma(PG *, const SirIns *);     /* ptx_sm90.c */
 int64_t pg_kmajor_off(const Res *, int kk);

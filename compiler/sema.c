@@ -557,9 +557,9 @@ decl_cta(S *s, const Node *d)
 static void
 decl_tiles(S *s, const Node *d)
 {
-	static const char *const ok[] = {"grid", "order", NULL};
+	static const char *const ok[] = {"grid", "order", "group", NULL};
 	static const char *const ord[] = {"single", "persistent", "lpt", NULL};
-	const Node *g = attr(d, "grid");
+	const Node *g = attr(d, "grid"), *grp = attr(d, "group");
 
 	attrs_allowed(s, d, ok);
 	if (s->k->ntile_dims) {
@@ -585,6 +585,19 @@ decl_tiles(S *s, const Node *d)
 		runtime_names(s, s->k->tile_dims[i]);
 	}
 	s->k->ntile_dims = n;
+	if (grp && grp->a) {
+		if (s->k->order == ORD_SINGLE)
+			diag_error(s->ctx, grp->span, "'group' needs a persistent "
+				"order ('order=persistent' or 'order=lpt'): with "
+				"one tile per CTA the hardware picks the order");
+		else if (n < 3)
+			diag_error(s->ctx, grp->span, "'group' needs a 3-D grid: "
+				"it groups the (x, y) planes and walks z within "
+				"each group; this grid has %d extent%s", n,
+				n == 1 ? "" : "s");
+		runtime_names(s, grp->a);
+		s->k->tile_group = grp->a;
+	}
 }
 
 /* layout NAME = smem(...) | wgmma_acc(...) | wgmma_a(...) | tmem_rows(...)

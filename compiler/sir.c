@@ -141,6 +141,10 @@ ins(Buf *b, const SirPart *p, const SirIns *i, int ind)
 	case SOP_wgmma: case SOP_tc_mma:
 		buf_puts(b, i->imm ? " acc" : " zero");
 		break;
+	case SOP_exp2:
+		if (i->imm)  /* of every 8 elements, by polynomial */
+			buf_printf(b, " poly=%lld", (long long)i->imm);
+		break;
 	case SOP_tmem_load: case SOP_tmem_store: case SOP_smem_store:
 		if (i->imm)  /* the first column of a slice */
 			buf_printf(b, " col=%lld", (long long)i->imm);

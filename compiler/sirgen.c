@@ -764,11 +764,53 @@ all_eq(G *g, const Node *n)
 	return r;
 }
 
+/* exp2(x [, poly=N]): N of every 8 elements of a thread's f32 tile are
+ * computed with an FMA polynomial instead of the MUFU (ptx_frag.c). */
+static Ref
+exp2_call(G *g, const Node *n)
+{
+	Node one = *n;
+	int64_t poly = 0;
+
+	if (n->kids.n == 2 && n->kids.v[1]->kind == N_NAMEDARG) {
+		const Node *a = n->kids.v[1];
+		Ref c = strcmp(a->name, "poly") ? 0 : sg_expr(g, a->a);
+		if (!c || !sg_const_int(g, c, &poly) || poly < 0 || poly > 8) {
+			diag_error(g->ctx, a->span, "'exp2' takes one named "
+				"argument, 'poly=N' with N a constant in 0..8 "
+				"(of every 8 elements of a tile, how many a "
+				"polynomial computes)");
+			return sg_err(g);
+		}
+		one.kids.n = 1;
+	}
+	for (int k = 0; k < one.kids.n; k++)
+		if (one.kids.v[k]->kind == N_NAMEDARG) {
+			diag_error(g->ctx, one.kids.v[k]->span, "'exp2' takes "
+				"'poly=N' after its operand, and no other named "
+				"argument");
+			return sg_err(g);
+		}
+	Ref r = math1(g, &one, SOP_exp2);
+	if (poly && sg_val(g, r)->ty != TY_ERR) {
+		if (sg_val(g, r)->ty != TY_FRAG) {
+			diag_error(g->ctx, n->kids.v[1]->span, "'poly' applies "
+				"to a register tile; a scalar exp2 always uses "
+				"the MUFU");
+			return sg_err(g);
+		}
+		g->cur->v[g->cur->n - 1].imm = poly;
+	}
+	return r;
+}
+
 static Ref
 call(G *g, const Node *n)
 {
 	const char *f = n->a->kind == N_NAME ? n->a->name : "";
 
+	if (!strcmp(f, "exp2"))
+		return exp2_call(g, n);
 	for (int k = 0; k < n->kids.n; k++)
 		if (n->kids.v[k]->kind == N_NAMEDARG) {
 			diag_error(g->ctx, n->kids.v[k]->span, "'%s' takes no "

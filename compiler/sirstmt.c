@@ -493,6 +493,17 @@ for_stmt(G *g, const Node *n)
 					"tile-grid extent must be an integer");
 		}
 		tmp.na = g->k->ntile_dims;
+		if (g->k->tile_group) {
+			/* operands x, y, z, group: a grouped walk (ptxgen.c's
+			 * gen_tile, verify.c's tile_at) */
+			for (int k = tmp.na; k < 3; k++)
+				tmp.a[k] = sg_const_i(g, 1, TY_I32, n->span);
+			tmp.a[3] = sg_expr(g, g->k->tile_group);
+			if (!ty_isint(sg_val(g, tmp.a[3])->ty))
+				diag_error(g->ctx, g->k->tile_group->span, "a "
+					"tile group must be an integer");
+			tmp.na = 4;
+		}
 		Ref t = sir_val(g->ctx, g->p, TY_TILE, n->name);
 		tmp.dst = t;
 		sg_bind(g, n->name, t, n->nspan);

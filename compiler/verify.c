@@ -879,6 +879,33 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	}
 }
 
+/* The coordinates of work index i of a tile loop over grid d (total
+ * tiles), in the order ptxgen.c's gen_tile lowers: linear (lpt: from the
+ * end), or grouped by (x, y) planes when the loop has a group operand. */
+static void
+tile_at(const Sim *s, Proc *p, const SirIns *in, const int64_t *d,
+    int64_t total, int64_t i)
+{
+	int64_t *t = p->tile[in->dst % 8];
+	bool lpt = s->k->order == ORD_LPT;
+
+	if (in->na == 4) {
+		int64_t np = d[0] * d[1], gr = val(p, in->a[3]);
+		gr = gr < 1 ? 1 : gr > np ? np : gr;
+		int64_t sec = i / (gr * d[2]), r = i - sec * gr * d[2];
+		int64_t gs = np - sec * gr < gr ? np - sec * gr : gr;
+		int64_t pl = sec * gr + r % gs;
+		t[0] = pl % d[0];
+		t[1] = pl / d[0];
+		t[2] = lpt ? d[2] - 1 - r / gs : r / gs;
+		return;
+	}
+	int64_t lin = lpt ? total - 1 - i : i;
+	t[0] = lin % d[0];
+	t[1] = lin / d[0] % d[1];
+	t[2] = lin / d[0] / d[1];
+}
+
 /* Start a structured instruction: push its body (tile loop, for, if,
  * elect).  Returns true when it was one. */
 static bool
@@ -926,12 +953,8 @@ enter(Sim *s, Proc *p, const SirIns *in)
 		f->hi = s->k->order == ORD_SINGLE ? first + 1 : total;
 		f->step = s->k->order == ORD_SINGLE ? 1 : s->nctaid;
 		f->iter = 0;
-		int64_t lin = s->k->order == ORD_LPT ? total - 1 - f->i : f->i;
-		int slot = (int)(in->dst % 8);
-		p->tile[slot][0] = lin % d[0];
-		p->tile[slot][1] = lin / d[0] % d[1];
-		p->tile[slot][2] = lin / d[0] / d[1];
-		p->tile[slot][3] = 0;
+		tile_at(s, p, in, d, total, f->i);
+		p->tile[in->dst % 8][3] = 0;
 		return true;
 	}
 	case SOP_exit:
@@ -962,13 +985,8 @@ loop_end(Sim *s, Proc *p)
 			int64_t d[3] = {1, 1, 1}, total = f->hi;
 			for (int k = 0; k < in->na && k < 3; k++)
 				d[k] = val(p, in->a[k]);
-			int64_t lin = s->k->order == ORD_LPT ? total - 1 - f->i :
-				f->i;
-			int slot = (int)(in->dst % 8);
-			p->tile[slot][0] = lin % d[0];
-			p->tile[slot][1] = lin / d[0] % d[1];
-			p->tile[slot][2] = lin / d[0] / d[1];
-			p->tile[slot][3] = f->iter;
+			tile_at(s, p, in, d, total, f->i);
+			p->tile[in->dst % 8][3] = f->iter;
 			f->pc = 0;
 			return;
 		}

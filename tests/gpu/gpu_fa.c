@@ -17,6 +17,7 @@
 typedef struct Case {
 	int z, h, sq, sk, d;
 	bool causal, f16;
+	const char *extra;  /* one more -D for fa_fwd_sm90, or NULL */
 } Case;
 
 /* A schedule under test: both take the same arguments. */
@@ -71,9 +72,10 @@ time_kernel(fg_kernel *k, const fg_arg *args, int n)
 static int
 run(const Sched *sc, const Case *c)
 {
-	char d1[32], d2[32], d3[32];
-	const char *defs[] = {d1, d2, d3};
-	fg_compile_options opt = {.defines = defs, .ndefines = 3};
+	char d1[32], d2[32], d3[32], d4[32];
+	const char *defs[] = {d1, d2, d3, d4};
+	bool grouped = c->extra && !strcmp(sc->kernel, "fa_fwd");
+	fg_compile_options opt = {.defines = defs, .ndefines = grouped ? 4 : 3};
 	fg_program *prog;
 	fg_kernel *fk;
 	size_t nq = (size_t)c->z * c->sq * c->h * c->d;
@@ -91,6 +93,7 @@ run(const Sched *sc, const Case *c)
 	snprintf(d1, sizeof d1, "D=%d", c->d);
 	snprintf(d2, sizeof d2, "CAUSAL=%s", c->causal ? "true" : "false");
 	snprintf(d3, sizeof d3, "DT=%s", c->f16 ? "f16" : "bf16");
+	snprintf(d4, sizeof d4, "%s", c->extra ? c->extra : "");
 	FG(ctx, fg_compile_file(ctx, gpu_src(sc->file), &opt, &prog));
 	FG(ctx, fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &fk));
 	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
@@ -144,10 +147,11 @@ run(const Sched *sc, const Case *c)
 			bad |= 1;
 	RefErr e = ref_compare(&p, q, k, v, o, lse);
 	bad |= e.bad;
-	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s grid=%d: rel err "
+	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s%s%s grid=%d: rel err "
 		"%.2e, LSE err %.1e over %ld rows%s%s%s -> %s", sc->kernel, c->z,
 		c->h, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
-		c->f16 ? "f16" : "bf16", grid, e.rel, e.lerr, e.rows,
+		c->f16 ? "f16" : "bf16", grouped ? " " : "", grouped ? d4 : "",
+		grid, e.rel, e.lerr, e.rows,
 		bad & 1 ? ", NaN in O" : "", bad & 2 ? ", NaN in LSE" : "",
 		bad & 4 ? ", runs differ" : "", bad ? "FAIL" : "ok");
 	if (bench)
@@ -165,22 +169,30 @@ int
 main(int argc, char **argv)
 {
 	static const Case cases[] = {
-		{1, 1, 1, 1, 64, false, false},
-		{1, 1, 17, 17, 128, true, false},
-		{1, 5, 128, 128, 64, true, true},
-		{3, 5, 1000, 1000, 128, false, false},
-		{3, 5, 1000, 1000, 128, true, false},
-		{1, 5, 1000, 4097, 128, true, false},
-		{3, 1, 4097, 17, 64, false, false},
-		{1, 5, 1000, 17, 128, true, false},
-		{3, 16, 1, 128, 128, true, false},
-		{1, 5, 128, 1000, 64, false, true},
-		{1, 16, 4097, 4097, 64, false, true},
-		{1, 16, 4097, 4097, 128, true, false},
-		{1, 1, 17, 8192, 128, true, true},
-		{1, 1, 8192, 8192, 128, false, false},
-		{1, 1, 8192, 8192, 64, true, true},
-		{3, 16, 1000, 1000, 64, true, false},
+		{1, 1, 1, 1, 64, false, false, NULL},
+		{1, 1, 17, 17, 128, true, false, NULL},
+		{1, 5, 128, 128, 64, true, true, NULL},
+		{3, 5, 1000, 1000, 128, false, false, NULL},
+		{3, 5, 1000, 1000, 128, true, false, NULL},
+		{1, 5, 1000, 4097, 128, true, false, NULL},
+		{3, 1, 4097, 17, 64, false, false, NULL},
+		{1, 5, 1000, 17, 128, true, false, NULL},
+		{3, 16, 1, 128, 128, true, false, NULL},
+		{1, 5, 128, 1000, 64, false, true, NULL},
+		{1, 16, 4097, 4097, 64, false, true, NULL},
+		{1, 16, 4097, 4097, 128, true, false, NULL},
+		{1, 1, 17, 8192, 128, true, true, NULL},
+		{1, 1, 8192, 8192, 128, false, false, NULL},
+		{1, 1, 8192, 8192, 64, true, true, NULL},
+		{3, 16, 1000, 1000, 64, true, false, NULL},
+		/* causal head groups of 2 (15 planes: 8 groups, the last of
+		 * one) and of 1 */
+		{3, 5, 1000, 1000, 128, true, false, "L2KV=1048576"},
+		{1, 16, 4097, 4097, 64, true, true, "L2KV=1"},
+		/* every exp2 of the unmasked blocks by polynomial */
+		{3, 5, 1000, 1000, 128, false, false, "POLY=8"},
+		{1, 16, 4097, 4097, 64, true, true, "POLY=8"},
+		{1, 5, 1000, 4097, 64, false, false, "POLY=3"},
 	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;
@@ -191,10 +203,10 @@ main(int argc, char **argv)
 	CK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 	if (bench) {  /* 16k tokens, hidden 2048: issue #7's grid, S = 8k */
 		static const Case b[] = {
-			{2, 16, 8192, 8192, 128, false, false},
-			{2, 16, 8192, 8192, 128, true, false},
-			{2, 32, 8192, 8192, 64, false, false},
-			{2, 32, 8192, 8192, 64, true, false},
+			{2, 16, 8192, 8192, 128, false, false, NULL},
+			{2, 16, 8192, 8192, 128, true, false, NULL},
+			{2, 32, 8192, 8192, 64, false, false, NULL},
+			{2, 32, 8192, 8192, 64, true, false, NULL},
 		};
 		for (size_t s = 0; s < COUNT(scheds); s++)
 			for (size_t i = 0; i < COUNT(b); i++)

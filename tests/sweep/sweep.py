@@ -40,6 +40,8 @@ GOOD = {
     "CE": ["8", "16", "32", "64"],
     "EN": ["16", "32", "64", "128"],
     "NEG_BIG": ["-1.0e30", "-3.0e38", "-1"],
+    "L2KV": ["0", "1", "1048576", "33554432", "2147483647"],
+    "POLY": ["0", "1", "2", "3", "8"],
 }
 # Values that must be refused, by name, and for every const.
 BAD = {
@@ -58,6 +60,7 @@ BAD = {
     "CE": ["0", "-1", "7", "512"],
     "EN": ["0", "-1", "7", "512"],
     "NEG_BIG": ["true", "bf16", "K"],
+    "POLY": ["-1", "9", "1.5", "true"],
 }
 HOSTILE = ["", "x y", "1e999", "0x", "-", "1..2", "\u00e9"]
 HOSTILE_INT = ["9223372036854775807", "-9223372036854775808",
@@ -104,12 +107,18 @@ def hostile(path, name):
     return HOSTILE + ([] if isfloat else HOSTILE_INT)
 
 
+# (schedule, const) -> the defines of the documented variants to try a bad
+# value of the const with, when it is accepted on the defaults
+alt = {}
+
+
 def cases(level):
     """(kind, schedule, defines) to run, each once: kind 'any' may be
     accepted or refused, kind 'bad' must be refused.  Level 0: around each
     schedule's defaults; 1: around every documented variant; 2: and every
     pair of consts moved together over their GOOD sets."""
     seen, out = set(), []
+    alt.clear()
 
     def add(kind, sched, defs):
         key = (sched, tuple(sorted(defs.items())))
@@ -129,6 +138,10 @@ def cases(level):
         for c in consts(sched):
             for v in BAD.get(c, []) + hostile(sched, c):
                 add("bad", sched, {c: v})
+            # a const that only some variants use (L2KV, causal only)
+            # must be refused by one of them: the documented variants
+            # are the alternatives to a bad value that was accepted
+            alt[(sched, c)] = [b for _, s, b in variants() if s == sched]
         if level == 2:  # every product is too many: every pair
             names = [c for c in consts(sched) if c in GOOD]
             for c1, c2 in itertools.combinations(names, 2):
@@ -169,6 +182,17 @@ def run_case(fagen, ptxas, tmp, i, case, timeout):
         why = "exit 1 without an error diagnostic"
     elif p.returncode == 0 and kind == "bad":
         why = "an out-of-range value was accepted"
+        (c, v), = defs.items()
+        for base in alt.get((sched, c), []):
+            if c in base:
+                continue
+            q = subprocess.run(argv_of(fagen, sched, {**base, c: v}, out),
+                               capture_output=True, text=True,
+                               errors="replace", timeout=timeout)
+            if q.returncode == 1 and LOCATED.search(q.stderr):
+                return "refused", (f"refused {shown} with {base}: " +
+                                   next((l for l in q.stderr.splitlines()
+                                         if "error:" in l), "")[:160])
     if why:
         tail = "\n".join("  | " + l[:200] for l in err.splitlines()[-5:])
         return "FAIL", f"FAIL {shown}: {why}\n{tail}"

@@ -28,6 +28,7 @@
  *   wgmma-hazard  a register tile used while a wgmma that reads or
  *                 writes it is in flight
  * Requires: a SirMod after the pass pipeline.  Ensures: diagnostics. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,7 +42,11 @@
 			     * largest shipped schedule's */
 #define NTRACE 4
 #define MAXREC 256
-#define NVC (MAXPROC + MAXBAR)   /* per process, then per mbarrier */
+
+/* A vector clock entry.  Every increment takes a step of a run, so an
+ * entry stays below MAXSTEPS. */
+typedef int32_t Clk;
+_Static_assert(MAXSTEPS < INT32_MAX / 2, "Clk holds a run's steps");
 
 enum { B_RUN, B_MBAR, B_NBAR, B_WGMMA, B_BULK, B_DONE };
 enum { EV_TMA, EV_BULK, EV_WGMMA, EV_TC };
@@ -64,7 +69,9 @@ typedef struct Frame {
 	int64_t i, hi, step;  /* for: induction; tile: k, total, stride */
 	int64_t iter;
 	Ref tile;
-	bool partial;         /* under a condition on lane or tid: some lanes */
+	bool elect;           /* in 'elect' or under a condition on lane or
+			       * tid (some lanes): arrivals count one */
+	const int *skip;      /* b's skip runs (skips()) */
 } Frame;
 
 typedef struct Trace {
@@ -78,7 +85,6 @@ typedef struct Proc {
 	int warp, nwarps;     /* warp within the partition */
 	int64_t *v;           /* scalar values by Ref */
 	int64_t tile[8][4];   /* x y z iter, by tile Ref % 8 */
-	Frame fr[48];
 	int depth;
 	int state;
 	int bar;              /* blocked on: mbar or nbar index */
@@ -90,18 +96,22 @@ typedef struct Proc {
 	int tc_inflight;
 	int wg_seq;           /* wgmma groups committed so far */
 	int *inflight;        /* by Ref: wgmma group + 1 using it, or 0 */
+	Ref *infl;            /* the Refs with inflight set, ninfl of them */
+	int ninfl;
 	bool *lanevar;        /* by Ref: the value differs between lanes */
-	int64_t *vc;          /* vector clock */
+	Clk *vc;              /* vector clock */
 	Trace tr[NTRACE];
 	int ntr;
 	long steps;
+	const struct Sim *sim;
+	Frame fr[48];         /* last: a new run clears what comes before */
 } Proc;
 
 typedef struct Ev {
 	int kind, proc, bar;
 	int64_t bytes;
 	int rec;              /* EV_TMA: its access record */
-	int64_t *vc;          /* EV_TC commit: the issuer's clock */
+	Clk *vc;              /* EV_TC commit: the issuer's clock */
 } Ev;
 
 /* An access to shared memory [lo, hi). */
@@ -119,6 +129,13 @@ typedef struct Rec {
 	int64_t geo;          /* tile geometry (0: bytes only) ... */
 	int64_t r0, r1;       /* ... and the rows [r0, r1) it touches */
 } Rec;
+
+/* The instructions of a block that a run may step over without executing
+ * them: n[i] of them from instruction i (0: execute instruction i). */
+typedef struct Skip {
+	const SirBlock *b;
+	int *n;
+} Skip;
 
 typedef struct Sim {
 	Ctx *ctx;
@@ -140,20 +157,40 @@ typedef struct Sim {
 	char shape[160];
 	Rec rec[MAXREC];
 	int nrec;
-	int64_t *acc[MAXBAR];     /* clocks of this phase's arrivers */
-	int64_t *done[MAXBAR][2]; /* of the last completed phases */
-	int64_t *nbvc[24][2];     /* named barriers: accumulating, released */
+	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
+	Clk *done[MAXBAR][2];     /* of the last completed phases */
+	Clk *nbvc[24][2];         /* named barriers: accumulating, released */
 	bool capped;              /* a capacity limit was hit: warned */
-	int nvc;                  /* clock entries in use: MAXPROC + nmb */
+	int nvc;                  /* clock entries: np processes, then nmb
+				   * mbarriers (VB) */
+	Clk *clocks;              /* every clock above, nclocks * nvc */
+	int nclocks;
+	Clk **vfree;              /* unused EV_TC clocks */
+	int nvfree, vfcap;
+	Skip *skip;               /* by block, open addressing */
+	int skipmask;
+	const SirIns **konst[64]; /* by partition: the constants set when a */
+	int nkonst[64];           /* run starts (konsts()) */
 } Sim;
 
-/* d = max(d, a) over the entries in use (the rest stay zero). */
+/* The clock entry of mbarrier b: how many of its phases were observed. */
+#define VB(s, b) ((s)->np + (b))
+
+/* Four clock entries; clocks are arena arrays of nvc entries, a multiple
+ * of four, so 16-byte aligned. */
+typedef Clk Clk4 __attribute__((vector_size(16)));
+
+/* d = max(d, a) over the entries in use. */
 static void
-vc_join(const Sim *s, int64_t *d, const int64_t *a)
+vc_join(const Sim *s, Clk *d, const Clk *a)
 {
-	for (int i = 0; i < s->nvc; i++)
-		if (a[i] > d[i])
-			d[i] = a[i];
+	Clk4 *x = (Clk4 *)d;
+	const Clk4 *y = (const Clk4 *)a;
+
+	for (int i = 0; i < s->nvc / 4; i++) {
+		Clk4 gt = y[i] > x[i];
+		x[i] = (y[i] & gt) | (x[i] & ~gt);
+	}
 }
 
 static uint64_t
@@ -271,8 +308,8 @@ mbar_complete_if_done(Sim *s, int b)
 		fail(s, m->r->nspan, "tx-bytes", "a phase of '%s' received %s",
 			a, c);
 	}
-	memcpy(s->done[b][m->phase & 1], s->acc[b], s->nvc * sizeof(int64_t));
-	memset(s->acc[b], 0, s->nvc * sizeof(int64_t));
+	memcpy(s->done[b][m->phase & 1], s->acc[b], s->nvc * sizeof(Clk));
+	memset(s->acc[b], 0, s->nvc * sizeof(Clk));
 	m->phase++;
 	m->pending = m->count;
 	m->bytes = 0;
@@ -384,7 +421,7 @@ ordered(const Sim *s, const Rec *r, const Proc *q)
 
 	switch (r->kind) {
 	case A_TMAW:
-		return !r->pending && q->vc[MAXPROC + r->bar] >= r->tag;
+		return !r->pending && q->vc[VB(s, r->bar)] >= r->tag;
 	case A_READ:
 		return !r->pending && (r->proc == qi || q->vc[r->proc] >=
 			r->clock);
@@ -527,6 +564,8 @@ hazard(Sim *s, Proc *p, const SirIns *in)
 	Ref refs[8];
 	int n = 0;
 
+	if (!p->ninfl)
+		return;
 	if (in->dst)
 		refs[n++] = in->dst;
 	for (int k = 0; k < in->na; k++)
@@ -547,13 +586,270 @@ hazard(Sim *s, Proc *p, const SirIns *in)
 	}
 }
 
+/* ------------------------------------------------------------ skipping
+ *
+ * Most instructions a run steps through are pure: tile arithmetic that
+ * the verifier does not model, and scalar arithmetic whose result reaches
+ * nothing the verifier looks at (a mask bound, an output row).  A pure
+ * instruction may be stepped over, counting its step, when
+ *   - it does not draw from the random stream (all_eq does),
+ *   - no wgmma may have its destination or operands in flight (the
+ *     wgmma-hazard check could fire on it), and
+ *   - its destination is not relevant: read, directly or through other
+ *     pure instructions, by a control-flow, synchronizing, asynchronous
+ *     or memory instruction.  Those read only scalars, so their register
+ *     tile operands are not relevant, but every operand of a relevant
+ *     pure instruction is.
+ * Each process then has the same values, clocks and diagnostics at every
+ * instruction it executes as when it executes them all. */
+
+/* Ops whose value operands the verifier does not read: coordinates in
+ * global memory, the accumulate flag. */
+static bool
+coords(int op)
+{
+	return op == SOP_tma_load || op == SOP_tma_store || op == SOP_gstore ||
+		op == SOP_wgmma || op == SOP_tc_mma;
+}
+
+static void
+mark_roots(const SirBlock *b, const SirPart *sp, bool *rel, bool *wg)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in->op == SOP_wgmma) {
+			wg[in->dst] = true;
+			wg[in->a[1]] = true;
+		}
+		if (sir_ops[in->op].eff != E_PURE && !coords(in->op))
+			for (int k = 0; k < in->na; k++)
+				if (sp->vals[in->a[k]].ty != TY_FRAG)
+					rel[in->a[k]] = true;
+		if (sir_ops[in->op].eff != E_PURE)
+			for (int k = 0; k < 3; k++)
+				rel[in->ri[k]] = true;
+		if (in->body)
+			mark_roots(in->body, sp, rel, wg);
+		if (in->els)
+			mark_roots(in->els, sp, rel, wg);
+	}
+}
+
+/* Operands of relevant pure instructions become relevant; true when one
+ * did. */
+static bool
+mark_uses(const SirBlock *b, bool *rel)
+{
+	bool grew = false;
+
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (sir_ops[in->op].eff == E_PURE && in->dst && rel[in->dst])
+			for (int k = 0; k < in->na; k++)
+				if (!rel[in->a[k]])
+					grew = rel[in->a[k]] = true;
+		if (in->body)
+			grew |= mark_uses(in->body, rel);
+		if (in->els)
+			grew |= mark_uses(in->els, rel);
+	}
+	return grew;
+}
+
+/* A constant defined once, before every use of it (later in its block or
+ * nested there), can be set when the run starts: no instruction could
+ * have read the zero it held before.  Such a 'const' is stepped over. */
+typedef struct Konst {
+	const SirIns **def;   /* by Ref: the only definition, a const */
+	const SirBlock **blk; /* and its block */
+	int *at;              /* and index there */
+	int *ndef;
+	bool *bad;            /* a use it does not come before */
+} Konst;
+
+static void
+konst_defs(const SirBlock *b, Konst *kc)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in->dst && kc->ndef[in->dst]++ == 0 && in->op == SOP_const_i) {
+			kc->def[in->dst] = in;
+			kc->blk[in->dst] = b;
+			kc->at[in->dst] = i;
+		}
+		if (in->body)
+			konst_defs(in->body, kc);
+		if (in->els)
+			konst_defs(in->els, kc);
+	}
+}
+
+/* path[d], at[d]: the blocks enclosing b and the index in each. */
+static void
+konst_uses(const SirBlock *b, Konst *kc, const SirBlock **path, int *at,
+	int d)
+{
+	path[d] = b;
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		Ref u[9];
+		int nu = 0;
+		at[d] = i;
+		for (int k = 0; k < in->na && k < 6; k++)
+			u[nu++] = in->a[k];
+		for (int k = 0; k < 3; k++)
+			u[nu++] = in->ri[k];
+		for (int k = 0; k < nu; k++) {
+			Ref r = u[k];
+			if (!r || !kc->def[r] || kc->bad[r])
+				continue;
+			int e = d;
+			while (e >= 0 && path[e] != kc->blk[r])
+				e--;
+			kc->bad[r] = e < 0 || at[e] <= kc->at[r];
+		}
+		if (in->body)
+			konst_uses(in->body, kc, path, at, d + 1);
+		if (in->els)
+			konst_uses(in->els, kc, path, at, d + 1);
+	}
+}
+
+static int
+depth_of(const SirBlock *b)
+{
+	int d = 0;
+
+	for (int i = 0; i < b->n; i++) {
+		int e = 0;
+		if (b->v[i].body && (e = depth_of(b->v[i].body)) > d)
+			d = e;
+		if (b->v[i].els && (e = depth_of(b->v[i].els)) > d)
+			d = e;
+	}
+	return d + 1;
+}
+
+/* The constants of sp set up front (konst), marked in isk. */
+static void
+konsts(Sim *s, int pi, bool *isk)
+{
+	const SirPart *sp = s->m->parts[pi];
+	Arena *a = &s->ctx->scratch;
+	size_t n = sp->nvals + 1;
+	Konst kc = {NEWARR(a, const SirIns *, n), NEWARR(a, const SirBlock *,
+		n), NEWARR(a, int, n), NEWARR(a, int, n), NEWARR(a, bool, n)};
+	int d = depth_of(&sp->body), nk = 0;
+
+	konst_defs(&sp->body, &kc);
+	konst_uses(&sp->body, &kc, NEWARR(a, const SirBlock *, d),
+		NEWARR(a, int, d), 0);
+	s->konst[pi] = NEWARR(a, const SirIns *, n);
+	for (Ref r = 1; r < n; r++)
+		if (kc.def[r] && kc.ndef[r] == 1 && !kc.bad[r]) {
+			isk[r] = true;
+			s->konst[pi][nk++] = kc.def[r];
+		}
+	s->nkonst[pi] = nk;
+}
+
+static bool
+skippable(const SirIns *in, const bool *rel, const bool *wg,
+	const bool *isk)
+{
+	if (in->op == SOP_const_i && isk[in->dst] && !wg[in->dst])
+		return true;
+	if (sir_ops[in->op].eff != E_PURE || in->op == SOP_all_eq ||
+	    in->body || (in->dst && (rel[in->dst] || wg[in->dst])))
+		return false;
+	for (int k = 0; k < in->na; k++)
+		if (wg[in->a[k]])
+			return false;
+	return true;
+}
+
+static Skip *
+skip_slot(const Sim *s, const SirBlock *b)
+{
+	uint64_t h = (uint64_t)(uintptr_t)b * 0x9e3779b97f4a7c15ull;
+
+	for (int i = (int)(h >> 40) & s->skipmask;; i = (i + 1) & s->skipmask)
+		if (s->skip[i].b == b || !s->skip[i].b)
+			return &s->skip[i];
+}
+
+static int
+skip_blocks(Sim *s, const SirBlock *b, const bool *rel, const bool *wg,
+	const bool *isk)
+{
+	Skip *k = skip_slot(s, b);
+	int nb = 1;
+
+	k->b = b;
+	k->n = NEWARR(&s->ctx->scratch, int, b->n + 1);
+	for (int i = b->n - 1; i >= 0; i--)
+		k->n[i] = skippable(&b->v[i], rel, wg, isk) ? k->n[i + 1] + 1 :
+			0;
+	for (int i = 0; i < b->n; i++) {
+		if (b->v[i].body)
+			nb += skip_blocks(s, b->v[i].body, rel, wg, isk);
+		if (b->v[i].els)
+			nb += skip_blocks(s, b->v[i].els, rel, wg, isk);
+	}
+	return nb;
+}
+
+static int
+count_blocks(const SirBlock *b)
+{
+	int n = 1;
+
+	for (int i = 0; i < b->n; i++) {
+		if (b->v[i].body)
+			n += count_blocks(b->v[i].body);
+		if (b->v[i].els)
+			n += count_blocks(b->v[i].els);
+	}
+	return n;
+}
+
+/* The skip runs of every block of m. */
+static void
+skips(Sim *s, const SirMod *m)
+{
+	int nb = 0, cap = 16;
+
+	for (int i = 0; i < m->nparts; i++)
+		nb += count_blocks(&m->parts[i]->body);
+	while (cap < 2 * nb)
+		cap *= 2;
+	s->skip = NEWARR(&s->ctx->scratch, Skip, cap);
+	s->skipmask = cap - 1;
+	for (int i = 0; i < m->nparts; i++) {
+		const SirPart *sp = m->parts[i];
+		bool *rel = NEWARR(&s->ctx->scratch, bool, sp->nvals + 1);
+		bool *wg = NEWARR(&s->ctx->scratch, bool, sp->nvals + 1);
+		bool *isk = NEWARR(&s->ctx->scratch, bool, sp->nvals + 1);
+		mark_roots(&sp->body, sp, rel, wg);
+		while (mark_uses(&sp->body, rel))
+			;
+		rel[0] = wg[0] = false;
+		if (i < 64)
+			konsts(s, i, isk);
+		skip_blocks(s, &sp->body, rel, wg, isk);
+	}
+}
+
 /* Push a block to run next; a loop frame re-enters its body. */
 static bool
 push(Proc *p, const SirBlock *b, const SirIns *loop)
 {
 	if (p->depth == (int)COUNT(p->fr))
 		return false;  /* deeper than the verifier follows */
-	p->fr[p->depth++] = (Frame){.b = b, .loop = loop};
+	bool el = (p->depth && p->fr[p->depth - 1].elect) || (loop &&
+		loop->op == SOP_elect);
+	p->fr[p->depth++] = (Frame){.b = b, .loop = loop, .elect = el,
+		.skip = skip_slot(p->sim, b)->n};
 	return true;
 }
 
@@ -589,6 +885,15 @@ tma_bytes(const Res *v)
 	for (int i = 0; i < v->rank; i++)
 		n *= v->shape[i];
 	return n;
+}
+
+/* Mark r used by the wgmma group being issued. */
+static void
+set_inflight(Proc *p, Ref r)
+{
+	if (!p->inflight[r])
+		p->infl[p->ninfl++] = r;
+	p->inflight[r] = p->wg_seq + 1;
 }
 
 /* Execute one instruction; returns false when the process blocks on it
@@ -675,7 +980,9 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		int64_t obs = m->phase - 1, last = p->seen[b];
 		char a[64];
-		snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
+		if ((last == -2 ? obs > 0 : obs > last + 1) || (last != -2 &&
+		    obs == last))
+			snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
 		if (last == -2 ? obs > 0 : obs > last + 1) {
 			fail(s, in->span, "phase-skip", "this wait on '%s' passed "
 				"%s: an arriver got two phases ahead of it", a,
@@ -691,8 +998,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->seen[b] = obs;
 		if (obs >= 0) {  /* acquire: what the phase's arrivers did */
 			vc_join(s, p->vc, s->done[b][obs & 1]);
-			if (p->vc[MAXPROC + b] < obs + 1)
-				p->vc[MAXPROC + b] = obs + 1;
+			if (p->vc[VB(s, b)] < obs + 1)
+				p->vc[VB(s, b)] = obs + 1;
 		}
 		trace(p, in->span, "waited here", obs);
 		return true;
@@ -740,8 +1047,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			n->arrived = 0;
 			n->who = 0;
 			n->gen++;
-			memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(int64_t));
-			memset(s->nbvc[id][0], 0, s->nvc * sizeof(int64_t));
+			memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(Clk));
+			memset(s->nbvc[id][0], 0, s->nvc * sizeof(Clk));
 			if (in->op == SOP_bar_sync)
 				vc_join(s, p->vc, s->nbvc[id][1]);
 		}
@@ -798,8 +1105,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (gate->arrived >= gate->count) {
 			gate->arrived = 0;
 			gate->gen++;
-			memcpy(s->nbvc[g][1], s->nbvc[g][0], s->nvc * sizeof(int64_t));
-			memset(s->nbvc[g][0], 0, s->nvc * sizeof(int64_t));
+			memcpy(s->nbvc[g][1], s->nbvc[g][0], s->nvc * sizeof(Clk));
+			memset(s->nbvc[g][0], 0, s->nvc * sizeof(Clk));
 			vc_join(s, p->vc, s->nbvc[g][1]);
 		} else {
 			p->state = B_NBAR;
@@ -820,9 +1127,9 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 				range_of(x, val(p, in->ri[k]), &lo, &hi);
 				acc_read(s, p, in, lo, hi, false, geometry(x), r0, r1);
 			}
-		p->inflight[in->dst] = p->wg_seq + 1;
+		set_inflight(p, in->dst);
 		if (in->a[1])
-			p->inflight[in->a[1]] = p->wg_seq + 1;
+			set_inflight(p, in->a[1]);
 		p->wg_open++;
 		return true;
 	}
@@ -843,9 +1150,13 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		int upto = p->wg_seq - p->wg_groups;
 		retire_reads(s, p, false, upto);
-		for (uint32_t r = 0; r < p->sp->nvals; r++)
-			if (p->inflight[r] && p->inflight[r] <= upto)
-				p->inflight[r] = 0;
+		int n = 0;
+		for (int i = 0; i < p->ninfl; i++)
+			if (p->inflight[p->infl[i]] <= upto)
+				p->inflight[p->infl[i]] = 0;
+			else
+				p->infl[n++] = p->infl[i];
+		p->ninfl = n;
 		return true;
 	}
 	case SOP_tc_mma:
@@ -857,8 +1168,9 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (b < 0)
 			return true;
 		emit_event(s, EV_TC, self, b, 0);
-		s->ev[s->nev - 1].vc = NEWARR(&s->ctx->scratch, int64_t, NVC);
-		memcpy(s->ev[s->nev - 1].vc, p->vc, s->nvc * sizeof(int64_t));
+		s->ev[s->nev - 1].vc = s->nvfree ? s->vfree[--s->nvfree] :
+			NEWARR(&s->ctx->scratch, Clk, s->nvc);
+		memcpy(s->ev[s->nev - 1].vc, p->vc, s->nvc * sizeof(Clk));
 		p->vc[self]++;
 		return true;
 	case SOP_fence:
@@ -916,10 +1228,10 @@ enter(Sim *s, Proc *p, const SirIns *in)
 	switch (in->op) {
 	case SOP_if: {
 		const SirBlock *b = val(p, in->a[0]) ? in->body : in->els;
-		if (b && b->n && push(p, b, NULL))
+		if (b && b->n && push(p, b, NULL) && p->lanevar[in->a[0]])
 			/* a condition on lane or tid holds for some lanes: their
 			 * arrivals count one each, as under 'elect' */
-			p->fr[p->depth - 1].partial = p->lanevar[in->a[0]];
+			p->fr[p->depth - 1].elect = true;
 		return true;
 	}
 	case SOP_elect:
@@ -994,16 +1306,6 @@ loop_end(Sim *s, Proc *p)
 	p->depth--;
 }
 
-static bool
-in_elect(const Proc *p)
-{
-	for (int i = 0; i < p->depth; i++)
-		if ((p->fr[i].loop && p->fr[i].loop->op == SOP_elect) ||
-		    p->fr[i].partial)
-			return true;
-	return false;
-}
-
 /* Run one process until it blocks, finishes, or completes one
  * synchronizing instruction (an interleaving point). */
 static void
@@ -1013,6 +1315,14 @@ step_proc(Sim *s, Proc *p)
 		Frame *f = &p->fr[p->depth - 1];
 		if (f->pc >= f->b->n) {
 			loop_end(s, p);
+			continue;
+		}
+		int k = f->skip[f->pc];
+		if (k && p->steps + k <= MAXSTEPS / 4 && s->steps + k <=
+		    MAXSTEPS) {  /* as if stepped one by one */
+			p->steps += k;
+			s->steps += k;
+			f->pc += k;
 			continue;
 		}
 		const SirIns *in = &f->b->v[f->pc];
@@ -1027,7 +1337,7 @@ step_proc(Sim *s, Proc *p)
 			enter(s, p, in);
 			continue;
 		}
-		if (!exec(s, p, in, in_elect(p)))
+		if (!exec(s, p, in, f->elect))
 			return;  /* blocked: retried when it may pass */
 		f->pc++;
 		int eff = sir_ops[in->op].eff;
@@ -1063,6 +1373,21 @@ ready(Sim *s, Proc *p)
 }
 
 
+/* Return an EV_TC clock for reuse. */
+static void
+vfree(Sim *s, Clk *vc)
+{
+	if (s->nvfree == s->vfcap) {
+		Clk **v = NEWARR(&s->ctx->scratch, Clk *, 2 * s->vfcap +
+			16);
+		if (s->nvfree)
+			memcpy(v, s->vfree, s->nvfree * sizeof *v);
+		s->vfree = v;
+		s->vfcap = 2 * s->vfcap + 16;
+	}
+	s->vfree[s->nvfree++] = vc;
+}
+
 /* Complete event e (TMA data landing, a group retiring, a tcgen05
  * operation finishing in order). */
 static void
@@ -1094,26 +1419,16 @@ complete(Sim *s, int e)
 		break;
 	case EV_TC:
 		if (ev.bar >= 0) {
-			if (ev.vc)
+			if (ev.vc) {
 				vc_join(s, s->acc[ev.bar], ev.vc);
+				vfree(s, ev.vc);
+			}
 			mbar_arrive(s, NULL, NULL, ev.bar, 1);
 		}
 		else
 			p->tc_inflight--;
 		break;
 	}
-}
-
-/* Events a process's queue allows now: bulk and wgmma groups and the
- * tcgen05 queue complete in order per process; TMA loads in any order. */
-static bool
-eligible(const Sim *s, int e)
-{
-	for (int i = 0; i < e; i++)
-		if (s->ev[i].proc == s->ev[e].proc && s->ev[i].kind ==
-		    s->ev[e].kind && s->ev[e].kind != EV_TMA)
-			return false;
-	return true;
 }
 
 /* The deadlock report: one note per blocked partition (its first blocked
@@ -1177,6 +1492,38 @@ deadlock(Sim *s)
 	}
 }
 
+/* The clocks of processes, mbarrier phases and named barriers, sized to
+ * the processes and mbarriers in use (the same in every run). */
+static void
+clocks(Sim *s)
+{
+	Clk *c;
+
+	s->nvc = (s->np + s->nmb + 3) & ~3;
+	if (!s->clocks) {
+		s->nclocks = s->np + 3 * s->nmb + 2 * 24;
+		s->clocks = NEWARR(&s->ctx->scratch, Clk, (size_t)s->nclocks *
+			s->nvc);
+	}
+	memset(s->clocks, 0, (size_t)s->nclocks * s->nvc * sizeof(Clk));
+	c = s->clocks;
+	for (int i = 0; i < s->np; i++, c += s->nvc)
+		s->p[i].vc = c;
+	for (int b = 0; b < s->nmb; b++) {
+		s->acc[b] = c;
+		s->done[b][0] = c + s->nvc;
+		s->done[b][1] = c + 2 * s->nvc;
+		c += 3 * s->nvc;
+	}
+	for (int i = 0; i < 24; i++, c += 2 * s->nvc) {
+		s->nbvc[i][0] = c;
+		s->nbvc[i][1] = c + s->nvc;
+	}
+	for (int e = 0; e < s->nev; e++)  /* left by a failed run */
+		if (s->ev[e].vc)
+			vfree(s, s->ev[e].vc);
+}
+
 static void
 setup(Sim *s, const SirMod *m)
 {
@@ -1186,25 +1533,30 @@ setup(Sim *s, const SirMod *m)
 		int nw = sp->part->warp_hi - sp->part->warp_lo + 1;
 		for (int w = 0; w < nw && s->np < MAXPROC; w++) {
 			Proc *p = &s->p[s->np++];
-			int64_t *v = p->v, *seen = p->seen, *vc = p->vc;
+			int64_t *v = p->v, *seen = p->seen;
 			int *inf = p->inflight;
+			Ref *infl = p->infl;
 			bool *lv = p->lanevar;
-			*p = (Proc){.sp = sp, .warp = w, .nwarps = nw};
-			p->vc = vc ? vc : NEWARR(&s->ctx->scratch, int64_t, NVC);
-			memset(p->vc, 0, NVC * sizeof(int64_t));
+			memset(p, 0, offsetof(Proc, fr));  /* push sets a frame */
+			p->sp = sp;
+			p->warp = w;
+			p->nwarps = nw;
+			p->sim = s;
 			p->inflight = inf && p->sp == sp ? inf :
 				NEWARR(&s->ctx->scratch, int, sp->nvals + 1);
 			memset(p->inflight, 0, (sp->nvals + 1) * sizeof(int));
+			p->infl = infl ? infl : NEWARR(&s->ctx->scratch, Ref,
+				sp->nvals + 1);
 			p->lanevar = lv && p->sp == sp ? lv :
 				NEWARR(&s->ctx->scratch, bool, sp->nvals + 1);
 			memset(p->lanevar, 0, (sp->nvals + 1) * sizeof(bool));
 			p->v = v ? v : NEWARR(&s->ctx->scratch, int64_t,
 				sp->nvals + 1);
 			memset(p->v, 0, (sp->nvals + 1) * sizeof *p->v);
+			for (int k = 0; i < 64 && k < s->nkonst[i]; k++)
+				p->v[s->konst[i][k]->dst] = s->konst[i][k]->imm;
 			p->seen = seen ? seen : NEWARR(&s->ctx->scratch, int64_t,
 				MAXBAR);
-			for (int b = 0; b < MAXBAR; b++)
-				p->seen[b] = -2;
 			push(p, &sp->body, NULL);
 		}
 	}
@@ -1218,19 +1570,10 @@ setup(Sim *s, const SirMod *m)
 			for (int i = 0; i < r->count && r->bar_id + i < 16; i++)
 				s->nb[r->bar_id + i] = (Nbar){r->threads, 0, 0, 0};
 	}
-	s->nvc = MAXPROC + s->nmb;
-	for (int b = 0; b < MAXBAR; b++) {
-		if (!s->acc[b]) {
-			s->acc[b] = NEWARR(&s->ctx->scratch, int64_t, NVC);
-			s->done[b][0] = NEWARR(&s->ctx->scratch, int64_t, NVC);
-			s->done[b][1] = NEWARR(&s->ctx->scratch, int64_t, NVC);
-		}
-		if (b >= s->nmb)
-			break;
-		memset(s->acc[b], 0, NVC * sizeof(int64_t));
-		memset(s->done[b][0], 0, NVC * sizeof(int64_t));
-		memset(s->done[b][1], 0, NVC * sizeof(int64_t));
-	}
+	for (int i = 0; i < s->np; i++)
+		for (int b = 0; b < s->nmb; b++)
+			s->p[i].seen[b] = -2;
+	clocks(s);
 	/* wgmma is warpgroup-collective: the operation starts when all the
 	 * warpgroup's warps have issued it, a rendezvous like bar.sync */
 	for (int g = 0; g < 8; g++)
@@ -1239,35 +1582,50 @@ setup(Sim *s, const SirMod *m)
 		const Part *pt = s->p[i].sp->part;
 		s->nb[16 + (pt->warp_lo + s->p[i].warp) / 4 % 8].count += 32;
 	}
-	for (int i = 0; i < 24; i++)
-		for (int k = 0; k < 2; k++) {
-			if (!s->nbvc[i][k])
-				s->nbvc[i][k] = NEWARR(&s->ctx->scratch, int64_t,
-					NVC);
-			memset(s->nbvc[i][k], 0, NVC * sizeof(int64_t));
-		}
 	s->nrec = 0;
 	s->nev = 0;
 	s->steps = 0;
+}
+
+/* The next move: a process, MAXPROC + an event, or -1 when none can
+ * move.  The candidates are the ready processes, in order, then the events
+ * their queues allow: bulk and wgmma groups and the tcgen05 queue complete
+ * in order per process, TMA loads in any order.  Mode 0 takes the first
+ * candidate, mode 1 the first event (event 0 is always allowed), mode 2 a
+ * random one; modes 0 and 1 look no further than their pick. */
+static int
+next(Sim *s)
+{
+	int cand[MAXPROC + MAXEV], n = 0;
+	uint32_t seen[4] = {0};  /* by event kind: processes queued */
+
+	if (s->mode == 1 && s->nev)
+		return MAXPROC;
+	for (int i = 0; i < s->np; i++)
+		if (s->p[i].state != B_DONE && ready(s, &s->p[i])) {
+			if (s->mode < 2)
+				return i;
+			cand[n++] = i;
+		}
+	if (s->mode < 2)
+		return s->nev ? MAXPROC : -1;
+	for (int e = 0; e < s->nev; e++) {
+		uint32_t bit = 1u << s->ev[e].proc;
+		if (s->ev[e].kind == EV_TMA || !(seen[s->ev[e].kind] & bit))
+			cand[n++] = MAXPROC + e;
+		seen[s->ev[e].kind] |= bit;
+	}
+	return n ? cand[rnd(s) % (uint64_t)n] : -1;
 }
 
 /* One run under the current mode; false when it failed. */
 static bool
 run(Sim *s)
 {
-	int cand[MAXPROC + MAXEV];
-
 	setup(s, s->m);
 	while (!s->failed) {
-		int n = 0, np = 0;
-		for (int i = 0; i < s->np; i++)
-			if (s->p[i].state != B_DONE && ready(s, &s->p[i]))
-				cand[n++] = i;
-		np = n;
-		for (int e = 0; e < s->nev; e++)
-			if (eligible(s, e))
-				cand[n++] = MAXPROC + e;
-		if (n == 0) {
+		int pick = next(s);
+		if (pick < 0) {
 			for (int i = 0; i < s->np; i++)
 				if (s->p[i].state != B_DONE) {
 					deadlock(s);
@@ -1275,8 +1633,6 @@ run(Sim *s)
 				}
 			return true;
 		}
-		int pick = s->mode == 0 ? cand[0] : s->mode == 1 ?
-			cand[np < n ? np : 0] : cand[rnd(s) % (uint64_t)n];
 		if (pick < MAXPROC) {
 			Proc *p = &s->p[pick];
 			if (p->state == B_NBAR)
@@ -1380,6 +1736,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 	s->ctx = ctx;
 	s->m = m;
 	s->k = m->k;
+	skips(s, m);
 	for (const Res *r = m->k->res; r; r = r->next)
 		if (r->kind == R_PARAM && np < 64) {
 			ps[np] = r;

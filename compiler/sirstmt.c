@@ -548,6 +548,7 @@ static void
 static_stmt(G *g, const Node *n)
 {
 	if (n->kind == N_SIF) {
+		int mark = g->cur->n;
 		Ref c = sg_cond(g, n->a);
 		int64_t cv;
 		if (sg_val(g, c)->ty == TY_ERR)
@@ -557,6 +558,8 @@ static_stmt(G *g, const Node *n)
 				"constant condition; use 'if' for a runtime one");
 			return;
 		}
+		/* a constant condition leaves only dead constants behind */
+		g->cur->n = mark;
 		/* compile-time selection adds no scope: names the chosen
 		 * branch binds stay visible after it, as if written there */
 		if (cv)

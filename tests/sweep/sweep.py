@@ -42,6 +42,7 @@ GOOD = {
     "NEG_BIG": ["-1.0e30", "-3.0e38", "-1"],
     "L2KV": ["0", "1", "1048576", "33554432", "2147483647"],
     "POLY": ["0", "1", "2", "3", "8"],
+    "PINGPONG": ["true", "false"],
 }
 # Values that must be refused, by name, and for every const.
 BAD = {
@@ -61,6 +62,7 @@ BAD = {
     "EN": ["0", "-1", "7", "512"],
     "NEG_BIG": ["true", "bf16", "K"],
     "POLY": ["-1", "9", "1.5", "true"],
+    "PINGPONG": ["1", "0", "maybe", "bf16"],
 }
 HOSTILE = ["", "x y", "1e999", "0x", "-", "1..2", "\u00e9"]
 HOSTILE_INT = ["9223372036854775807", "-9223372036854775808",

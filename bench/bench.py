@@ -3,14 +3,18 @@
 unfused baseline, side by side in one process (issue 7's grid).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench.py \
-        [--out DIR] [--quick] [--reps N] [--dims 64,128,256]
+        [--out DIR] [--quick] [--reps N] [--dims 64,128,256] \
+        [--seqs 1024,...] [--causal both|yes|no] [--extra NAME=FILE ...]
     python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
 
 For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
 16k; batch 16384/S, heads 2048/D; bf16) it runs, on fresh random inputs:
 
-  fagen     fa_fwd_sm90.fa through fagen.attention
+  fagen     fagen.attention's default: the fastest shipped schedule
+            (fa_fwd_sm90.fa at D=128, fa_fwd_baseline_sm90.fa at D=64)
+  ws        fa_fwd_sm90.fa, the warp-specialized schedule (FA3-style)
   baseline  fa_fwd_baseline_sm90.fa, the non-specialized schedule
+  NAME      each --extra NAME=FILE: another schedule, for A/B tests
   cudnn     torch SDPA restricted to the cuDNN backend
   flash     torch SDPA restricted to the flash (FlashAttention 2) backend
   unfused   libfagen's nvrtc reference (S = QK^T in f32, softmax, PV),
@@ -43,9 +47,9 @@ except ImportError:     # --plot needs neither
     torch = None
 
 SEQS = [1024, 2048, 4096, 8192, 16384]
-METHODS = ["fagen", "baseline", "cudnn", "flash", "unfused"]
-COLORS = {"fagen": "tab:blue", "baseline": "tab:orange", "cudnn": "tab:green",
-          "flash": "tab:red", "unfused": "tab:purple"}
+METHODS = ["fagen", "ws", "baseline", "cudnn", "flash", "unfused"]
+COLORS = {"fagen": "tab:blue", "ws": "tab:cyan", "baseline": "tab:orange",
+          "cudnn": "tab:green", "flash": "tab:red", "unfused": "tab:purple"}
 SETS = 3          # rotating input sets
 
 
@@ -69,6 +73,8 @@ def make_fns(d, causal, extra=()):
     if d in (64, 128):
         fns["fagen"] = lambda q, k, v, out: fagen.attention(
             q, k, v, causal=causal, out=out)[0]
+        fns["ws"] = lambda q, k, v, out: fagen.attention(
+            q, k, v, causal=causal, schedule="fa_fwd_sm90.fa", out=out)[0]
         fns["baseline"] = lambda q, k, v, out: fagen.attention(
             q, k, v, causal=causal, schedule="fa_fwd_baseline_sm90.fa",
             out=out)[0]

@@ -317,8 +317,10 @@ typedef struct fg_attention_args {
 	fg_dtype dtype;
 	int causal;               /* nonzero: causal, bottom-right */
 	double scale;             /* 0: 1 / sqrt(head_dim) */
-	const char *schedule;     /* NULL: the optimized schedule for the
-				   * device; else the file name of another
+	const char *schedule;     /* NULL: the fastest shipped schedule for
+				   * the device and head dim (sm_90: the
+				   * baseline at 64, fa_fwd_sm90.fa at
+				   * 128); else the file name of another
 				   * shipped attention schedule taking the
 				   * same parameters, e.g.
 				   * "fa_fwd_baseline_sm90.fa" */

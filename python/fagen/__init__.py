@@ -236,8 +236,10 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     bottom-right aligned.  scale: None for 1/sqrt(D).  Runs on torch's
     current stream.  Raises FagenError with libfagen's message when it
     refuses the arguments (alignment, strides, sizes) or cannot run.
-    schedule: None for the optimized schedule, or the file name of another
-    shipped attention schedule, e.g. "fa_fwd_baseline_sm90.fa".  out, lse:
+    schedule: None for the fastest shipped schedule (on sm_90: the
+    non-specialized "fa_fwd_baseline_sm90.fa" at head dim 64, the
+    warp-specialized "fa_fwd_sm90.fa" at 128), or the file name of another
+    shipped attention schedule taking the same parameters.  out, lse:
     tensors to write the results into (None: new ones)."""
     return _call("fg_attention_forward", q, k, v, causal, scale, schedule,
                  out, lse)

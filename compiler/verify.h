@@ -1,0 +1,204 @@
+/* verify.h: state shared by the schedule verifier's files (verify.c:
+ * the runs, the scheduler and the shape classes; verify_exec.c: a
+ * process's steps; verify_vc.c: vector clocks and the shared-memory race
+ * checks; verify_skip.c: the pure instructions a run steps over). */
+#ifndef VERIFY_H
+#define VERIFY_H
+
+#define MAXPROC 32
+#define MAXBAR 512
+#define MAXEV 4096
+#define MAXSTEPS 2000000
+#define MAXTOTAL 32000000   /* steps over all runs, about 2 s: 14 times the
+			     * largest shipped schedule's */
+#define NTRACE 4
+#define MAXREC 256
+
+/* A vector clock entry.  Every increment takes a step of a run, so an
+ * entry stays below MAXSTEPS. */
+typedef int32_t Clk;
+_Static_assert(MAXSTEPS < INT32_MAX / 2, "Clk holds a run's steps");
+
+enum { B_RUN, B_MBAR, B_NBAR, B_WGMMA, B_BULK, B_DONE };
+enum { EV_TMA, EV_BULK, EV_WGMMA, EV_TC };
+
+typedef struct Mbar {
+	const Res *r;
+	int idx;
+	int64_t count, pending, tx, phase, bytes;  /* bytes: this phase's */
+} Mbar;
+
+typedef struct Nbar {
+	int64_t count, arrived, gen;
+	uint32_t who;         /* processes that arrived in this generation */
+} Nbar;
+
+typedef struct Frame {
+	const SirBlock *b;
+	int pc;
+	const SirIns *loop;   /* the for/tile instruction, or NULL */
+	int64_t i, hi, step;  /* for: induction; tile: k, total, stride */
+	int64_t iter;
+	Ref tile;
+	bool elect;           /* in 'elect' or under a condition on lane or
+			       * tid (some lanes): arrivals count one */
+	const int *skip;      /* b's skip runs (vf_skips()) */
+} Frame;
+
+typedef struct Trace {
+	Span span;
+	const char *what;
+	int64_t phase;
+} Trace;
+
+typedef struct Proc {
+	const SirPart *sp;
+	int warp, nwarps;     /* warp within the partition */
+	int64_t *v;           /* scalar values by Ref */
+	int64_t tile[8][4];   /* x y z iter, by tile Ref % 8 */
+	int depth;
+	int state;
+	int bar;              /* blocked on: mbar or nbar index */
+	int64_t want;         /* parity, nbar generation, or group count */
+	const SirIns *at;     /* the blocking instruction */
+	int64_t *seen;        /* per mbar: last observed phase (-2: none) */
+	int wg_open, wg_groups;   /* wgmma: uncommitted, committed groups */
+	int bulk_open, bulk_groups, bulk_seq;
+	int tc_inflight;
+	int wg_seq;           /* wgmma groups committed so far */
+	int *inflight;        /* by Ref: wgmma group + 1 using it, or 0 */
+	Ref *infl;            /* the Refs with inflight set, ninfl of them */
+	int ninfl;
+	bool *lanevar;        /* by Ref: the value differs between lanes */
+	Clk *vc;              /* vector clock */
+	Trace tr[NTRACE];
+	int ntr;
+	long steps;
+	const struct Sim *sim;
+	Frame fr[48];         /* last: a new run clears what comes before */
+} Proc;
+
+typedef struct Ev {
+	int kind, proc, bar;
+	int64_t bytes;
+	int rec;              /* EV_TMA: its access record */
+	Clk *vc;              /* EV_TC commit: the issuer's clock */
+} Ev;
+
+/* An access to shared memory [lo, hi). */
+enum { A_TMAW, A_GENW, A_READ };
+typedef struct Rec {
+	int kind, proc;
+	int64_t lo, hi;
+	int64_t clock;        /* A_GENW, retired A_READ: proc's clock */
+	int bar;              /* A_TMAW: the mbarrier it completes on */
+	int64_t tag;          /* A_TMAW: visible when vc[bar] >= tag */
+	int group;            /* A_READ: pending until this group retires */
+	int bulk;             /* A_READ: 1 bulk-store group, 0 wgmma */
+	bool pending, dirty, live;
+	const SirIns *at;
+	int64_t geo;          /* tile geometry (0: bytes only) ... */
+	int64_t r0, r1;       /* ... and the rows [r0, r1) it touches */
+} Rec;
+
+/* The instructions of a block that a run may step over without executing
+ * them: n[i] of them from instruction i (0: execute instruction i). */
+typedef struct Skip {
+	const SirBlock *b;
+	int *n;
+} Skip;
+
+typedef struct Sim {
+	Ctx *ctx;
+	const SirMod *m;
+	const Kernel *k;
+	int64_t params[64];   /* by param index */
+	int64_t nctaid, ctaid;
+	Proc p[MAXPROC];
+	int np;
+	Mbar mb[MAXBAR];
+	int nmb;
+	Nbar nb[24];          /* 0..15 named barriers, 16.. warpgroup wgmma */
+	Ev ev[MAXEV];
+	int nev;
+	int mode;             /* 0 procs first, 1 events first, 2 random */
+	uint64_t rng;
+	long steps;
+	bool failed;
+	char shape[160];
+	Rec rec[MAXREC];
+	int nrec;
+	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
+	Clk *done[MAXBAR][2];     /* of the last completed phases */
+	Clk *nbvc[24][2];         /* named barriers: accumulating, released */
+	bool capped;              /* a capacity limit was hit: warned */
+	int nvc;                  /* clock entries: np processes, then nmb
+				   * mbarriers (VB) */
+	Clk *clocks;              /* every clock above, nclocks * nvc */
+	int nclocks;
+	Clk **vfree;              /* unused EV_TC clocks */
+	int nvfree, vfcap;
+	Skip *skip;               /* by block, open addressing */
+	int skipmask;
+	const SirIns **konst[64]; /* by partition: the constants set when a */
+	int nkonst[64];           /* run starts (konsts()) */
+} Sim;
+
+/* The clock entry of mbarrier b: how many of its phases were observed. */
+#define VB(s, b) ((s)->np + (b))
+
+/* Four clock entries; clocks are arena arrays of nvc entries, a multiple
+ * of four, so 16-byte aligned. */
+typedef Clk Clk4 __attribute__((vector_size(16)));
+
+
+/* d = max(d, a) over the entries in use. */
+static inline void
+vf_join(const Sim *s, Clk *d, const Clk *a)
+{
+	Clk4 *x = (Clk4 *)d;
+	const Clk4 *y = (const Clk4 *)a;
+
+	for (int i = 0; i < s->nvc / 4; i++) {
+		Clk4 gt = y[i] > x[i];
+		x[i] = (y[i] & gt) | (x[i] & ~gt);
+	}
+}
+
+static inline uint64_t
+vf_rnd(Sim *s)
+{
+	s->rng ^= s->rng << 13;
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	return s->rng;
+}
+
+/* verify.c */
+void vf_fail(Sim *, Span, const char *check, const char *fmt,
+	const char *a, const char *b);
+void vf_note_traces(Sim *, const Proc *);
+const char *vf_pname(Sim *, const Proc *);
+void vf_mbar_complete(Sim *, int b);
+void vf_mbar_arrive(Sim *, Proc *, const SirIns *, int b, int64_t n);
+
+/* verify_exec.c */
+bool vf_push(Proc *, const SirBlock *, const SirIns *loop);
+void vf_step(Sim *, Proc *);
+
+/* verify_vc.c */
+void vf_clocks(Sim *);
+void vf_vfree(Sim *, Clk *);
+int64_t vf_geometry(const Res *);
+void vf_range_of(const Res *, int64_t st, int64_t *lo, int64_t *hi);
+void vf_acc_read(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
+	bool bulk, int64_t geo, int64_t r0, int64_t r1);
+Rec *vf_acc_write(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
+	bool tma, int64_t geo, int64_t r0, int64_t r1);
+void vf_retire_reads(Sim *, Proc *, bool bulk, int upto);
+
+/* verify_skip.c */
+void vf_skips(Sim *, const SirMod *);
+Skip *vf_skip_slot(const Sim *, const SirBlock *);
+
+#endif

@@ -2,7 +2,8 @@
  * screen; dump and verify hooks are shared), and the small passes:
  *   layout    assigns shared-memory offsets to buffers, aliases and
  *             mbarriers and checks the CTA's shared-memory budget;
- *   legalize  checks that every operation exists on the target.
+ *   legalize  checks that every operation exists on the target;
+ *   regs      (regs.c) estimates each partition's register pressure.
  * Each pass requires a SirMod that passed sir_verify and ensures the same. */
 #include <string.h>
 
@@ -19,6 +20,7 @@ typedef struct Pass {
 static const Pass passes[] = {
 	{"layout", pass_layout, P_VERIFY},
 	{"legalize", pass_legalize, P_VERIFY},
+	{"regs", pass_regs, 0},        /* regs.c: tiles against budgets */
 	{"verify", pass_verify, 0},    /* verify.c: protocol and deadlock */
 	{0},
 };

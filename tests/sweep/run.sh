@@ -4,9 +4,10 @@
 # consts moved, one at a time, over a set of values; --variants: every
 # documented variant of tests/shipped/variants.txt so (about 6 minutes on
 # 2 cores), --full: every pair of consts moved together too (longer).  Each
-# time fagen either accepts the variant, and then ptxas must assemble its
-# PTX for its .target (spills are counted, not failed), or refuses it with
-# exit 1 and a located error.
+# time fagen (with -Werror=register-pressure) either accepts the variant,
+# and then ptxas must assemble its PTX for its .target without spills (but
+# for sweep.py's KNOWN_SPILLS), or refuses it with exit 1 and a located
+# error.
 # Out-of-range values (D=0, D=96, DT=i32, ST=0, BN=512, CAUSAL=2, huge
 # integers, ...) must be refused the same way.  Never an exit 2, a signal,
 # an internal error or a sanitizer report.  --bad-only runs only the

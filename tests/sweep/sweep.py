@@ -152,8 +152,21 @@ def cases(level):
     return out
 
 
+# Accepted variants that spill although fagen's register estimate
+# (compiler/regs.c) passes them: without setmaxnreg the kernel has no
+# .maxnreg, and ptxas then picks a register target of its own (128 and
+# 168 here) below what the code needs (160 and 176: with '.maxnreg 255'
+# they assemble unspilled), so no estimate against the budget sees it.
+KNOWN_SPILLS = {
+    ("schedules/fa_fwd_baseline_sm100.fa", (("BN", "16"), ("CE", "64"))),
+    ("schedules/fa_fwd_baseline_sm100.fa", (("BN", "32"), ("CE", "64"))),
+}
+
+
 def argv_of(fagen, sched, defs, out):
-    argv = [fagen, sched, "-o", out]
+    # register-pressure warnings refuse the variant: an accepted one that
+    # spills is then a failure of the estimate
+    argv = [fagen, sched, "-Werror=register-pressure", "-o", out]
     for k, v in sorted(defs.items()):
         argv += ["-D", f"{k}={v}"]
     return argv
@@ -164,7 +177,7 @@ def run_case(fagen, ptxas, tmp, i, case, timeout):
     kind, sched, defs = case
     out = os.path.join(tmp, f"{i}.ptx")
     argv = argv_of(fagen, sched, defs, out)
-    shown = " ".join(argv[1:2] + argv[4:])
+    shown = " ".join(argv[1:2] + argv[5:])
     try:
         p = subprocess.run(argv, capture_output=True, text=True,
                            errors="replace", timeout=timeout)
@@ -208,18 +221,25 @@ def run_case(fagen, ptxas, tmp, i, case, timeout):
     if not m:
         return "FAIL", f"FAIL {shown}: the PTX has no .target line"
     try:
+        # a cubin of our own: ptxas must never write onto /dev/null
         a = subprocess.run([ptxas, "-v", f"-arch={m.group(1)}", out, "-o",
-                            os.devnull], capture_output=True, text=True,
+                            out + ".cubin"], capture_output=True, text=True,
                            errors="replace", timeout=300)
     except subprocess.TimeoutExpired:
         return "FAIL", f"FAIL {shown}: ptxas ran over 300 s"
     os.unlink(out)
+    if os.path.exists(out + ".cubin"):
+        os.unlink(out + ".cubin")
     if a.returncode != 0:
         tail = "\n".join("  | " + l[:200]
                          for l in a.stderr.splitlines()[-8:])
         return "FAIL", f"FAIL {shown}: ptxas rejected it\n{tail}"
     spill = re.search(r"([1-9]\d*) bytes spill stores", a.stderr)
-    note = f", spills {spill.group(1)} bytes" if spill else ""
+    if spill and (sched, tuple(sorted(defs.items()))) not in KNOWN_SPILLS:
+        return "FAIL", (f"FAIL {shown}: accepted, but ptxas spills "
+                        f"{spill.group(1)} bytes: the register estimate "
+                        f"(-Wregister-pressure) missed it")
+    note = f", spills {spill.group(1)} bytes (known)" if spill else ""
     return "accepted", f"accepted {shown} (ptxas ok{note})"
 
 

@@ -5,16 +5,18 @@
         --section SpeedOfLight --section WarpStateStats ... \
         python3 bench/ncu_points.py 128,0,8192,fagen 64,1,1024,baseline
 
-Each argument is D,causal,S,schedule (fagen or baseline); the shapes are
-bench.py's (batch 16384/S, heads 2048/D, bf16).  Each point launches its
-kernel once, after the JIT, so ncu sees exactly one launch per point."""
+Each argument is D,causal,S,schedule (fagen: the default, ws or
+baseline); the shapes are bench.py's (batch 16384/S, heads 2048/D, bf16).
+Each point launches its kernel once, after the JIT, so ncu sees exactly
+one launch per point."""
 import sys
 
 import torch
 
 import fagen
 
-SCHED = {"fagen": None, "baseline": "fa_fwd_baseline_sm90.fa"}
+SCHED = {"fagen": None, "ws": "fa_fwd_sm90.fa",
+         "baseline": "fa_fwd_baseline_sm90.fa"}
 
 
 def main():

@@ -68,9 +68,10 @@ sizes(fg_ctx *c, const char *fn, const fg_attention_args *a, bool tma)
 				"indexing (at most 2^31 - 1)", s[i].name,
 				(long long)s[i].v);
 	}
-	if (tma && a->head_dim != 64 && a->head_dim != 128)
+	if (tma && a->head_dim != 64 && a->head_dim != 128 &&
+	    a->head_dim != 256)
 		return bad(c, fn, "head_dim is %lld; the fused kernel "
-			"supports 64 and 128", (long long)a->head_dim);
+			"supports 64, 128 and 256", (long long)a->head_dim);
 	if (!tma && a->head_dim > 512)
 		return bad(c, fn, "head_dim is %lld; the reference supports "
 			"up to 512", (long long)a->head_dim);
@@ -236,9 +237,10 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
 
 /* The schedule for compute capability cc and head dim d (asked: the
  * caller's choice or NULL): FG_OK with its file, or why not.  At d = 64
- * the non-specialized schedule, four 64-row CTAs per SM, measured 5 to
+ * the non-specialized schedule, two 64-row CTAs per SM, measured 5 to
  * 9 % faster than the warp-specialized one on an H200 at every point of
- * docs/PERF.md's grid; at d = 128 the warp-specialized one is 1.5x. */
+ * docs/PERF.md's grid; at d = 128 the warp-specialized one is 1.5x,
+ * and at 256 it is the only one with two warpgroups per CTA. */
 static fg_status
 pick(fg_ctx *c, const char *fn, int cc, int d, const char *asked,
 	const char **file)

@@ -7,7 +7,7 @@ q is (B, H, Sq, D) and k, v are (B, H, Sk, D), the layout of
 torch.nn.functional.scaled_dot_product_attention, with any strides whose
 last one is 1: contiguous tensors, (B, S, H, D) tensors transposed to
 (B, H, S, D), slices of a packed QKV tensor.  dtype bfloat16 or float16,
-D 64 or 128, all on one CUDA device (sm_90: H100, H200).  out is a new
+D 64, 128 or 256, all on one CUDA device (sm_90: H100, H200).  out is a new
 contiguous (B, H, Sq, D) tensor of q's dtype, lse a float32 (B, H, Sq)
 tensor: log(sum(exp(q k^T * scale))), the natural log.  scale None means
 1/sqrt(D).  Causal attention is aligned to the bottom right (query i sees
@@ -232,7 +232,7 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
     q: (B, H, Sq, D), k and v: (B, H, Sk, D), bfloat16 or float16 CUDA
-    tensors with a contiguous last dimension; D 64 or 128.  causal:
+    tensors with a contiguous last dimension; D 64, 128 or 256.  causal:
     bottom-right aligned.  scale: None for 1/sqrt(D).  Runs on torch's
     current stream.  Raises FagenError with libfagen's message when it
     refuses the arguments (alignment, strides, sizes) or cannot run.

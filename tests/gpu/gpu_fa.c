@@ -1,7 +1,7 @@
 /* gpu_fa.c: schedules/fa_fwd_sm90.fa on a Hopper GPU against a float64
  * host reference, over the shapes of issue #3: batch 1 and 3; heads 1, 5,
  * 16; sequence lengths from {1, 17, 128, 1000, 4097, 8192} with q != k;
- * causal on and off; head dim 64 and 128; bf16 and f16.  Fresh random
+ * causal on and off; head dim 64, 128 and 256; bf16 and f16.  Fresh random
  * inputs per case, O and LSE poisoned (NaN) before each run, each run done
  * twice and compared bit for bit.  Every element of O is checked for NaN
  * (an unwritten one); the float64 comparison covers every row of small
@@ -189,6 +189,10 @@ main(int argc, char **argv)
 		 * one) and of 1 */
 		{3, 5, 1000, 1000, 128, true, false, "L2KV=1048576"},
 		{1, 16, 4097, 4097, 64, true, true, "L2KV=1"},
+		/* head dim 256: 64-key blocks, O over Q */
+		{1, 5, 1000, 1000, 256, false, false, NULL},
+		{2, 3, 777, 1500, 256, true, true, NULL},
+		{1, 2, 4097, 4097, 256, true, false, NULL},
 		/* every exp2 of the unmasked blocks by polynomial */
 		{3, 5, 1000, 1000, 128, false, false, "POLY=8"},
 		{1, 16, 4097, 4097, 64, true, true, "POLY=8"},

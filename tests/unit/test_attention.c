@@ -173,10 +173,10 @@ head_dim_dtype_and_scale_must_be_supported(void **state)
 	fg_attention_args a;
 
 	a = problem(), a.head_dim = 96;
-	invalid(f, &a, "head_dim is 96; the fused kernel supports 64 and "
-		"128");
-	a = problem(), a.head_dim = 256;
-	invalid(f, &a, "head_dim is 256");
+	invalid(f, &a, "head_dim is 96; the fused kernel supports 64, 128 "
+		"and 256");
+	a = problem(), a.head_dim = 512;
+	invalid(f, &a, "head_dim is 512");
 	a = problem(), a.dtype = 0;
 	invalid(f, &a, "dtype is 0: use FG_DTYPE_BF16 or FG_DTYPE_F16");
 	a = problem(), a.dtype = 7;
@@ -315,9 +315,9 @@ every_variant_binds_both_layouts(void **state)
 	int64_t tiles[3];
 	Attn t;
 
-	for (int v = 0; v < 8; v++) {
+	for (int v = 0; v < 12; v++) {
 		fg_attention_args a = problem();
-		a.head_dim = v & 1 ? 128 : 64;
+		a.head_dim = v >= 8 ? 256 : v & 1 ? 128 : 64;
 		a.dtype = v & 2 ? FG_DTYPE_F16 : FG_DTYPE_BF16;
 		a.causal = (v & 4) != 0;
 		if (attn_variant(f->ctx, FWD, 90, &a, &k) != FG_OK)

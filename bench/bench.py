@@ -70,7 +70,7 @@ def make_fns(d, causal, extra=()):
         return fn
 
     fns = {}
-    if d in (64, 128):
+    if d in (64, 128, 256):
         fns["fagen"] = lambda q, k, v, out: fagen.attention(
             q, k, v, causal=causal, out=out)[0]
         fns["ws"] = lambda q, k, v, out: fagen.attention(

@@ -186,8 +186,8 @@ def errors():
         (lambda: fagen.attention(q.float(), q.float(), q.float()),
          ValueError, "torch.bfloat16 or torch.float16"),
         (lambda: fagen.attention(q[..., :32], q[..., :32], q[..., :32]),
-         fagen.FagenError, "head_dim is 32; the fused kernel supports 64 and "
-         "128"),
+         fagen.FagenError, "head_dim is 32; the fused kernel supports 64, 128 "
+         "and 256"),
         (lambda: fagen.attention(torch.randn(1, 2, 64, 72, device=dev,
                                              dtype=torch.bfloat16)[..., 4:68],
                                  q, q), fagen.FagenError,
@@ -260,6 +260,8 @@ def main():
         check("bhsd", 2, 4, 256, 256, 64, bf, False)
         check("bshd", 2, 4, 256, 256, 64, bf, False)
         check("bhsd", 2, 4, 1000, 1000, 128, bf, True)
+        check("bshd", 1, 3, 700, 900, 256, bf, True)
+        check("bhsd", 2, 2, 300, 1000, 256, hf, False)
         check("bshd", 1, 8, 300, 1000, 128, hf, True)
         check("bhsd", 2, 2, 1000, 300, 64, bf, True)   # rows see none
         check("packed", 2, 8, 777, 777, 64, hf, True)

@@ -113,6 +113,7 @@ vf_mbar_complete(Sim *s, int b)
 	m->phase++;
 	m->pending = m->count;
 	m->bytes = 0;
+	vf_wake_bar(s, B_MBAR, b);
 }
 
 void
@@ -161,6 +162,28 @@ ready(Sim *s, Proc *p)
 	}
 }
 
+/* Process i may move or not: s->rdy mirrors ready() for every process,
+ * updated wherever what ready() reads changes (a process's state and
+ * group counts, a phase of an mbarrier or the generation of a named
+ * barrier it waits on), so the scheduler need not scan them. */
+void
+vf_wake(Sim *s, int i)
+{
+	if (s->p[i].state != B_DONE && ready(s, &s->p[i]))
+		s->rdy |= 1u << i;
+	else
+		s->rdy &= ~(1u << i);
+}
+
+/* Barrier bar moved on: recheck the processes blocked on it in state. */
+void
+vf_wake_bar(Sim *s, int state, int bar)
+{
+	for (int i = 0; i < s->np; i++)
+		if (s->p[i].state == state && s->p[i].bar == bar)
+			vf_wake(s, i);
+}
+
 /* Complete event e (TMA data landing, a group retiring, a tcgen05
  * operation finishing in order). */
 static void
@@ -186,9 +209,11 @@ complete(Sim *s, int e)
 		break;
 	case EV_BULK:
 		p->bulk_groups--;
+		vf_wake(s, ev.proc);
 		break;
 	case EV_WGMMA:
 		p->wg_groups--;
+		vf_wake(s, ev.proc);
 		break;
 	case EV_TC:
 		if (ev.bar >= 0) {
@@ -277,6 +302,8 @@ setup(Sim *s, const SirMod *m)
 			int *inf = p->inflight;
 			Ref *infl = p->infl;
 			bool *lv = p->lanevar;
+			for (int k = 0; inf && k < p->ninfl; k++)
+				inf[infl[k]] = 0;  /* the last run's, all nonzero */
 			memset(p, 0, offsetof(Proc, fr));  /* push sets a frame */
 			p->sp = sp;
 			p->warp = w;
@@ -284,16 +311,22 @@ setup(Sim *s, const SirMod *m)
 			p->sim = s;
 			p->inflight = inf && p->sp == sp ? inf :
 				NEWARR(&s->ctx->scratch, int, sp->nvals + 1);
-			memset(p->inflight, 0, (sp->nvals + 1) * sizeof(int));
 			p->infl = infl ? infl : NEWARR(&s->ctx->scratch, Ref,
 				sp->nvals + 1);
-			p->lanevar = lv && p->sp == sp ? lv :
-				NEWARR(&s->ctx->scratch, bool, sp->nvals + 1);
-			memset(p->lanevar, 0, (sp->nvals + 1) * sizeof(bool));
+			p->lanevar = lv ? lv : NEWARR(&s->ctx->scratch, bool,
+				sp->nvals + 1);
 			p->v = v ? v : NEWARR(&s->ctx->scratch, int64_t,
 				sp->nvals + 1);
-			memset(p->v, 0, (sp->nvals + 1) * sizeof *p->v);
-			for (int k = 0; i < 64 && k < s->nkonst[i]; k++)
+			if (v && i < 64) {  /* what matters of the last run's */
+				for (int k = 0; k < s->nclr[i]; k++) {
+					p->v[s->clr[i][k]] = 0;
+					p->lanevar[s->clr[i][k]] = false;
+				}
+			} else if (v) {
+				memset(p->lanevar, 0, (sp->nvals + 1) * sizeof(bool));
+				memset(p->v, 0, (sp->nvals + 1) * sizeof *p->v);
+			}
+			for (int k = 0; !v && i < 64 && k < s->nkonst[i]; k++)
 				p->v[s->konst[i][k]->dst] = s->konst[i][k]->imm;
 			p->seen = seen ? seen : NEWARR(&s->ctx->scratch, int64_t,
 				MAXBAR);
@@ -302,6 +335,8 @@ setup(Sim *s, const SirMod *m)
 	}
 	s->nmb = 0;
 	for (const Res *r = s->k->res; r; r = r->next) {
+		if (r->kind == R_MBAR && r->index >= 0 && r->index < s->nmbase)
+			s->mbase[r->index] = s->nmb;
 		if (r->kind == R_MBAR)
 			for (int i = 0; i < r->count && s->nmb < MAXBAR; i++)
 				s->mb[s->nmb++] = (Mbar){r, i, r->mcount, r->mcount,
@@ -325,6 +360,7 @@ setup(Sim *s, const SirMod *m)
 	s->nrec = 0;
 	s->nev = 0;
 	s->steps = 0;
+	s->rdy = s->np < 32 ? (1u << s->np) - 1 : ~0u;  /* all B_RUN */
 }
 
 /* The next move: a process, MAXPROC + an event, or -1 when none can
@@ -336,26 +372,31 @@ setup(Sim *s, const SirMod *m)
 static int
 next(Sim *s)
 {
-	int cand[MAXPROC + MAXEV], n = 0;
+	int cand[MAXEV], n = 0;
 	uint32_t seen[4] = {0};  /* by event kind: processes queued */
 
 	if (s->mode == 1 && s->nev)
 		return MAXPROC;
-	for (int i = 0; i < s->np; i++)
-		if (s->p[i].state != B_DONE && ready(s, &s->p[i])) {
-			if (s->mode < 2)
-				return i;
-			cand[n++] = i;
-		}
 	if (s->mode < 2)
-		return s->nev ? MAXPROC : -1;
+		return s->rdy ? __builtin_ctz(s->rdy) : s->nev ? MAXPROC : -1;
+	int nr = 0;
+	for (uint32_t m = s->rdy; m; m &= m - 1)
+		nr++;
 	for (int e = 0; e < s->nev; e++) {
 		uint32_t bit = 1u << s->ev[e].proc;
 		if (s->ev[e].kind == EV_TMA || !(seen[s->ev[e].kind] & bit))
 			cand[n++] = MAXPROC + e;
 		seen[s->ev[e].kind] |= bit;
 	}
-	return n ? cand[vf_rnd(s) % (uint64_t)n] : -1;
+	if (!nr && !n)
+		return -1;
+	uint64_t k = vf_rnd(s) % (uint64_t)(nr + n);
+	if (k >= (uint64_t)nr)
+		return cand[k - nr];
+	uint32_t m = s->rdy;  /* the k-th ready process */
+	while (k--)
+		m &= m - 1;
+	return __builtin_ctz(m);
 }
 
 /* One run under the current mode; false when it failed. */
@@ -379,6 +420,7 @@ run(Sim *s)
 				vf_join(s, p->vc, s->nbvc[p->bar][1]);
 			p->state = B_RUN;
 			vf_step(s, p);
+			vf_wake(s, pick);
 		} else {
 			complete(s, pick - MAXPROC);
 		}
@@ -463,10 +505,13 @@ pass_verify(Ctx *ctx, SirMod *m)
 
 	if (ctx->no_verify || !producers(ctx, m))
 		return;
-	int nbar = 0;
+	int nbar = 0, nmres = 0;
 	for (const Res *r = m->k->res; r; r = r->next)
-		if (r->kind == R_MBAR)
+		if (r->kind == R_MBAR) {
 			nbar += r->count;
+			if (r->index >= nmres)
+				nmres = r->index + 1;
+		}
 	if (nbar > MAXBAR) {
 		diag_warn(ctx, "verify-limit", m->k->span, "the verifier does not "
 			"run: %d mbarrier elements, more than %d", nbar, MAXBAR);
@@ -476,6 +521,8 @@ pass_verify(Ctx *ctx, SirMod *m)
 	s->ctx = ctx;
 	s->m = m;
 	s->k = m->k;
+	s->nmbase = nmres;
+	s->mbase = NEWARR(&ctx->scratch, int, nmres + 1);
 	vf_skips(s, m);
 	for (const Res *r = m->k->res; r; r = r->next)
 		if (r->kind == R_PARAM && np < 64) {

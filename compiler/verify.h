@@ -142,6 +142,12 @@ typedef struct Sim {
 	int skipmask;
 	const SirIns **konst[64]; /* by partition: the constants set when a */
 	int nkonst[64];           /* run starts (konsts()) */
+	Ref *clr[64];             /* by partition: the values a new run */
+	int nclr[64];             /* clears (vf_skips()) */
+	uint32_t rdy;             /* processes that may move (vf_wake) */
+	int *mbase;               /* by mbarrier Res index: its first
+				   * element in mb */
+	int nmbase;
 } Sim;
 
 /* The clock entry of mbarrier b: how many of its phases were observed. */
@@ -181,6 +187,9 @@ void vf_note_traces(Sim *, const Proc *);
 const char *vf_pname(Sim *, const Proc *);
 void vf_mbar_complete(Sim *, int b);
 void vf_mbar_arrive(Sim *, Proc *, const SirIns *, int b, int64_t n);
+
+void vf_wake(Sim *, int proc);
+void vf_wake_bar(Sim *, int state, int bar);
 
 /* verify_exec.c */
 bool vf_push(Proc *, const SirBlock *, const SirIns *loop);

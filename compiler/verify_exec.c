@@ -13,6 +13,16 @@
 static int
 mbar_of(Sim *s, const Res *r, int64_t idx)
 {
+	/* every element is in mb (pass_verify checks MAXBAR), r's in a
+	 * row from mbase[r->index] */
+	if (r->index >= 0 && r->index < s->nmbase) {
+		int b = s->mbase[r->index];
+		if (idx < 0 || idx >= r->count)
+			return -1;
+		if (b >= 0 && b + idx < s->nmb && s->mb[b + idx].r == r &&
+		    s->mb[b + idx].idx == idx)
+			return b + (int)idx;
+	}
 	for (int i = 0; i < s->nmb; i++)
 		if (s->mb[i].r == r && s->mb[i].idx == idx)
 			return i;
@@ -324,6 +334,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			n->arrived = 0;
 			n->who = 0;
 			n->gen++;
+			vf_wake_bar(s, B_NBAR, id);
 			memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(Clk));
 			memset(s->nbvc[id][0], 0, s->nvc * sizeof(Clk));
 			if (in->op == SOP_bar_sync)
@@ -382,6 +393,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (gate->arrived >= gate->count) {
 			gate->arrived = 0;
 			gate->gen++;
+			vf_wake_bar(s, B_NBAR, g);
 			memcpy(s->nbvc[g][1], s->nbvc[g][0], s->nvc * sizeof(Clk));
 			memset(s->nbvc[g][0], 0, s->nvc * sizeof(Clk));
 			vf_join(s, p->vc, s->nbvc[g][1]);

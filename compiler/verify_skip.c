@@ -176,6 +176,25 @@ konsts(Sim *s, int pi, bool *isk)
 	s->nkonst[pi] = nk;
 }
 
+/* What a new run of sp must clear: its relevant values (and Ref 0).
+ * Every other value is read only by pure instructions that are not
+ * relevant, into values that are not relevant, so what the last run
+ * left there reaches nothing the verifier looks at; lanevar, too, flows
+ * from operands to the result of a pure instruction.  The constants of
+ * konsts() keep the value that their only definition writes. */
+static void
+clears(Sim *s, int pi, const bool *rel, const bool *isk)
+{
+	const SirPart *sp = s->m->parts[pi];
+	int n = 0;
+
+	s->clr[pi] = NEWARR(&s->ctx->scratch, Ref, sp->nvals + 1);
+	for (Ref r = 0; r <= (Ref)sp->nvals; r++)
+		if (r == 0 || (rel[r] && !isk[r]))
+			s->clr[pi][n++] = r;
+	s->nclr[pi] = n;
+}
+
 static bool
 skippable(const SirIns *in, const bool *rel, const bool *wg,
 	const bool *isk)
@@ -257,8 +276,10 @@ vf_skips(Sim *s, const SirMod *m)
 		while (mark_uses(&sp->body, rel))
 			;
 		rel[0] = wg[0] = false;
-		if (i < 64)
+		if (i < 64) {
 			konsts(s, i, isk);
+			clears(s, i, rel, isk);
+		}
 		skip_blocks(s, &sp->body, rel, wg, isk);
 	}
 }

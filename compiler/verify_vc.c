@@ -10,7 +10,10 @@
 #include "verify.h"
 
 /* The clocks of processes, mbarrier phases and named barriers, sized to
- * the processes and mbarriers in use (the same in every run). */
+ * the processes and mbarriers in use (the same in every run).  A run
+ * starts from zero in those it joins into (processes, accumulating
+ * phases and barriers); the completed ones (done, nbvc[][1]) are copied
+ * whole when a phase or barrier completes, before anything reads them. */
 void
 vf_clocks(Sim *s)
 {
@@ -22,20 +25,21 @@ vf_clocks(Sim *s)
 		s->clocks = NEWARR(&s->ctx->scratch, Clk, (size_t)s->nclocks *
 			s->nvc);
 	}
-	memset(s->clocks, 0, (size_t)s->nclocks * s->nvc * sizeof(Clk));
+	memset(s->clocks, 0, (size_t)(s->np + s->nmb + 24) * s->nvc *
+		sizeof(Clk));
 	c = s->clocks;
 	for (int i = 0; i < s->np; i++, c += s->nvc)
 		s->p[i].vc = c;
-	for (int b = 0; b < s->nmb; b++) {
+	for (int b = 0; b < s->nmb; b++, c += s->nvc)
 		s->acc[b] = c;
-		s->done[b][0] = c + s->nvc;
-		s->done[b][1] = c + 2 * s->nvc;
-		c += 3 * s->nvc;
-	}
-	for (int i = 0; i < 24; i++, c += 2 * s->nvc) {
+	for (int i = 0; i < 24; i++, c += s->nvc)
 		s->nbvc[i][0] = c;
-		s->nbvc[i][1] = c + s->nvc;
+	for (int b = 0; b < s->nmb; b++, c += 2 * s->nvc) {
+		s->done[b][0] = c;
+		s->done[b][1] = c + s->nvc;
 	}
+	for (int i = 0; i < 24; i++, c += s->nvc)
+		s->nbvc[i][1] = c;
 	for (int e = 0; e < s->nev; e++)  /* left by a failed run */
 		if (s->ev[e].vc)
 			vf_vfree(s, s->ev[e].vc);

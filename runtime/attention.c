@@ -237,10 +237,10 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
 
 /* The schedule for compute capability cc and head dim d (asked: the
  * caller's choice or NULL): FG_OK with its file, or why not.  At d = 64
- * the non-specialized schedule, two 64-row CTAs per SM, measured 5 to
- * 9 % faster than the warp-specialized one on an H200 at every point of
- * docs/PERF.md's grid; at d = 128 the warp-specialized one is 1.5x,
- * and at 256 it is the only one with two warpgroups per CTA. */
+ * the non-specialized schedule, three 64-row CTAs per SM, measured 10 to
+ * 29 % faster than the warp-specialized one on an H200 at every point of
+ * docs/PERF.md's grid; at d = 128 and 256 the warp-specialized one is
+ * 1.3x to 1.7x the other. */
 static fg_status
 pick(fg_ctx *c, const char *fn, int cc, int d, const char *asked,
 	const char **file)

@@ -234,8 +234,9 @@ frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 			"'f32' scalars, not '%s'", ty_name(o->ty));
 		return sg_err(g);
 	}
+	const SirVal fv = *f;  /* sir_val may move the array f points into */
 	r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
-	frag_like(g, r, f);
+	frag_like(g, r, &fv);
 	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = a;
@@ -282,6 +283,7 @@ fold(G *g, const Node *n, Ref a, Ref b)
 }
 
 static Ref binop(G *, const Node *, Ref, Ref);
+static Ref unop(G *, SirOp, Ref, Ty, Span);
 
 static Ref
 binary(G *g, const Node *n)
@@ -370,14 +372,7 @@ unary(G *g, const Node *n)
 			ty_name(x->ty));
 		return sg_err(g);
 	}
-	Ref r = sir_val(g->ctx, g->p, x->ty, NULL);
-	if (x->ty == TY_FRAG)
-		frag_like(g, r, x);
-	SirIns *i = sg_emit(g, op, n->span);
-	i->dst = r;
-	i->a[0] = a;
-	i->na = 1;
-	return r;
+	return unop(g, op, a, x->ty, n->span);  /* not x: sir_val moves it */
 }
 
 static Ref

@@ -575,7 +575,9 @@ op_mem(G *g, const Node *n)
 	Ref x = frag_var(g, fe, ld ? "the destination" : "the value");
 	if (!r || sg_val(g, x)->ty == TY_ERR)
 		return;
-	SirVal *v = sg_val(g, x);
+	/* a copy: evaluating 'cols=' and 'row=' below adds values, and the
+	 * value array may move (a use after free the fuzzer found) */
+	const SirVal vcopy = *sg_val(g, x), *v = &vcopy;
 	bool rowvec = v->lay->kind == LK_ROWS && v->lay->parent &&
 		v->lay->parent->kind == LK_TMEM_ROWS;
 	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS && !rowvec) {

@@ -24,7 +24,9 @@ Each output is checked against a float64 reference on a few (batch, head)
 slices, after its buffer was filled with NaN; a method whose error is more
 than 4x cuDNN's (plus 2^-10) fails the point.  Timing: CUDA events around
 a run of back-to-back calls over rotating input sets (so L2 holds none of
-them), warm-up excluded, the median over --reps runs.  TFLOP/s counts
+them), warm-up excluded, the median over --reps runs; the methods' runs
+are interleaved round-robin (the first method rotating) so that clock
+drift within a point does not favour the method timed first.  TFLOP/s counts
 4*B*H*S*S*D, half for causal.  Also times a bf16 8192^3 GEMM (torch.mm) as
 the ceiling.  Writes DIR/bench.csv and DIR/bench.png (when matplotlib is
 there) and prints the table with each method's ratio to cuDNN.
@@ -103,9 +105,9 @@ def reference64(q, k, v, causal, idx):
     return outs
 
 
-def time_fn(fn, sets, outs, reps, per_rep):
+def time_fn(fn, sets, outs, reps, per_rep, warmup=3):
     """Median seconds per call."""
-    for i in range(3):                                  # warm-up
+    for i in range(warmup):
         fn(*sets[i % len(sets)], outs[i % len(outs)])
     torch.cuda.synchronize()
     times = []
@@ -141,8 +143,8 @@ def bench_point(d, causal, s, reps, fns, gen):
     ref = reference64(*sets[0], causal, idx)
     fl = flops(b, h, s, d, causal)
     row = {"D": d, "causal": int(causal), "S": s, "B": b, "H": h}
-    errs = {}
-    for name, fn in fns.items():
+    errs, ok = {}, {}
+    for name, fn in fns.items():                        # check first
         if name == "unfused" and s > 4096:
             continue     # slow, and its S matrix is B*H*S*S*4 bytes
         try:
@@ -154,14 +156,28 @@ def bench_point(d, causal, s, reps, fns, gen):
             if math.isnan(err) or torch.isnan(o).any().item():
                 err = float("inf")
             errs[name] = err
-            per_rep = max(1, min(50, int(2e-3 / max(fl / 400e12, 1e-6))))
-            t = time_fn(fn, sets, outs, reps if name != "unfused" else 3,
-                        per_rep if name != "unfused" else 1)
-            row[name] = fl / t / 1e12
+            ok[name] = fn
         except Exception as e:                          # noqa: BLE001
             print("  %s D=%d causal=%d S=%d: %s" % (name, d, causal, s,
                   str(e).splitlines()[0][:160]), file=sys.stderr)
             torch.cuda.synchronize()
+    # Then time the methods round-robin, one repetition each in turn and
+    # the starting method rotating, so that clock and power drift over the
+    # point (first-timed methods ran a few % faster) falls on all alike.
+    per_rep = max(1, min(50, int(2e-3 / max(fl / 400e12, 1e-6))))
+    names = [n for n in ok if n != "unfused"]
+    times = {n: [] for n in names}
+    for n in names:                                     # warm-up
+        time_fn(ok[n], sets, outs, 1, 3)
+    for r in range(reps):
+        for k in range(len(names)):
+            n = names[(r + k) % len(names)]
+            times[n].append(time_fn(ok[n], sets, outs, 1, per_rep,
+                                    warmup=0))
+    for n in names:
+        row[n] = fl / statistics.median(times[n]) / 1e12
+    if "unfused" in ok:
+        row["unfused"] = fl / time_fn(ok["unfused"], sets, outs, 3, 1) / 1e12
     tol = 4 * errs.get("cudnn", errs.get("flash", 1e-2)) + 2 ** -10
     for name, err in errs.items():
         row[name + "_err"] = err

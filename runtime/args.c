@@ -163,8 +163,15 @@ strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
 		given += t->strides[i] != 0;
 	for (int i = r - 1; i >= 0; i--) {
 		if (!given) {
-			s[i] = i == r - 1 ? 1 : s[i + 1] * d[i + 1];
-			continue;  /* d are <= 2^31, r <= 5: no overflow */
+			/* each extent is < 2^31, but four of them overflow
+			 * (the metadata fuzzer's find) */
+			if (i == r - 1)
+				s[i] = 1;
+			else if (__builtin_mul_overflow(s[i + 1], d[i + 1],
+			    &s[i]))
+				return bad(c, m, "tensor '%s': its dense strides "
+					"overflow 64-bit addressing", g->name);
+			continue;
 		}
 		if (t->strides[i] <= 0)
 			return bad(c, m, "tensor '%s': strides[%d] is %lld: "

@@ -385,6 +385,28 @@ sizes_beyond_32_bit_indexing_are_rejected(void **state)
 	invalid(f, a, 4, "is 4294967296 but the schedule's extent");
 }
 
+/* Dense strides of a rank-4 tensor whose extents are each below 2^31
+ * overflowed int64 (UBSan, found by tests/fuzz/fuzz_meta.c). */
+static void
+dense_strides_that_overflow_are_rejected(void **state)
+{
+	Fix *f = *state;
+	static const char meta[] =
+		"// fagen.kernel name=b target=sm_90a threads=32 order=single\n"
+		"// fagen.arg 0 param N i32\n"
+		"// fagen.arg 1 global X bf16 rank=4 dims $N ; $N ; $N ; 64\n";
+	fg_kernel *k;
+
+	assert_int_equal(fg_kernel_create(f->ctx, meta, 0, &k), FG_OK);
+	fg_arg a[] = {FG_INT("N", INT32_MAX), FG_PTR("X", X0)};
+	Fix g = {.ctx = f->ctx, .k = k};
+	invalid(&g, a, 2, "tensor 'X': its dense strides overflow 64-bit "
+		"addressing");
+	a[0].i = 1 << 12;  /* 2^42 elements: no overflow */
+	assert_int_equal(fg_kernel_check(k, a, 2, NULL), FG_OK);
+	fg_kernel_free(k);
+}
+
 static void
 tma_box_rules_are_checked(void **state)
 {
@@ -777,6 +799,7 @@ main(void)
 		T(scalar_errors_are_named),
 		T(tensor_errors_are_named),
 		T(sizes_beyond_32_bit_indexing_are_rejected),
+		T(dense_strides_that_overflow_are_rejected),
 		T(tma_box_rules_are_checked),
 		T(legacy_default_stream_is_refused),
 		T(grid_limit_must_not_be_negative),

@@ -8,8 +8,9 @@
 
 #include "fgc.h"
 
-static const char *
-pname(Ctx *ctx, const Part *p)
+/* "name" or "name[i]" for a partition of a family, in ctx->perm. */
+const char *
+budget_pname(Ctx *ctx, const Part *p)
 {
 	Buf b;
 
@@ -31,15 +32,15 @@ check_warps(Ctx *ctx, Kernel *k)
 		if (p->warp_hi >= nwarps)
 			diag_error(ctx, p->nspan, "partition '%s' has warps "
 				"%d..%d but the CTA has %d warp%s (threads=%d)",
-				pname(ctx, p), p->warp_lo, p->warp_hi, nwarps,
+				budget_pname(ctx, p), p->warp_lo, p->warp_hi, nwarps,
 				nwarps == 1 ? "" : "s", k->threads);
 		for (int w = p->warp_lo; w <= p->warp_hi && w < nwarps; w++) {
 			if (owner[w] && !reported) {
 				diag_error(ctx, p->nspan, "warp %d is in "
 					"partition '%s' and in '%s'", w,
-					pname(ctx, p), pname(ctx, owner[w]));
+					budget_pname(ctx, p), budget_pname(ctx, owner[w]));
 				diag_note(ctx, owner[w]->nspan, "'%s' declared "
-					"here", pname(ctx, owner[w]));
+					"here", budget_pname(ctx, owner[w]));
 				reported = true;
 			}
 			if (!owner[w])
@@ -87,8 +88,8 @@ check_regs(Ctx *ctx, Kernel *k)
 					"warpgroup %d (warps %d..%d) with '%s', whose "
 					"budget is regs=%d; setmaxnreg applies to whole "
 					"warpgroups, so give it regs=%d too",
-					pname(ctx, q), g, 4 * g, 4 * g + 3,
-					pname(ctx, o), o->regs, o->regs);
+					budget_pname(ctx, q), g, 4 * g, 4 * g + 3,
+					budget_pname(ctx, o), o->regs, o->regs);
 				return;
 			}
 			if (p->regs)
@@ -101,8 +102,8 @@ check_regs(Ctx *ctx, Kernel *k)
 			if (!p->regs && who[g]) {
 				diag_error(ctx, p->nspan, "partition '%s' shares "
 					"warpgroup %d with '%s', whose budget is "
-					"regs=%d; give it regs=%d too", pname(ctx, p),
-					g, pname(ctx, who[g]), who[g]->regs,
+					"regs=%d; give it regs=%d too", budget_pname(ctx, p),
+					g, budget_pname(ctx, who[g]), who[g]->regs,
 					who[g]->regs);
 				return;
 			}
@@ -139,7 +140,7 @@ check_regs(Ctx *ctx, Kernel *k)
 			if (who[g])
 				diag_note(ctx, who[g]->nspan, "warpgroup %d: 128 "
 					"threads x %d ('%s')", g, k->wg_regs[g],
-					pname(ctx, who[g]));
+					budget_pname(ctx, who[g]));
 	}
 }
 

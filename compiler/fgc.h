@@ -387,6 +387,7 @@ typedef struct Kernel {
 
 Kernel *sema_kernel(Ctx *, const Node *module);
 void sema_budgets(Ctx *, Kernel *);  /* budget.c */
+const char *budget_pname(Ctx *, const Part *);  /* "p" or "p[i]" */
 Res *kernel_find(const Kernel *, const char *name);
 bool const_eval(Ctx *, const Kernel *, const Node *, Val *out);
 bool const_binary(Ctx *, const Node *op, const Val *, const Val *, Val *);

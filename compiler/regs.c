@@ -481,18 +481,6 @@ budget(const Kernel *k, const Part *p, char *why, size_t n)
 	return lim;
 }
 
-static const char *
-pname(Ctx *ctx, const Part *p)
-{
-	Buf b;
-
-	if (p->index < 0)
-		return p->name;
-	buf_init(&b, &ctx->perm);
-	buf_printf(&b, "%s[%d]", p->name, p->index);
-	return b.p;
-}
-
 /* "'s' f32[64,256] 128": a live tile in the message. */
 static void
 show(const Est *e, Buf *b, Ref r)
@@ -558,12 +546,12 @@ report(Est *e, const Part *p, int lim, const char *why)
 	if (err)
 		diag_error(ctx, p->nspan, "partition '%s' keeps at least %d "
 			"registers per thread of tiles live at once (%s); its "
-			"budget is %s", pname(ctx, p), e->tiles, b.p, why);
+			"budget is %s", budget_pname(ctx, p), e->tiles, b.p, why);
 	else
 		diag_warn(ctx, "register-pressure", p->nspan, "partition '%s' "
 			"keeps about %d registers per thread of tiles live at "
 			"once (%s) plus about %d for addresses and counters; its "
-			"budget is %s", pname(ctx, p), e->at_tiles, b.p,
+			"budget is %s", budget_pname(ctx, p), e->at_tiles, b.p,
 			e->est + OVERHEAD - e->at_tiles, why);
 	diag_note(ctx, (err ? e->tiles_at : e->at)->span, "the most are "
 		"live here");

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run-ptxas.sh FILE.ptx: assemble an expected PTX file with ptxas for the
 # architecture on its .target line.  Fails on any ptxas error and on spills
-# (a non-zero 'N bytes spill stores/loads' in the -v report); exits 77 (SKIP)
-# when there is no ptxas.
+# (a non-zero 'N bytes spill stores/loads' in the -v report) and on any
+# (C75xx) advisory line; exits 77 (SKIP) when there is no ptxas.
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -32,5 +32,10 @@ if [ "$rc" -ne 0 ]; then
 fi
 if printf '%s\n' "$out" | grep -Eq '[1-9][0-9]* bytes spill (stores|loads)'; then
 	echo "run-ptxas: $file spills registers for $arch" >&2
+	exit 1
+fi
+# a (C75xx) advisory: ptxas changed or ignored what the PTX asked for
+if printf '%s\n' "$out" | grep -Eq '\(C75[0-9]{2}\)'; then
+	echo "run-ptxas: ptxas reports a C75xx notice on $file for $arch" >&2
 	exit 1
 fi

@@ -74,8 +74,8 @@ run(const Sched *sc, const Case *c)
 {
 	char d1[32], d2[32], d3[32], d4[32];
 	const char *defs[] = {d1, d2, d3, d4};
-	bool grouped = c->extra && !strcmp(sc->kernel, "fa_fwd");
-	fg_compile_options opt = {.defines = defs, .ndefines = grouped ? 4 : 3};
+	bool extra = c->extra && !strcmp(sc->kernel, "fa_fwd");
+	fg_compile_options opt = {.defines = defs, .ndefines = extra ? 4 : 3};
 	fg_program *prog;
 	fg_kernel *fk;
 	size_t nq = (size_t)c->z * c->sq * c->h * c->d;
@@ -150,7 +150,7 @@ run(const Sched *sc, const Case *c)
 	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s%s%s grid=%d: rel err "
 		"%.2e, LSE err %.1e over %ld rows%s%s%s -> %s", sc->kernel, c->z,
 		c->h, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
-		c->f16 ? "f16" : "bf16", grouped ? " " : "", grouped ? d4 : "",
+		c->f16 ? "f16" : "bf16", extra ? " " : "", extra ? d4 : "",
 		grid, e.rel, e.lerr, e.rows,
 		bad & 1 ? ", NaN in O" : "", bad & 2 ? ", NaN in LSE" : "",
 		bad & 4 ? ", runs differ" : "", bad ? "FAIL" : "ok");

@@ -5,6 +5,23 @@
 
 #include "fgc.h"
 
+enum { P_VERIFY = 1 };
+
+typedef struct Pass {
+	const char *name;
+	PassFn *fn;
+	int flags;
+} Pass;
+
+static const Pass passes[] = {
+	{"layout", pass_layout, P_VERIFY},
+	{"legalize", pass_legalize, P_VERIFY},
+	{"regs", pass_regs, 0},        /* regs.c: tiles against budgets */
+	{"verify", pass_verify, 0},    /* verify.c: protocol and deadlock */
+	{0},
+};
+
+
 int
 driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 {
@@ -44,4 +61,32 @@ driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 	else if (!ptx_gen(ctx, m, &ctx->out))
 		return ctx->nerr ? ctx->nerr : 1;
 	return ctx->nerr;
+}
+
+bool
+pass_run_all(Ctx *ctx, SirMod *m)
+{
+	if (ctx->verify_each)
+		sir_verify(ctx, m);
+	for (const Pass *p = passes; p->name; p++) {
+		p->fn(ctx, m);
+		arena_reset(&ctx->scratch);
+		if (ctx->nerr)
+			return false;
+		if ((p->flags & P_VERIFY) && ctx->verify_each)
+			sir_verify(ctx, m);
+		if (ctx->dump_after && !strcmp(ctx->dump_after, p->name) &&
+		    ctx->dump)
+			sir_print(m, ctx->dump);
+	}
+	return true;
+}
+
+bool
+pass_known(const char *name)
+{
+	for (const Pass *p = passes; p->name; p++)
+		if (!strcmp(p->name, name))
+			return true;
+	return !strcmp(name, "sirgen");
 }

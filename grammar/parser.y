@@ -10,7 +10,7 @@
 %expect 0
 
 %code requires {
-#include "fgc.h"
+#include "front/front.h"
 struct LexState;
 }
 

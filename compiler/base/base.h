@@ -1,0 +1,175 @@
+/* base.h: the bottom stage -- arena memory, byte buffers, interned
+ * strings, diagnostics, the compilation context and the targets'
+ * descriptions (capabilities and limits).  Every stage may include it; it
+ * includes no other stage. */
+#ifndef BASE_H
+#define BASE_H
+
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+#define FMT(a, b) __attribute__((format(printf, a, b)))
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define FAGEN_VERSION "0.1.0"  /* keep equal to meson.build's version */
+
+typedef struct Ctx Ctx;
+
+/* ---------------------------------------------------------------- arena.c
+ * Bump allocation in chunks taken from a Lua-style allocator.  Memory is
+ * zeroed and max_align_t aligned; an allocation never returns NULL: when the
+ * allocator fails the arena longjmps to *oom (the only setjmp in the code
+ * base sits in the public entry point). */
+typedef void *(*AllocFn)(void *ud, void *p, size_t osize, size_t nsize);
+
+typedef struct Chunk Chunk;
+typedef struct Arena {
+	AllocFn alloc;
+	void *ud;
+	jmp_buf *oom;   /* where to jump on allocation failure */
+	Chunk *head;    /* newest chunk first */
+	size_t total;   /* bytes requested from alloc, for tests */
+} Arena;
+
+void arena_init(Arena *, AllocFn, void *ud, jmp_buf *oom);
+void *arena_alloc(Arena *, size_t);
+void *arena_alloc_array(Arena *, size_t n, size_t size); /* checks n*size */
+void *arena_realloc(Arena *, void *p, size_t osize, size_t nsize);
+char *arena_strndup(Arena *, const char *, size_t);
+void arena_reset(Arena *);  /* frees every chunk but the first, keeps it */
+void arena_free(Arena *);   /* frees every chunk */
+void *arena_default_alloc(void *ud, void *p, size_t osize, size_t nsize);
+#define NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
+#define NEWARR(a, T, n) ((T *)arena_alloc_array((a), (n), sizeof(T)))
+
+/* ---------------------------------------------------------------- buf.c
+ * A growable byte string in an arena; always NUL-terminated. */
+typedef struct Buf {
+	Arena *a;
+	char *p;
+	size_t len, cap;
+} Buf;
+
+void buf_init(Buf *, Arena *);
+void buf_putc(Buf *, int);
+void buf_puts(Buf *, const char *);
+void buf_putn(Buf *, const char *, size_t);
+void buf_printf(Buf *, const char *, ...) FMT(2, 3);
+void buf_vprintf(Buf *, const char *, va_list);
+
+/* ---------------------------------------------------------------- intern.c
+ * Interned strings: equal names are equal pointers.  The table lives in
+ * ctx->perm; iteration order is never used for output. */
+typedef struct Intern Intern;
+Intern *intern_new(Arena *);
+const char *intern(Intern *, const char *s, size_t n);
+const char *intern_cstr(Intern *, const char *s);
+
+/* ---------------------------------------------------------------- diag.c
+ * Span: byte offsets [lo, hi) into ctx->src.  Line and column are computed
+ * only when printing, from a line table built once per file. */
+typedef struct Span {
+	uint32_t lo, hi;
+} Span;
+
+typedef struct Src {
+	const char *name;   /* as given on the command line */
+	const char *text;   /* not necessarily NUL-free */
+	size_t len;
+	uint32_t *lines;    /* byte offset of each line start */
+	uint32_t nlines;
+} Src;
+
+typedef enum { D_ERROR, D_WARNING, D_NOTE } DiagKind;
+
+typedef struct Diag Diag;
+struct Diag {
+	DiagKind kind;
+	Span span;
+	bool has_span;     /* false: message without a location */
+	const char *wname; /* warning name, e.g. "unused-stage", or NULL */
+	char *msg;
+	Diag *next;
+};
+
+/* Warning control: -Wno-NAME, -Werror=NAME, -Werror. */
+typedef struct WarnOpt {
+	const char *name;
+	int state;        /* 0 off, 1 on, 2 error */
+	struct WarnOpt *next;
+} WarnOpt;
+
+void src_init(Ctx *, const char *name, const char *text, size_t len);
+void src_linecol(const Src *, uint32_t off, uint32_t *line, uint32_t *col);
+void diag_error(Ctx *, Span, const char *fmt, ...) FMT(3, 4);
+void diag_warn(Ctx *, const char *wname, Span, const char *fmt, ...) FMT(4, 5);
+void diag_note(Ctx *, Span, const char *fmt, ...) FMT(3, 4);
+void diag_plain(Ctx *, DiagKind, const char *fmt, ...) FMT(3, 4);
+void diag_set_warning(Ctx *, const char *name, int state); /* last wins */
+void diag_render(const Ctx *, Buf *);  /* all diagnostics, GCC style */
+noreturn void fg_bug_at(const char *file, int line, const char *fmt, ...)
+	FMT(3, 4);
+#define fg_bug(...) fg_bug_at(__FILE__, __LINE__, __VA_ARGS__)
+#define MAXERRORS 20
+
+/* ---------------------------------------------------------------- ctx
+ * One compilation.  perm holds the AST, IR, interned strings and output
+ * and dies with the compilation; scratch is reset after every pass. */
+typedef struct Define {
+	const char *name;   /* interned */
+	const char *value;  /* text after '=' */
+	bool used;
+	struct Define *next;
+} Define;
+
+struct Ctx {
+	Arena perm, scratch;
+	jmp_buf *oom;
+	Intern *strs;
+	Src src;
+	Diag *diags, *dlast;
+	bool drop_notes;    /* the primary was suppressed: drop its notes */
+	int nerr, nwarn;
+	bool too_many;      /* MAXERRORS reached: later errors dropped */
+	WarnOpt *wopts;
+	bool werror;        /* -Werror: every warning is an error */
+	Define *defines;    /* -D NAME=VALUE, in command-line order */
+	const struct Target *target;
+	int arch;           /* forced target (--arch), 0 = from the schedule */
+	bool verify_each;   /* run sir_verify after every P_VERIFY pass */
+	bool no_verify;     /* --no-verify: skip the schedule verifier */
+	bool debug_hangs;   /* --debug-hangs: bounded waits that report */
+	const char *dump_after; /* --dump-after=PASS */
+	Buf *dump;          /* where --dump-after writes */
+	struct Node *mod;   /* AST after parsing */
+	struct Kernel *kern;/* checked kernel after sema */
+	struct SirMod *sir; /* schedule IR */
+	Buf out;            /* emitted text (PTX, IR, dot) */
+};
+
+void ctx_init(Ctx *, AllocFn, void *ud, jmp_buf *oom);
+void ctx_free(Ctx *);
+
+/* ---------------------------------------------------------------- target.c
+ * A target's description: capabilities and limits, read by every stage.
+ * How a target emits PTX is the PTX stage's business (ptx/target.h). */
+typedef enum { TGT_NONE, TGT_SM90A, TGT_SM100A } TargetId;
+enum { T_SM90 = 1, T_SM100 = 2, T_ALL = 3 };  /* SirOpInfo.targets bits */
+
+typedef struct Target {
+	TargetId id;
+	const char *name;       /* "sm_90a" */
+	const char *ptx_version;
+	int smem_max;           /* bytes of dynamic shared memory per CTA */
+	int tgt_bit;            /* T_SM90 or T_SM100 */
+	bool has_tmem, has_wgmma, has_tcgen05;
+} Target;
+
+const Target *target_get(TargetId);
+const Target *target_lookup(const char *name);
+
+#endif

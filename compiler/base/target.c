@@ -1,0 +1,32 @@
+/* target.c: the targets' descriptions -- capabilities and limits -- by
+ * id and by name.  The PTX stage adds each target's emitter
+ * (ptx/target.h). */
+#include <string.h>
+
+#include "base/base.h"
+
+/* 227 KB of dynamic shared memory per CTA on both (cudaDevAttr
+ * MaxSharedMemoryPerBlockOptin); PTX ISA 8.6 spells every construct we
+ * emit on both targets. */
+static const Target targets[] = {
+	{TGT_SM90A, "sm_90a", "8.6", 232448, T_SM90, false, true, false},
+	{TGT_SM100A, "sm_100a", "8.6", 232448, T_SM100, true, false, true},
+};
+
+const Target *
+target_get(TargetId id)
+{
+	for (size_t i = 0; i < COUNT(targets); i++)
+		if (targets[i].id == id)
+			return &targets[i];
+	return NULL;
+}
+
+const Target *
+target_lookup(const char *name)
+{
+	for (size_t i = 0; i < COUNT(targets); i++)
+		if (!strcmp(targets[i].name, name))
+			return &targets[i];
+	return NULL;
+}

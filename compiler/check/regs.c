@@ -1,0 +1,629 @@
+/* regs.c: the regs pass, a static estimate of each partition's register
+ * pressure, so that a schedule whose register tiles cannot fit its budget
+ * is reported before ptxas spills them to local memory.
+ * Requires a SirMod that passed sir_verify (after layout and legalize).
+ * Ensures: in every partition the register tiles live at once, plus the
+ * calibrated overhead below, fit the partition's budget (its warpgroup's
+ * 'regs', else what the entry gives a thread); otherwise a warning
+ * (-Wregister-pressure), or an error when the tiles alone cannot fit.
+ * The IR is not changed.
+ *
+ * The estimate is a liveness analysis over the structured program (loops
+ * to a fixed point), counting per-thread registers of live values:
+ * - a tile takes elements x bytes / 4 / the threads that hold it, from
+ *   its layout (tile_regs); a scalar one register (two for 64-bit);
+ * - an elementwise result may reuse the registers of an operand that dies
+ *   there, so an instruction costs max(live before, live after);
+ * - a wgmma's accumulator and register A operand stay live until the
+ *   wgmma_wait that retires its group: the tensor cores own them;
+ * - a row reduction that keeps its operand live holds a quarter of the
+ *   operand's registers as temporaries (its tree's first levels);
+ * - ptxas hoists a tmem_load above the code since the previous tmem_load
+ *   of the same straight-line block (to hide the tensor-memory latency),
+ *   so its registers are live from there: chunked loops of
+ *   'tmem_load x; tmem_store f(x)' hold two chunks, not one (a quarter
+ *   of the second under a setmaxnreg budget, where ptxas hoists less);
+ * - a tile made of one fill value takes one register, and one made only
+ *   for the store after it (cvt before smem_store) none;
+ * - addresses, loop counters, predicates and the like that the IR does
+ *   not show: OVERHEAD registers.
+ * OVERHEAD and the rules above are calibrated against ptxas 13.0 on the
+ * -D space of the shipped schedules (tests/sweep): every variant it
+ * accepts unflagged assembles without spills, and it flags those that
+ * spilled.  The error needs no calibration: the tiles of the first rule
+ * alone, with results reusing dying operands, already exceed the budget. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "check/check.h"
+
+enum {
+	OVERHEAD = 8,   /* registers the IR does not show */
+	NSHOW = 4,      /* tiles named in the message */
+	MAXFLIGHT = 64, /* wgmmas followed in flight; more are not tracked */
+};
+
+typedef struct Retire {
+	const SirIns *wait;  /* the wgmma_wait */
+	Ref r;               /* a tile it releases */
+} Retire;
+
+typedef struct Est {
+	Ctx *ctx;
+	const SirPart *sp;
+	int words;           /* uint64_t words of a value set */
+	int *size;           /* registers per thread, per value */
+	bool *istile;
+	bool *uniform;       /* a tile of one value (find_defs) */
+	bool budgeted;       /* the partition has a setmaxnreg budget */
+	const SirIns **def;  /* the first definition of each value */
+	Retire *ret;
+	int nret, capret;
+	/* wgmma groups open and committed, for the retire walk */
+	const SirIns **open, **queue;
+	int nopen, nqueue, *qgroup, ngroups;
+	/* the result */
+	int tiles;           /* tiles alone, the error's lower bound */
+	int est;             /* tiles, temporaries, hoists and scalars */
+	int at_tiles;        /* tiles and temporaries at the peak */
+	int temps;           /* of which temporaries */
+	const SirIns *at;    /* where est peaks */
+	uint64_t *at_set;    /* what is live there */
+	const SirIns *tiles_at;  /* where the tiles alone peak */
+	uint64_t *tiles_set;
+} Est;
+
+/* Registers per thread of a register tile: elements x bytes / 4 / the
+ * threads holding it.  A wgmma fragment is spread over the 128 threads
+ * of a warpgroup; tmem_rows gives a thread one row; a row vector of a
+ * wgmma fragment keeps a thread's two rows, of tmem_rows its one row.
+ * This agrees with ptx_frag.c's frag_shape. */
+static int
+tile_regs(const SirVal *v)
+{
+	const Layout *l = v->lay;
+	int64_t bytes = ty_bytes(v->ety) ? ty_bytes(v->ety) : 4;
+
+	switch (l ? l->kind : 0) {
+	case LK_WGMMA_ACC:
+	case LK_WGMMA_A:
+		return (int)((64 * (int64_t)v->n * bytes + 511) / 512);
+	case LK_TMEM_ROWS:
+		return (int)(((int64_t)v->n * bytes + 3) / 4);
+	case LK_ROWS:
+		return l->parent && l->parent->kind == LK_WGMMA_ACC ? 2 : 1;
+	default:
+		return 0;
+	}
+}
+
+static int
+val_regs(const SirVal *v)
+{
+	if (v->isconst)
+		return 0;  /* an immediate */
+	switch (v->ty) {
+	case TY_FRAG:
+		return tile_regs(v);
+	case TY_I32: case TY_U32: case TY_F32:
+		return 1;
+	case TY_I64: case TY_U64: case TY_TILE:
+		return 2;
+	default:
+		return 0;  /* predicates have their own file */
+	}
+}
+
+static uint64_t *
+set_new(Est *e)
+{
+	return NEWARR(&e->ctx->scratch, uint64_t, (size_t)e->words);
+}
+
+static void
+set_copy(const Est *e, uint64_t *d, const uint64_t *s)
+{
+	memcpy(d, s, (size_t)e->words * sizeof *d);
+}
+
+static bool
+set_or(const Est *e, uint64_t *d, const uint64_t *s)  /* changed? */
+{
+	bool ch = false;
+
+	for (int i = 0; i < e->words; i++) {
+		ch |= (s[i] & ~d[i]) != 0;
+		d[i] |= s[i];
+	}
+	return ch;
+}
+
+static void
+set_add(uint64_t *s, Ref r)
+{
+	if (r)
+		s[r / 64] |= (uint64_t)1 << (r % 64);
+}
+
+static void
+set_del(uint64_t *s, Ref r)
+{
+	s[r / 64] &= ~((uint64_t)1 << (r % 64));
+}
+
+static bool
+set_has(const uint64_t *s, Ref r)
+{
+	return s[r / 64] >> (r % 64) & 1;
+}
+
+static int
+set_regs(const Est *e, const uint64_t *s, bool tiles)
+{
+	int n = 0;
+
+	for (uint32_t r = 1; r < e->sp->nvals; r++)
+		if (set_has(s, r) && e->istile[r] == tiles)
+			n += e->size[r];
+	return n;
+}
+
+static void
+retire_add(Est *e, const SirIns *wait, Ref r)
+{
+	if (!r || !e->istile[r])
+		return;
+	if (e->nret == e->capret) {
+		int cap = e->capret ? 2 * e->capret : 16;
+		e->ret = arena_realloc(&e->ctx->scratch, e->ret,
+			(size_t)e->capret * sizeof *e->ret, (size_t)cap *
+			sizeof *e->ret);
+		e->capret = cap;
+	}
+	e->ret[e->nret++] = (Retire){wait, r};
+}
+
+/* Which wgmma_wait retires each wgmma, in program order: a commit closes
+ * the open group, 'wgmma_wait N' retires all but the N newest.  Loop
+ * bodies are walked once; what a loop leaves in flight is retired by a
+ * later wait, which keeps its tiles live across the loop. */
+static void
+retire_walk(Est *e, const SirBlock *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		switch (in->op) {
+		case SOP_wgmma:
+			if (e->nopen + e->nqueue < MAXFLIGHT)
+				e->open[e->nopen++] = in;
+			break;
+		case SOP_wgmma_commit:
+			for (int k = 0; k < e->nopen; k++) {
+				e->qgroup[e->nqueue] = e->ngroups;
+				e->queue[e->nqueue++] = e->open[k];
+			}
+			e->nopen = 0;
+			e->ngroups++;
+			break;
+		case SOP_wgmma_wait: {
+			int keep = e->ngroups - (int)in->imm, n = 0;
+			if (keep <= 0)
+				break;
+			for (int k = 0; k < e->nqueue; k++) {
+				const SirIns *w = e->queue[k];
+				if (e->qgroup[k] >= keep) {
+					e->qgroup[n] = e->qgroup[k] - keep;
+					e->queue[n++] = w;
+					continue;
+				}
+				retire_add(e, in, w->dst);
+				retire_add(e, in, w->a[1]);
+			}
+			e->nqueue = n;
+			e->ngroups -= keep;
+			break;
+		}
+		default:
+			break;
+		}
+		if (in->body)
+			retire_walk(e, in->body);
+		if (in->els)
+			retire_walk(e, in->els);
+	}
+}
+
+/* A tile every definition of which is a fill, or pure arithmetic on such
+ * tiles, holds one value: ptxas keeps it in one register. */
+static bool
+varies(const Est *e, const SirIns *in)
+{
+	if (in->op == SOP_fill)
+		return false;
+	if (sir_ops[in->op].eff != E_PURE)
+		return true;
+	for (int k = 0; k < in->na; k++)
+		if (in->a[k] && e->istile[in->a[k]] && !e->uniform[in->a[k]])
+			return true;
+	return false;
+}
+
+static bool
+find_defs(Est *e, const SirBlock *b)  /* a tile stopped being uniform? */
+{
+	bool ch = false;
+
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in->dst && !e->def[in->dst])
+			e->def[in->dst] = in;
+		if (in->dst && e->uniform[in->dst] && varies(e, in)) {
+			e->uniform[in->dst] = false;
+			ch = true;
+		}
+		if (in->body)
+			ch |= find_defs(e, in->body);
+		if (in->els)
+			ch |= find_defs(e, in->els);
+	}
+	return ch;
+}
+
+static void
+count_uses(const SirBlock *b, int *uses)
+{
+	for (int i = 0; i < b->n; i++) {
+		for (int k = 0; k < b->v[i].na; k++)
+			uses[b->v[i].a[k]]++;
+		if (b->v[i].body)
+			count_uses(b->v[i].body, uses);
+		if (b->v[i].els)
+			count_uses(b->v[i].els, uses);
+	}
+}
+
+/* A tile made only for the store that follows it ('smem_store B,
+ * cvt(x, bf16)') is converted and stored piece by piece: it takes no
+ * registers of its own. */
+static void
+streamed(Est *e, const SirBlock *b, const int *uses)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i], *nx = NULL;
+		for (int j = i + 1; j < b->n && !nx; j++)
+			if (b->v[j].op != SOP_const_i && b->v[j].op != SOP_const_f)
+				nx = &b->v[j];  /* constants print inline */
+		if (in->dst && e->istile[in->dst] && uses[in->dst] == 1 && nx &&
+		    sir_ops[in->op].eff == E_PURE && (nx->op == SOP_smem_store ||
+		    nx->op == SOP_tmem_store || nx->op == SOP_gstore))
+			for (int k = 0; k < nx->na; k++)
+				if (nx->a[k] == in->dst)
+					e->size[in->dst] = 0;
+		if (in->body)
+			streamed(e, in->body, uses);
+		if (in->els)
+			streamed(e, in->els, uses);
+	}
+}
+
+static void block(Est *, const SirBlock *, uint64_t *, bool);
+
+/* Registers held beyond the live values at an instruction: reduction
+ * temporaries. */
+static int
+temps_at(const Est *e, const SirIns *in, const uint64_t *out)
+{
+	if ((in->op == SOP_rowmax || in->op == SOP_rowsum) &&
+	    set_has(out, in->a[0]))
+		return e->size[in->a[0]] / 4;
+	return 0;
+}
+
+static void
+measure(Est *e, const SirIns *in, const uint64_t *before,
+	const uint64_t *after, int hoist)
+{
+	int tb = set_regs(e, before, true), ta = set_regs(e, after, true);
+	int sb = set_regs(e, before, false), sa = set_regs(e, after, false);
+	int t = tb > ta ? tb : ta, tmp = temps_at(e, in, after);
+	const uint64_t *s = tb > ta ? before : after;
+	int est = t + tmp + hoist + (sb > sa ? sb : sa);
+
+	if (t > e->tiles) {
+		e->tiles = t;
+		e->tiles_at = in;
+		set_copy(e, e->tiles_set, s);
+	}
+	if (est <= e->est)
+		return;
+	e->est = est;
+	e->at = in;
+	e->at_tiles = t + tmp + hoist;
+	e->temps = tmp + hoist;
+	set_copy(e, e->at_set, s);
+}
+
+static void
+loop(Est *e, const SirIns *in, uint64_t *live, bool meas)
+{
+	uint64_t *head = set_new(e), *t = set_new(e);
+
+	set_copy(e, head, live);
+	do {
+		set_copy(e, t, head);
+		block(e, in->body, t, false);
+		set_del(t, in->dst);
+	} while (set_or(e, head, t));
+	if (meas) {
+		set_copy(e, t, head);
+		block(e, in->body, t, true);
+	}
+	set_copy(e, live, head);
+	set_del(live, in->dst);
+}
+
+static void
+uses(uint64_t *live, const SirIns *in)
+{
+	for (int k = 0; k < in->na; k++)
+		set_add(live, in->a[k]);
+	for (int k = 0; k < 3; k++)
+		set_add(live, in->ri[k]);
+}
+
+/* live: what is live after 'in' on entry, before it on return. */
+static void
+ins(Est *e, const SirIns *in, uint64_t *live, bool meas, int hoist)
+{
+	uint64_t *t;
+
+	switch (in->op) {
+	case SOP_if:
+		t = set_new(e);
+		set_copy(e, t, live);
+		block(e, in->body, t, meas);
+		if (in->els)
+			block(e, in->els, live, meas);
+		set_or(e, live, t);
+		break;
+	case SOP_elect:
+		t = set_new(e);
+		set_copy(e, t, live);
+		block(e, in->body, t, meas);
+		set_or(e, live, t);
+		break;
+	case SOP_for:
+	case SOP_tile:
+		loop(e, in, live, meas);
+		break;
+	case SOP_exit:
+		memset(live, 0, (size_t)e->words * sizeof *live);
+		return;
+	default: {
+		uint64_t *after = NULL;
+		if (meas) {
+			after = set_new(e);
+			set_copy(e, after, live);
+		}
+		/* an accumulating wgmma reads its accumulator */
+		if (in->dst && !(in->op == SOP_wgmma && in->imm))
+			set_del(live, in->dst);
+		if (in->op == SOP_wgmma && in->imm)
+			set_add(live, in->dst);
+		for (int k = 0; k < e->nret; k++)
+			if (e->ret[k].wait == in)
+				set_add(live, e->ret[k].r);
+		uses(live, in);
+		if (meas)
+			measure(e, in, live, after, hoist);
+		return;
+	}
+	}
+	uses(live, in);
+}
+
+/* Code ptxas cannot move a tensor-memory load across: barriers, fences,
+ * branches. */
+static bool
+fixed(const SirIns *in)
+{
+	int eff = sir_ops[in->op].eff;
+
+	return eff == E_SYNC || eff == E_CTRL || in->body;
+}
+
+static void
+block(Est *e, const SirBlock *b, uint64_t *live, bool meas)
+{
+	int *hoist = NULL;
+
+	if (meas) {
+		/* the registers of a hoisted tmem_load, at each instruction
+		 * it is hoisted over */
+		hoist = NEWARR(&e->ctx->scratch, int, (size_t)b->n + 1);
+		for (int i = 0, last = -1; i < b->n; i++) {
+			const SirIns *in = &b->v[i];
+			if (fixed(in))
+				last = -1;
+			if (in->op != SOP_tmem_load)
+				continue;
+			int h = e->budgeted ? e->size[in->dst] / 4 :
+				e->size[in->dst];
+			for (int k = last + 1; last >= 0 && k < i; k++)
+				hoist[k] += h;
+			last = i;
+		}
+	}
+	for (int i = b->n - 1; i >= 0; i--)
+		ins(e, &b->v[i], live, meas, meas ? hoist[i] : 0);
+}
+
+/* The budget of a partition, and how to say where it comes from. */
+static int
+budget(const Kernel *k, const Part *p, char *why, size_t n)
+{
+	int lim = (65536 / k->threads) & ~7;
+
+	if (p->regs) {
+		snprintf(why, n, "regs=%d", p->regs);
+		return p->regs;
+	}
+	if (k->maxnreg) {
+		snprintf(why, n, "the entry's .maxnreg %d", k->maxnreg);
+		return k->maxnreg;
+	}
+	if (lim > 255) {
+		snprintf(why, n, "255, the most a thread can have");
+		return 255;
+	}
+	snprintf(why, n, "%d, what threads=%d leaves a thread", lim,
+		k->threads);
+	return lim;
+}
+
+/* "'s' f32[64,256] 128": a live tile in the message. */
+static void
+show(const Est *e, Buf *b, Ref r)
+{
+	const SirVal *v = &e->sp->vals[r];
+	const SirIns *d = e->def[r];
+
+	if (v->name)
+		buf_printf(b, "'%s' ", v->name);
+	else
+		buf_printf(b, "a '%s' result ", d ? sir_ops[d->op].name : "?");
+	if (v->lay && v->lay->kind == LK_ROWS)
+		buf_printf(b, "%s[%d] %d", ty_name(v->ety), v->m, e->size[r]);
+	else
+		buf_printf(b, "%s[%d,%d] %d", ty_name(v->ety), v->m, v->n,
+			e->size[r]);
+}
+
+/* The live tiles of set s, largest first (ties in handle order, so the
+ * text is deterministic). */
+static int
+biggest(const Est *e, const uint64_t *s, Ref *out, int max)
+{
+	int n = 0;
+
+	for (uint32_t r = 1; r < e->sp->nvals; r++) {
+		if (!set_has(s, r) || !e->istile[r] || !e->size[r])
+			continue;
+		int i = n < max ? n++ : max - 1;
+		if (n == max && i == max - 1 && out[i] &&
+		    e->size[out[i]] >= e->size[r])
+			continue;
+		while (i > 0 && e->size[out[i - 1]] < e->size[r]) {
+			out[i] = out[i - 1];
+			i--;
+		}
+		out[i] = r;
+	}
+	return n;
+}
+
+static void
+report(Est *e, const Part *p, int lim, const char *why)
+{
+	Ctx *ctx = e->ctx;
+	bool err = e->tiles > lim;
+	const uint64_t *s = err ? e->tiles_set : e->at_set;
+	int total = err ? e->tiles : e->at_tiles - e->temps;
+	Ref top[NSHOW] = {0};
+	int n = biggest(e, s, top, NSHOW), shown = 0;
+	Buf b;
+
+	buf_init(&b, &ctx->scratch);
+	for (int i = 0; i < n; i++) {
+		buf_puts(&b, i ? ", " : "");
+		show(e, &b, top[i]);
+		shown += e->size[top[i]];
+	}
+	if (total > shown)
+		buf_printf(&b, ", others %d", total - shown);
+	if (!err && e->temps)
+		buf_printf(&b, ", temporaries %d", e->temps);
+	if (err)
+		diag_error(ctx, p->nspan, "partition '%s' keeps at least %d "
+			"registers per thread of tiles live at once (%s); its "
+			"budget is %s", budget_pname(ctx, p), e->tiles, b.p, why);
+	else
+		diag_warn(ctx, "register-pressure", p->nspan, "partition '%s' "
+			"keeps about %d registers per thread of tiles live at "
+			"once (%s) plus about %d for addresses and counters; its "
+			"budget is %s", budget_pname(ctx, p), e->at_tiles, b.p,
+			e->est + OVERHEAD - e->at_tiles, why);
+	diag_note(ctx, (err ? e->tiles_at : e->at)->span, "the most are "
+		"live here");
+	for (int i = 0; i < n; i++) {
+		const SirVal *v = &e->sp->vals[top[i]];
+		const SirIns *d = e->def[top[i]];
+		if (v->name && d && e->size[top[i]] * 4 >= lim)
+			diag_note(ctx, d->span, "'%s' takes %d registers per "
+				"thread", v->name, e->size[top[i]]);
+	}
+}
+
+static void
+estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
+{
+	Est e = {.ctx = ctx, .sp = sp};
+	uint32_t nv = sp->nvals ? sp->nvals : 1;
+	char why[64];
+	int lim = budget(k, sp->part, why, sizeof why);
+
+	e.words = (int)(nv + 63) / 64;
+	e.size = NEWARR(&ctx->scratch, int, nv);
+	e.istile = NEWARR(&ctx->scratch, bool, nv);
+	e.def = NEWARR(&ctx->scratch, const SirIns *, nv);
+	e.open = NEWARR(&ctx->scratch, const SirIns *, MAXFLIGHT);
+	e.queue = NEWARR(&ctx->scratch, const SirIns *, MAXFLIGHT);
+	e.qgroup = NEWARR(&ctx->scratch, int, MAXFLIGHT);
+	e.at_set = set_new(&e);
+	e.tiles_set = set_new(&e);
+	for (uint32_t r = 1; r < sp->nvals; r++) {
+		e.istile[r] = sp->vals[r].ty == TY_FRAG;
+		e.size[r] = val_regs(&sp->vals[r]);
+	}
+	e.uniform = NEWARR(&ctx->scratch, bool, nv);
+	for (uint32_t r = 1; r < sp->nvals; r++)
+		e.uniform[r] = e.istile[r];
+	while (find_defs(&e, &sp->body))
+		;
+	for (uint32_t r = 1; r < sp->nvals; r++)
+		if (e.uniform[r] && e.size[r] > 1)
+			e.size[r] = 1;
+	e.budgeted = sp->part->regs || k->maxnreg;
+	int *uses = NEWARR(&ctx->scratch, int, nv);
+	count_uses(&sp->body, uses);
+	streamed(&e, &sp->body, uses);
+	if (k->target == TGT_SM90A)
+		retire_walk(&e, &sp->body);
+	uint64_t *live = set_new(&e);
+	block(&e, &sp->body, live, true);
+	if (e.tiles && e.at && (e.tiles > lim || e.est + OVERHEAD > lim))
+		report(&e, sp->part, lim, why);
+}
+
+void
+pass_regs(Ctx *ctx, SirMod *m)
+{
+	const Node *done[64];
+	int ndone = 0;
+
+	for (int i = 0; i < m->nparts; i++) {
+		const SirPart *sp = m->parts[i];
+		int before = ctx->nerr + ctx->nwarn;
+		bool seen = false;
+		for (int j = 0; j < ndone; j++)
+			seen |= done[j] == sp->part->decl;
+		if (seen)
+			continue;  /* a family reports its first instance */
+		estimate(ctx, m->k, sp);
+		if (ctx->nerr + ctx->nwarn > before && ndone < (int)COUNT(done))
+			done[ndone++] = sp->part->decl;
+	}
+}

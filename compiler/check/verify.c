@@ -1,0 +1,587 @@
+/* verify.c: the schedule verifier.  It runs the partitions and the
+ * asynchronous units (TMA loads, bulk-store groups, wgmma groups, the
+ * tcgen05 queue) as communicating state machines, for every shape class
+ * (each combination of the 'verify' values of the integer params) and for
+ * one and two persistent CTAs, under several schedules: processes first,
+ * asynchronous completions first, and seeded random interleavings.
+ *
+ * Each warp is a process (lanes are uniform except inside 'elect').  An
+ * mbarrier has a phase count, pending arrivals and a transaction count; a
+ * named barrier counts threads.  The checks, each with a stable name:
+ *   deadlock      every process is blocked and nothing is in flight
+ *   over-arrival  a phase receives more arrivals than its count
+ *   tx-bytes      a phase completes with other bytes than 'tx=' declares
+ *   phase-skip    a wait lets a process through two phases ahead
+ *   phase-reuse   a wait observes the same phase as the previous one
+ *   nbar-twice    a warp arrives twice on a named barrier before it
+ *                 completes (an arrive where a sync was needed)
+ *   exit-pending  a process ends with bulk stores still reading smem
+ *   runaway       a run does not finish within the step budget
+ *   index-range   a run indexes a barrier array outside its elements
+ *   race          two accesses to overlapping shared memory, one a write,
+ *                 not ordered by happens-before (vector clocks: program
+ *                 order, mbarrier phases, named barriers; a TMA write is
+ *                 visible once its mbarrier phase is observed; wgmma and
+ *                 bulk-store reads last until their group retires)
+ *   proxy-fence   a generic-proxy write read by TMA or wgmma without
+ *                 'fence async_smem' by the writer
+ *   wgmma-hazard  a register tile used while a wgmma that reads or
+ *                 writes it is in flight
+ * This file holds the runs and their scheduler; verify_exec.c steps a
+ * process, verify_vc.c keeps the clocks and the race checks, and
+ * verify_skip.c finds the instructions a run steps over (verify.h).
+ * Requires: a SirMod after the pass pipeline.  Ensures: diagnostics. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "check/check.h"
+#include "check/verify.h"
+
+static const char *
+bname(const Mbar *m)
+{
+	static _Thread_local char b[80];
+
+	if (m->r->is_array)
+		snprintf(b, sizeof b, "%s[%d]", m->r->name, m->idx);
+	else
+		snprintf(b, sizeof b, "%s", m->r->name);
+	return b;
+}
+
+void
+vf_note_traces(Sim *s, const Proc *p)
+{
+	for (int i = 0; i < p->ntr && i < NTRACE; i++) {
+		const Trace *t = &p->tr[(p->ntr - 1 - i) % NTRACE];
+		if (t->phase >= 0)
+			diag_note(s->ctx, t->span, "before that it %s (phase %lld)",
+				t->what, (long long)t->phase);
+		else
+			diag_note(s->ctx, t->span, "before that it %s", t->what);
+	}
+}
+
+const char *
+vf_pname(Sim *s, const Proc *p)
+{
+	Buf b;
+
+	buf_init(&b, &s->ctx->perm);
+	buf_puts(&b, p->sp->part->name);
+	if (p->sp->part->index >= 0)
+		buf_printf(&b, "[%d]", p->sp->part->index);
+	if (p->nwarps > 1)
+		buf_printf(&b, " warp %d", p->warp);
+	return b.p;
+}
+
+void
+vf_fail(Sim *s, Span sp, const char *check, const char *fmt, const char *a,
+	const char *b)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof msg, fmt, a, b);
+	if (s->shape[0])
+		diag_error(s->ctx, sp, "%s [%s] (%s)", msg, check, s->shape);
+	else
+		diag_error(s->ctx, sp, "%s [%s]", msg, check);
+	s->failed = true;
+}
+
+/* ------------------------------------------------------------ barriers */
+
+void
+vf_mbar_complete(Sim *s, int b)
+{
+	Mbar *m = &s->mb[b];
+
+	if (m->pending != 0 || m->tx != 0)
+		return;
+	if (m->r->tx && m->bytes != m->r->tx) {
+		char a[64], c[64];
+		snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
+		snprintf(c, sizeof c, "%lld bytes but declares tx=%lld",
+			(long long)m->bytes, (long long)m->r->tx);
+		vf_fail(s, m->r->nspan, "tx-bytes", "a phase of '%s' received %s",
+			a, c);
+	}
+	memcpy(s->done[b][m->phase & 1], s->acc[b], s->nvc * sizeof(Clk));
+	memset(s->acc[b], 0, s->nvc * sizeof(Clk));
+	m->phase++;
+	m->pending = m->count;
+	m->bytes = 0;
+	vf_wake_bar(s, B_MBAR, b);
+}
+
+void
+vf_mbar_arrive(Sim *s, Proc *p, const SirIns *in, int b, int64_t n)
+{
+	Mbar *m = &s->mb[b];
+
+	if (p) {  /* a release: publish, then advance the own clock */
+		vf_join(s, s->acc[b], p->vc);
+		p->vc[p - s->p]++;
+	}
+
+	m->pending -= n;
+	if (m->pending < 0) {
+		char a[64];
+		snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
+		vf_fail(s, in ? in->span : m->r->nspan, "over-arrival", "'%s' "
+			"receives more "
+			"arrivals in one phase than its count%s", a, "");
+		diag_note(s->ctx, m->r->nspan, "'%s' declared with count=%lld",
+			m->r->name, (long long)m->count);
+		if (p)
+			vf_note_traces(s, p);
+		m->pending = 0;
+		return;
+	}
+	vf_mbar_complete(s, b);
+}
+/* A blocked process whose condition now holds becomes runnable. */
+static bool
+ready(Sim *s, Proc *p)
+{
+	switch (p->state) {
+	case B_RUN:
+		return true;
+	case B_MBAR:
+		return (s->mb[p->bar].phase & 1) != p->want;
+	case B_NBAR:
+		return s->nb[p->bar].gen != p->want;
+	case B_WGMMA:
+		return p->wg_groups <= p->want;
+	case B_BULK:
+		return p->bulk_groups <= p->want;
+	default:
+		return false;
+	}
+}
+
+/* Process i may move or not: s->rdy mirrors ready() for every process,
+ * updated wherever what ready() reads changes (a process's state and
+ * group counts, a phase of an mbarrier or the generation of a named
+ * barrier it waits on), so the scheduler need not scan them. */
+void
+vf_wake(Sim *s, int i)
+{
+	if (s->p[i].state != B_DONE && ready(s, &s->p[i]))
+		s->rdy |= 1u << i;
+	else
+		s->rdy &= ~(1u << i);
+}
+
+/* Barrier bar moved on: recheck the processes blocked on it in state. */
+void
+vf_wake_bar(Sim *s, int state, int bar)
+{
+	for (int i = 0; i < s->np; i++)
+		if (s->p[i].state == state && s->p[i].bar == bar)
+			vf_wake(s, i);
+}
+
+/* Complete event e (TMA data landing, a group retiring, a tcgen05
+ * operation finishing in order). */
+static void
+complete(Sim *s, int e)
+{
+	Ev ev = s->ev[e];
+
+	memmove(&s->ev[e], &s->ev[e + 1], (size_t)(s->nev - e - 1) *
+		sizeof *s->ev);
+	s->nev--;
+	Proc *p = &s->p[ev.proc];
+	switch (ev.kind) {
+	case EV_TMA:
+		if (ev.rec >= 0 && s->rec[ev.rec].live &&
+		    s->rec[ev.rec].kind == A_TMAW && s->rec[ev.rec].pending) {
+			s->rec[ev.rec].pending = false;
+			s->rec[ev.rec].bar = ev.bar;
+			s->rec[ev.rec].tag = s->mb[ev.bar].phase + 1;
+		}
+		s->mb[ev.bar].tx -= ev.bytes;
+		s->mb[ev.bar].bytes += ev.bytes;
+		vf_mbar_complete(s, ev.bar);
+		break;
+	case EV_BULK:
+		p->bulk_groups--;
+		vf_wake(s, ev.proc);
+		break;
+	case EV_WGMMA:
+		p->wg_groups--;
+		vf_wake(s, ev.proc);
+		break;
+	case EV_TC:
+		if (ev.bar >= 0) {
+			if (ev.vc) {
+				vf_join(s, s->acc[ev.bar], ev.vc);
+				vf_vfree(s, ev.vc);
+			}
+			vf_mbar_arrive(s, NULL, NULL, ev.bar, 1);
+		}
+		else
+			p->tc_inflight--;
+		break;
+	}
+}
+
+/* The deadlock report: one note per blocked partition (its first blocked
+ * warp), at the wait, with what it waits for and its last sync steps. */
+static void
+deadlock(Sim *s)
+{
+	const Proc *first = NULL;
+
+	for (int i = 0; i < s->np; i++)
+		if (s->p[i].state != B_DONE && s->p[i].at) {
+			first = &s->p[i];
+			break;
+		}
+	if (!first)
+		return;
+	vf_fail(s, first->at->span, "deadlock", "deadlock: every partition is "
+		"blocked and nothing is in flight%s%s", "", "");
+	const SirPart *shown[MAXPROC];
+	int ns = 0;
+	for (int i = 0; i < s->np; i++) {
+		Proc *p = &s->p[i];
+		bool dup = false;
+		for (int k = 0; k < ns; k++)
+			dup |= shown[k] == p->sp;
+		if (p->state == B_DONE || dup || !p->at)
+			continue;
+		shown[ns++] = p->sp;
+		if (p->state == B_MBAR) {
+			const Mbar *m = &s->mb[p->bar];
+			char what[96];
+			if (m->tx >= 0)
+				snprintf(what, sizeof what, "%lld arrival%s and %lld "
+					"bytes missing", (long long)m->pending,
+					m->pending == 1 ? "" : "s", (long long)m->tx);
+			else
+				snprintf(what, sizeof what, "%lld arrival%s missing, "
+					"%lld bytes more than expected",
+					(long long)m->pending, m->pending == 1 ? "" : "s",
+					(long long)-m->tx);
+			diag_note(s->ctx, p->at->span, "'%s' waits here on "
+				"'%s' for parity %lld; it has completed %lld "
+				"phase%s (%s)", vf_pname(s, p), bname(m),
+				(long long)p->want, (long long)m->phase,
+				m->phase == 1 ? "" : "s", what);
+		} else if (p->state == B_NBAR && p->bar >= 16) {
+			diag_note(s->ctx, p->at->span, "'%s' waits here for the "
+				"other warps of its warpgroup to issue this wgmma",
+				vf_pname(s, p));
+		} else if (p->state == B_NBAR) {
+			diag_note(s->ctx, p->at->span, "'%s' waits here on named "
+				"barrier '%s' (%lld of %lld threads arrived)",
+				vf_pname(s, p), p->at->r[0]->name,
+				(long long)s->nb[p->bar].arrived,
+				(long long)s->nb[p->bar].count);
+		} else {
+			diag_note(s->ctx, p->at->span, "'%s' waits here for its "
+				"own asynchronous operations", vf_pname(s, p));
+		}
+		vf_note_traces(s, p);
+	}
+}
+static void
+setup(Sim *s, const SirMod *m)
+{
+	s->np = 0;
+	for (int i = 0; i < m->nparts; i++) {
+		const SirPart *sp = m->parts[i];
+		int nw = sp->part->warp_hi - sp->part->warp_lo + 1;
+		for (int w = 0; w < nw && s->np < MAXPROC; w++) {
+			Proc *p = &s->p[s->np++];
+			int64_t *v = p->v, *seen = p->seen;
+			int *inf = p->inflight;
+			Ref *infl = p->infl;
+			bool *lv = p->lanevar;
+			for (int k = 0; inf && k < p->ninfl; k++)
+				inf[infl[k]] = 0;  /* the last run's, all nonzero */
+			memset(p, 0, offsetof(Proc, fr));  /* push sets a frame */
+			p->sp = sp;
+			p->warp = w;
+			p->nwarps = nw;
+			p->sim = s;
+			p->inflight = inf && p->sp == sp ? inf :
+				NEWARR(&s->ctx->scratch, int, sp->nvals + 1);
+			p->infl = infl ? infl : NEWARR(&s->ctx->scratch, Ref,
+				sp->nvals + 1);
+			p->lanevar = lv ? lv : NEWARR(&s->ctx->scratch, bool,
+				sp->nvals + 1);
+			p->v = v ? v : NEWARR(&s->ctx->scratch, int64_t,
+				sp->nvals + 1);
+			if (v && i < 64) {  /* what matters of the last run's */
+				for (int k = 0; k < s->nclr[i]; k++) {
+					p->v[s->clr[i][k]] = 0;
+					p->lanevar[s->clr[i][k]] = false;
+				}
+			} else if (v) {
+				memset(p->lanevar, 0, (sp->nvals + 1) * sizeof(bool));
+				memset(p->v, 0, (sp->nvals + 1) * sizeof *p->v);
+			}
+			for (int k = 0; !v && i < 64 && k < s->nkonst[i]; k++)
+				p->v[s->konst[i][k]->dst] = s->konst[i][k]->imm;
+			p->seen = seen ? seen : NEWARR(&s->ctx->scratch, int64_t,
+				MAXBAR);
+			vf_push(p, &sp->body, NULL);
+		}
+	}
+	s->nmb = 0;
+	for (const Res *r = s->k->res; r; r = r->next) {
+		if (r->kind == R_MBAR && r->index >= 0 && r->index < s->nmbase)
+			s->mbase[r->index] = s->nmb;
+		if (r->kind == R_MBAR)
+			for (int i = 0; i < r->count && s->nmb < MAXBAR; i++)
+				s->mb[s->nmb++] = (Mbar){r, i, r->mcount, r->mcount,
+					0, 0, 0};
+		if (r->kind == R_NBAR)
+			for (int i = 0; i < r->count && r->bar_id + i < 16; i++)
+				s->nb[r->bar_id + i] = (Nbar){r->threads, 0, 0, 0};
+	}
+	for (int i = 0; i < s->np; i++)
+		for (int b = 0; b < s->nmb; b++)
+			s->p[i].seen[b] = -2;
+	vf_clocks(s);
+	/* wgmma is warpgroup-collective: the operation starts when all the
+	 * warpgroup's warps have issued it, a rendezvous like bar.sync */
+	for (int g = 0; g < 8; g++)
+		s->nb[16 + g] = (Nbar){0, 0, 0, 0};
+	for (int i = 0; i < s->np; i++) {
+		const Part *pt = s->p[i].sp->part;
+		s->nb[16 + (pt->warp_lo + s->p[i].warp) / 4 % 8].count += 32;
+	}
+	s->nrec = 0;
+	s->nev = 0;
+	s->steps = 0;
+	s->rdy = s->np < 32 ? (1u << s->np) - 1 : ~0u;  /* all B_RUN */
+}
+
+/* The next move: a process, MAXPROC + an event, or -1 when none can
+ * move.  The candidates are the ready processes, in order, then the events
+ * their queues allow: bulk and wgmma groups and the tcgen05 queue complete
+ * in order per process, TMA loads in any order.  Mode 0 takes the first
+ * candidate, mode 1 the first event (event 0 is always allowed), mode 2 a
+ * random one; modes 0 and 1 look no further than their pick. */
+static int
+next(Sim *s)
+{
+	int cand[MAXEV], n = 0;
+	uint32_t seen[4] = {0};  /* by event kind: processes queued */
+
+	if (s->mode == 1 && s->nev)
+		return MAXPROC;
+	if (s->mode < 2)
+		return s->rdy ? __builtin_ctz(s->rdy) : s->nev ? MAXPROC : -1;
+	int nr = 0;
+	for (uint32_t m = s->rdy; m; m &= m - 1)
+		nr++;
+	for (int e = 0; e < s->nev; e++) {
+		uint32_t bit = 1u << s->ev[e].proc;
+		if (s->ev[e].kind == EV_TMA || !(seen[s->ev[e].kind] & bit))
+			cand[n++] = MAXPROC + e;
+		seen[s->ev[e].kind] |= bit;
+	}
+	if (!nr && !n)
+		return -1;
+	uint64_t k = vf_rnd(s) % (uint64_t)(nr + n);
+	if (k >= (uint64_t)nr)
+		return cand[k - nr];
+	uint32_t m = s->rdy;  /* the k-th ready process */
+	while (k--)
+		m &= m - 1;
+	return __builtin_ctz(m);
+}
+
+/* One run under the current mode; false when it failed. */
+static bool
+run(Sim *s)
+{
+	setup(s, s->m);
+	while (!s->failed) {
+		int pick = next(s);
+		if (pick < 0) {
+			for (int i = 0; i < s->np; i++)
+				if (s->p[i].state != B_DONE) {
+					deadlock(s);
+					return false;
+				}
+			return true;
+		}
+		if (pick < MAXPROC) {
+			Proc *p = &s->p[pick];
+			if (p->state == B_NBAR)
+				vf_join(s, p->vc, s->nbvc[p->bar][1]);
+			p->state = B_RUN;
+			vf_step(s, p);
+			vf_wake(s, pick);
+		} else {
+			complete(s, pick - MAXPROC);
+		}
+	}
+	return false;
+}
+
+/* Every mbarrier that is waited on must have a producer somewhere. */
+static void
+scan(const SirBlock *b, const Res *r, const SirIns **wait, bool *prod)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in->op == SOP_mbar_wait && in->r[0] == r && !*wait)
+			*wait = in;
+		if ((in->op == SOP_mbar_arrive || in->op == SOP_mbar_expect ||
+		    in->op == SOP_tc_commit) && in->r[0] == r)
+			*prod = true;
+		if (in->op == SOP_tma_load && in->r[2] == r)
+			*prod = true;
+		if (in->body)
+			scan(in->body, r, wait, prod);
+		if (in->els)
+			scan(in->els, r, wait, prod);
+	}
+}
+
+static bool
+producers(Ctx *ctx, const SirMod *m)
+{
+	bool ok = true;
+
+	for (const Res *r = m->k->res; r; r = r->next) {
+		const SirIns *w = NULL;
+		bool prod = false;
+		if (r->kind != R_MBAR)
+			continue;
+		for (int i = 0; i < m->nparts; i++)
+			scan(&m->parts[i]->body, r, &w, &prod);
+		if (w && !prod) {
+			diag_error(ctx, w->span, "'%s' is waited on but nothing "
+				"arrives on it: no arrive, expect, TMA or commit "
+				"[no-producer]", r->name);
+			diag_note(ctx, r->nspan, "'%s' declared here", r->name);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* The values to explore for each integer param: its 'verify' list, or
+ * 1 and 2. */
+static int
+domain(const Kernel *k, const Res *p, int64_t *out)
+{
+	if (k->verify)
+		for (int i = 0; i < k->verify->attrs.n; i++) {
+			const Node *a = k->verify->attrs.v[i];
+			if (a->name != p->name || !a->a)
+				continue;
+			int n = a->a->kind == N_TUPLE ? a->a->kids.n : 1;
+			for (int j = 0; j < n && j < 16; j++) {
+				const Node *e = a->a->kind == N_TUPLE ?
+					a->a->kids.v[j] : a->a;
+				out[j] = e->kind == N_INT ? e->ival : 1;
+			}
+			return n < 16 ? n : 16;
+		}
+	out[0] = 1;
+	out[1] = 2;
+	return 2;
+}
+
+void
+pass_verify(Ctx *ctx, SirMod *m)
+{
+	Sim *s;
+	const Res *ps[64];
+	int64_t dom[64][16];
+	int nd[64], np = 0;
+	long combos = 1;
+
+	if (ctx->no_verify || !producers(ctx, m))
+		return;
+	int nbar = 0, nmres = 0;
+	for (const Res *r = m->k->res; r; r = r->next)
+		if (r->kind == R_MBAR) {
+			nbar += r->count;
+			if (r->index >= nmres)
+				nmres = r->index + 1;
+		}
+	if (nbar > MAXBAR) {
+		diag_warn(ctx, "verify-limit", m->k->span, "the verifier does not "
+			"run: %d mbarrier elements, more than %d", nbar, MAXBAR);
+		return;
+	}
+	s = NEW(&ctx->scratch, Sim);
+	s->ctx = ctx;
+	s->m = m;
+	s->k = m->k;
+	s->nmbase = nmres;
+	s->mbase = NEWARR(&ctx->scratch, int, nmres + 1);
+	vf_skips(s, m);
+	for (const Res *r = m->k->res; r; r = r->next)
+		if (r->kind == R_PARAM && np < 64) {
+			ps[np] = r;
+			nd[np] = ty_isint(r->ety) ? domain(m->k, r, dom[np]) : 1;
+			if (!ty_isint(r->ety))
+				dom[np][0] = 1;
+			if (combos <= 512)  /* 64 params of 16 values overflow */
+				combos *= nd[np];
+			np++;
+		}
+	if (combos > 512)
+		combos = 512;  /* beyond that, a deterministic sample */
+	long total = 0;
+	for (long c = 0; c < combos && !s->failed; c++) {
+		if (total > MAXTOTAL) {  /* large 'verify' values */
+			diag_warn(ctx, "verify-limit", m->k->span, "the verifier "
+				"stopped after %ld of %ld shape classes: more than "
+				"%d steps in all", c, combos, MAXTOTAL);
+			break;
+		}
+		long rest = c * (combos == 512 ? 7919 : 1);
+		size_t len = 0;
+		for (int i = 0; i < np; i++) {
+			int64_t v = dom[i][rest % nd[i]];
+			rest /= nd[i];
+			s->params[ps[i]->index] = v;
+			if (ty_isint(ps[i]->ety) && len < sizeof s->shape - 32)
+				len += (size_t)snprintf(s->shape + len,
+					sizeof s->shape - len, "%s%s=%lld",
+					len ? " " : "", ps[i]->name, (long long)v);
+		}
+		int64_t grids[][2] = {{1, 0}, {2, 0}, {2, 1}};
+		for (size_t g = 0; g < COUNT(grids) && !s->failed; g++) {
+			if (m->k->order == ORD_SINGLE && g == 1)
+				continue;
+			s->nctaid = grids[g][0];
+			s->ctaid = grids[g][1];
+			if (m->k->order == ORD_SINGLE)
+				s->nctaid = 1, s->ctaid = g == 2 ? -1 : 0;
+			char *tail = s->shape + len;
+			if (m->k->order == ORD_SINGLE)
+				snprintf(tail, sizeof s->shape - len, "%s%s tile",
+					len ? ", " : "", g == 2 ? "the last" : "the first");
+			else
+				snprintf(tail, sizeof s->shape - len, "%s%lld CTA%s, "
+					"CTA %lld", len ? ", " : "",
+					(long long)s->nctaid, s->nctaid > 1 ? "s" : "",
+					(long long)s->ctaid);
+			for (int mode = 0; mode < 6 && !s->failed; mode++) {
+				s->mode = mode < 2 ? mode : 2;
+				s->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(mode + 1) ^
+					(uint64_t)c;
+				run(s);
+				total += s->steps;
+			}
+		}
+	}
+}

@@ -1,0 +1,645 @@
+/* verify_exec.c: a process's steps in a verifier run: the instructions
+ * it executes (values, barriers, TMA, wgmma, tcgen05), its loops and
+ * branches, until it blocks or reaches an interleaving point.
+ * Requires: a Sim set up by verify.c.  Ensures: process and barrier
+ * state, access records, events and diagnostics as the steps imply. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "check/check.h"
+#include "check/verify.h"
+
+static int
+mbar_of(Sim *s, const Res *r, int64_t idx)
+{
+	/* every element is in mb (pass_verify checks MAXBAR), r's in a
+	 * row from mbase[r->index] */
+	if (r->index >= 0 && r->index < s->nmbase) {
+		int b = s->mbase[r->index];
+		if (idx < 0 || idx >= r->count)
+			return -1;
+		if (b >= 0 && b + idx < s->nmb && s->mb[b + idx].r == r &&
+		    s->mb[b + idx].idx == idx)
+			return b + (int)idx;
+	}
+	for (int i = 0; i < s->nmb; i++)
+		if (s->mb[i].r == r && s->mb[i].idx == idx)
+			return i;
+	return -1;
+}
+
+/* An mbarrier element by its index, or a failure when a run reaches an
+ * index outside the array. */
+static int
+mbar_at(Sim *s, const SirIns *in, const Res *r, int64_t idx)
+{
+	int b = mbar_of(s, r, idx);
+
+	if (b < 0) {
+		char a[80], c[64];
+		snprintf(a, sizeof a, "%s[%lld]", r->name, (long long)idx);
+		snprintf(c, sizeof c, "%d elements", r->count);
+		vf_fail(s, in ? in->span : r->nspan, "index-range", "'%s' is "
+			"outside the array: it has %s", a, c);
+	}
+	return b;
+}
+static void
+trace(Proc *p, Span sp, const char *what, int64_t phase)
+{
+	p->tr[p->ntr % NTRACE] = (Trace){sp, what, phase};
+	p->ntr++;
+}
+/* ------------------------------------------------------------ values */
+
+static int64_t
+val(Proc *p, Ref r)
+{
+	return r ? p->v[r] : 0;
+}
+
+static int64_t
+arith(int op, int64_t a, int64_t b, Ty t)
+{
+	bool u = t == TY_U32 || t == TY_U64;
+
+	switch (op) {
+	case SOP_add: return a + b;
+	case SOP_sub: return a - b;
+	case SOP_mul: return a * b;
+	case SOP_div: return b ? (u ? (int64_t)((uint64_t)a / (uint64_t)b) :
+		a / b) : 0;
+	case SOP_rem: return b ? (u ? (int64_t)((uint64_t)a % (uint64_t)b) :
+		a % b) : 0;
+	case SOP_and: return a & b;
+	case SOP_or: return a | b;
+	case SOP_xor: return a ^ b;
+	case SOP_shl: return b >= 0 && b < 63 ? a << b : 0;
+	case SOP_shr: return b >= 0 && b < 63 ? a >> b : 0;
+	case SOP_min: return a < b ? a : b;
+	case SOP_max: return a > b ? a : b;
+	case SOP_eq: return a == b;
+	case SOP_ne: return a != b;
+	case SOP_lt: return a < b;
+	case SOP_le: return a <= b;
+	case SOP_gt: return a > b;
+	case SOP_ge: return a >= b;
+	}
+	return 0;
+}
+
+static int64_t
+wrap(int64_t x, Ty t)
+{
+	if (t == TY_I32)
+		return (int32_t)x;
+	if (t == TY_U32)
+		return (uint32_t)x;
+	return x;
+}
+
+/* Register tiles a wgmma in flight reads or writes. */
+static void
+hazard(Sim *s, Proc *p, const SirIns *in)
+{
+	Ref refs[8];
+	int n = 0;
+
+	if (!p->ninfl)
+		return;
+	if (in->dst)
+		refs[n++] = in->dst;
+	for (int k = 0; k < in->na; k++)
+		refs[n++] = in->a[k];
+	for (int k = 0; k < n && !s->failed; k++) {
+		Ref r = refs[k];
+		if (!r || !p->inflight[r])
+			continue;
+		if (in->op == SOP_wgmma && (r == in->dst || (k > 0 &&
+		    r == in->a[1])))
+			continue;  /* chained wgmmas keep their order */
+		vf_fail(s, in->span, "wgmma-hazard", "this uses '%s' while a wgmma "
+			"that %s it is still in flight: retire it with "
+			"'mma_commit' and 'mma_wait' first",
+			p->sp->vals[r].name ? p->sp->vals[r].name : "a tile",
+			"reads or writes");
+		vf_note_traces(s, p);
+	}
+}
+/* Push a block to run next; a loop frame re-enters its body. */
+bool
+vf_push(Proc *p, const SirBlock *b, const SirIns *loop)
+{
+	if (p->depth == (int)COUNT(p->fr))
+		return false;  /* deeper than the verifier follows */
+	bool el = (p->depth && p->fr[p->depth - 1].elect) || (loop &&
+		loop->op == SOP_elect);
+	p->fr[p->depth++] = (Frame){.b = b, .loop = loop, .elect = el,
+		.skip = vf_skip_slot(p->sim, b)->n};
+	return true;
+}
+
+static void
+emit_event(Sim *s, int kind, int proc, int bar, int64_t bytes)
+{
+	if (s->nev == MAXEV) {  /* stop this run rather than drop events */
+		if (!s->capped)
+			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
+				"verifier stopped following a run: more than %d "
+				"asynchronous operations in flight (%s)", MAXEV,
+				s->shape);
+		s->capped = s->failed = true;
+		return;
+	}
+	if (s->nev < MAXEV)
+		s->ev[s->nev++] = (Ev){.kind = kind, .proc = proc, .bar = bar,
+			.bytes = bytes, .rec = -1};
+}
+
+/* Threads an arrival stands for: one per warp lane outside 'elect'. */
+static int64_t
+arrivals(bool elect)
+{
+	return elect ? 1 : 32;
+}
+
+static int64_t
+tma_bytes(const Res *v)
+{
+	int64_t n = ty_bytes(v->ety);
+
+	for (int i = 0; i < v->rank; i++)
+		n *= v->shape[i];
+	return n;
+}
+
+/* Mark r used by the wgmma group being issued. */
+static void
+set_inflight(Proc *p, Ref r)
+{
+	if (!p->inflight[r])
+		p->infl[p->ninfl++] = r;
+	p->inflight[r] = p->wg_seq + 1;
+}
+
+/* Execute one instruction; returns false when the process blocks on it
+ * (it is retried later). */
+static bool
+exec(Sim *s, Proc *p, const SirIns *in, bool elect)
+{
+	const SirVal *dv = in->dst ? &p->sp->vals[in->dst] : NULL;
+	int b, self = (int)(p - s->p);
+	int64_t lo, hi;
+
+	if (in->op != SOP_wgmma_wait && in->op != SOP_wgmma_commit)
+		hazard(s, p, in);
+
+	switch (in->op) {
+	case SOP_const_i:
+		p->v[in->dst] = in->imm;
+		return true;
+	case SOP_smem_store: {
+		const SirVal *x = &p->sp->vals[in->a[0]];
+		vf_range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
+		vf_acc_write(s, p, in, lo, hi, false, vf_geometry(in->r[0]),
+			in->roff[0], in->roff[0] + x->m);
+		return true;
+	}
+	case SOP_const_f: case SOP_cvt: case SOP_exp2: case SOP_log2:
+	case SOP_rcp: case SOP_rowmax: case SOP_rowsum: case SOP_convert:
+	case SOP_mask_cols: case SOP_mask_causal: case SOP_fill:
+	case SOP_gstore: case SOP_tmem_load:
+	case SOP_tmem_store: case SOP_tmem_alloc: case SOP_tmem_free:
+		if (in->op == SOP_cvt && dv && ty_isint(dv->ty))
+			p->v[in->dst] = wrap(val(p, in->a[0]), dv->ty);
+		return true;
+	case SOP_param:
+		p->v[in->dst] = s->params[in->r[0]->index];
+		return true;
+	case SOP_special:
+		p->v[in->dst] = in->imm == SP_WARP ? p->warp : in->imm == SP_TID ?
+			p->warp * 32 : 0;
+		p->lanevar[in->dst] = in->imm == SP_LANE || in->imm == SP_TID;
+		return true;
+	case SOP_mov:
+		if (dv->ty != TY_FRAG) {
+			p->v[in->dst] = val(p, in->a[0]);
+			p->lanevar[in->dst] = p->lanevar[in->a[0]];
+		}
+		return true;
+	case SOP_neg:
+		if (dv->ty != TY_FRAG)
+			p->v[in->dst] = wrap(-val(p, in->a[0]), dv->ty);
+		return true;
+	case SOP_not:
+		p->v[in->dst] = !val(p, in->a[0]);
+		return true;
+	case SOP_bnot:
+		p->v[in->dst] = wrap(~val(p, in->a[0]), dv->ty);
+		return true;
+	case SOP_select:
+		p->v[in->dst] = val(p, in->a[0]) ? val(p, in->a[1]) :
+			val(p, in->a[2]);
+		return true;
+	case SOP_all_eq:
+		/* data: random under random interleavings, else false (the
+		 * body of 'if !all_eq(...)' runs) */
+		p->v[in->dst] = s->mode == 2 && (vf_rnd(s) & 1);
+		return true;
+	case SOP_tilefield: {
+		int slot = (int)(in->a[0] % 8);
+		p->v[in->dst] = p->tile[slot][in->imm];
+		return true;
+	}
+	case SOP_mbar_wait: {
+		b = mbar_at(s, in, in->r[0], val(p, in->ri[0]));
+		if (b < 0)
+			return true;
+		int64_t par = val(p, in->a[0]) & 1;
+		Mbar *m = &s->mb[b];
+		if ((m->phase & 1) == par) {
+			p->state = B_MBAR;
+			p->bar = b;
+			p->want = par;
+			p->at = in;
+			return false;
+		}
+		int64_t obs = m->phase - 1, last = p->seen[b];
+		char a[64];
+		if ((last == -2 ? obs > 0 : obs > last + 1) || (last != -2 &&
+		    obs == last))
+			snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
+		if (last == -2 ? obs > 0 : obs > last + 1) {
+			vf_fail(s, in->span, "phase-skip", "this wait on '%s' passed "
+				"%s: an arriver got two phases ahead of it", a,
+				last == -2 ? "after the first two phases" :
+				"two phases after the one it saw last");
+			vf_note_traces(s, p);
+		} else if (last != -2 && obs == last) {
+			vf_fail(s, in->span, "phase-reuse", "this wait on '%s' passed "
+				"on the phase it had already seen%s: its parity "
+				"did not flip", a, "");
+			vf_note_traces(s, p);
+		}
+		p->seen[b] = obs;
+		if (obs >= 0) {  /* acquire: what the phase's arrivers did */
+			vf_join(s, p->vc, s->done[b][obs & 1]);
+			if (p->vc[VB(s, b)] < obs + 1)
+				p->vc[VB(s, b)] = obs + 1;
+		}
+		trace(p, in->span, "waited here", obs);
+		return true;
+	}
+	case SOP_mbar_arrive: case SOP_mbar_expect:
+		b = mbar_at(s, in, in->r[0], val(p, in->ri[0]));
+		if (b < 0)
+			return true;
+		if (in->op == SOP_mbar_expect) {
+			s->mb[b].tx += val(p, in->a[0]);
+			vf_mbar_arrive(s, p, in, b, 1 * (elect ? 1 : 32));
+		} else {
+			vf_mbar_arrive(s, p, in, b, in->imm > 1 ? in->imm *
+				arrivals(elect) : arrivals(elect));
+		}
+		trace(p, in->span, "arrived here", s->mb[b].phase);
+		return true;
+	case SOP_bar_sync: case SOP_bar_arrive: {
+		int64_t ix = val(p, in->ri[0]);
+		if (ix < 0 || ix >= in->r[0]->count) {
+			char a[80], c[64];
+			snprintf(a, sizeof a, "%s[%lld]", in->r[0]->name,
+				(long long)ix);
+			snprintf(c, sizeof c, "%d elements", in->r[0]->count);
+			vf_fail(s, in->span, "index-range", "'%s' is outside the "
+				"array: it has %s", a, c);
+			return true;
+		}
+		int id = (int)(in->r[0]->bar_id + ix);
+		Nbar *n = &s->nb[id];
+		if (n->who & (1u << self)) {
+			vf_fail(s, in->span, "nbar-twice", "'%s' arrives on named "
+				"barrier '%s' a second time before it completes: an "
+				"arrive where a sync was needed", vf_pname(s, p),
+				in->r[0]->name);
+			vf_note_traces(s, p);
+			return true;
+		}
+		n->who |= 1u << self;
+		n->arrived += 32;
+		int64_t gen = n->gen;
+		vf_join(s, s->nbvc[id][0], p->vc);
+		p->vc[self]++;
+		if (n->arrived >= n->count) {
+			n->arrived = 0;
+			n->who = 0;
+			n->gen++;
+			vf_wake_bar(s, B_NBAR, id);
+			memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(Clk));
+			memset(s->nbvc[id][0], 0, s->nvc * sizeof(Clk));
+			if (in->op == SOP_bar_sync)
+				vf_join(s, p->vc, s->nbvc[id][1]);
+		}
+		trace(p, in->span, in->op == SOP_bar_sync ? "synced here" :
+			"arrived here", -1);
+		if (in->op == SOP_bar_sync && n->gen == gen) {
+			p->state = B_NBAR;
+			p->bar = id;
+			p->want = gen;
+			p->at = in;
+		}
+		return true;  /* the arrival happened; blocking is a state */
+	}
+	case SOP_tma_load: {
+		b = mbar_at(s, in, in->r[2], val(p, in->ri[2]));
+		if (b < 0)
+			return true;
+		vf_range_of(in->r[1], val(p, in->ri[1]), &lo, &hi);
+		Rec *w = vf_acc_write(s, p, in, lo, hi, true, vf_geometry(in->r[1]), 0,
+			in->r[1]->shape[0]);
+		emit_event(s, EV_TMA, self, b, tma_bytes(in->r[0]));
+		s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
+		return true;
+	}
+	case SOP_tma_store:
+		vf_range_of(in->r[1], val(p, in->ri[1]), &lo, &hi);
+		vf_acc_read(s, p, in, lo, hi, true, vf_geometry(in->r[1]), 0,
+			in->r[1]->shape[0]);
+		p->bulk_open++;
+		return true;
+	case SOP_tma_commit:
+		if (p->bulk_open) {
+			p->bulk_open = 0;
+			p->bulk_groups++;
+			p->bulk_seq++;
+			emit_event(s, EV_BULK, self, -1, 0);
+		}
+		return true;
+	case SOP_tma_wait:
+		if (p->bulk_groups > in->imm) {
+			p->state = B_BULK;
+			p->want = in->imm;
+			p->at = in;
+			return false;
+		}
+		vf_retire_reads(s, p, true, p->bulk_seq - p->bulk_groups);
+		return true;
+	case SOP_wgmma: {
+		int g = 16 + (p->sp->part->warp_lo + p->warp) / 4 % 8;
+		Nbar *gate = &s->nb[g];
+		int64_t ggen = gate->gen;
+		vf_join(s, s->nbvc[g][0], p->vc);
+		gate->arrived += 32;
+		if (gate->arrived >= gate->count) {
+			gate->arrived = 0;
+			gate->gen++;
+			vf_wake_bar(s, B_NBAR, g);
+			memcpy(s->nbvc[g][1], s->nbvc[g][0], s->nvc * sizeof(Clk));
+			memset(s->nbvc[g][0], 0, s->nvc * sizeof(Clk));
+			vf_join(s, p->vc, s->nbvc[g][1]);
+		} else {
+			p->state = B_NBAR;
+			p->bar = g;
+			p->want = ggen;
+			p->at = in;
+		}
+		/* one operation per warpgroup: its shared-memory reads belong
+		 * to the warpgroup's first warp, retired by that warp's wait */
+		for (int k = 1; k <= 2 && p->sp->part->warp_lo % 4 + p->warp %
+		    4 == 0; k++)
+			if (in->r[k]) {
+				/* A with arow= reads the warpgroup's 64 rows */
+				const Res *x = in->r[k];
+				int64_t r0 = k == 1 ? in->roff[1] : 0;
+				int64_t r1 = k == 1 && !in->trans[1] ? r0 + 64 :
+					x->shape[0];
+				vf_range_of(x, val(p, in->ri[k]), &lo, &hi);
+				vf_acc_read(s, p, in, lo, hi, false, vf_geometry(x), r0, r1);
+			}
+		set_inflight(p, in->dst);
+		if (in->a[1])
+			set_inflight(p, in->a[1]);
+		p->wg_open++;
+		return true;
+	}
+	case SOP_wgmma_commit:
+		if (p->wg_open) {
+			p->wg_open = 0;
+			p->wg_groups++;
+			p->wg_seq++;
+			emit_event(s, EV_WGMMA, self, -1, 0);
+		}
+		return true;
+	case SOP_wgmma_wait: {
+		if (p->wg_groups > in->imm) {
+			p->state = B_WGMMA;
+			p->want = in->imm;
+			p->at = in;
+			return false;
+		}
+		int upto = p->wg_seq - p->wg_groups;
+		vf_retire_reads(s, p, false, upto);
+		int n = 0;
+		for (int i = 0; i < p->ninfl; i++)
+			if (p->inflight[p->infl[i]] <= upto)
+				p->inflight[p->infl[i]] = 0;
+			else
+				p->infl[n++] = p->infl[i];
+		p->ninfl = n;
+		return true;
+	}
+	case SOP_tc_mma:
+		p->tc_inflight++;
+		emit_event(s, EV_TC, (int)(p - s->p), -1, 0);
+		return true;
+	case SOP_tc_commit:
+		b = mbar_at(s, in, in->r[0], val(p, in->ri[0]));
+		if (b < 0)
+			return true;
+		emit_event(s, EV_TC, self, b, 0);
+		s->ev[s->nev - 1].vc = s->nvfree ? s->vfree[--s->nvfree] :
+			NEWARR(&s->ctx->scratch, Clk, s->nvc);
+		memcpy(s->ev[s->nev - 1].vc, p->vc, s->nvc * sizeof(Clk));
+		p->vc[self]++;
+		return true;
+	case SOP_fence:
+		if (in->imm == FENCE_ASYNC_SMEM)
+			for (int i = 0; i < s->nrec; i++)
+				if (s->rec[i].live && s->rec[i].kind == A_GENW &&
+				    s->rec[i].proc == self)
+					s->rec[i].dirty = false;
+		return true;
+	default:
+		if (dv && dv->ty != TY_FRAG && in->na == 2) {
+			p->v[in->dst] = wrap(arith(in->op, val(p, in->a[0]),
+				val(p, in->a[1]), p->sp->vals[in->a[0]].ty), dv->ty);
+			p->lanevar[in->dst] = p->lanevar[in->a[0]] ||
+				p->lanevar[in->a[1]];
+		}
+		return true;
+	}
+}
+
+/* The coordinates of work index i of a tile loop over grid d (total
+ * tiles), in the order ptxgen.c's gen_tile lowers: linear (lpt: from the
+ * end), or grouped by (x, y) planes when the loop has a group operand. */
+static void
+tile_at(const Sim *s, Proc *p, const SirIns *in, const int64_t *d,
+    int64_t total, int64_t i)
+{
+	int64_t *t = p->tile[in->dst % 8];
+	bool lpt = s->k->order == ORD_LPT;
+
+	if (in->na == 4) {
+		int64_t np = d[0] * d[1], gr = val(p, in->a[3]);
+		gr = gr < 1 ? 1 : gr > np ? np : gr;
+		int64_t sec = i / (gr * d[2]), r = i - sec * gr * d[2];
+		int64_t gs = np - sec * gr < gr ? np - sec * gr : gr;
+		int64_t pl = sec * gr + r % gs;
+		t[0] = pl % d[0];
+		t[1] = pl / d[0];
+		t[2] = lpt ? d[2] - 1 - r / gs : r / gs;
+		return;
+	}
+	int64_t lin = lpt ? total - 1 - i : i;
+	t[0] = lin % d[0];
+	t[1] = lin / d[0] % d[1];
+	t[2] = lin / d[0] / d[1];
+}
+
+/* Start a structured instruction: push its body (tile loop, for, if,
+ * elect).  Returns true when it was one. */
+static bool
+enter(Sim *s, Proc *p, const SirIns *in)
+{
+	Frame *f;
+
+	switch (in->op) {
+	case SOP_if: {
+		const SirBlock *b = val(p, in->a[0]) ? in->body : in->els;
+		if (b && b->n && vf_push(p, b, NULL) && p->lanevar[in->a[0]])
+			/* a condition on lane or tid holds for some lanes: their
+			 * arrivals count one each, as under 'elect' */
+			p->fr[p->depth - 1].elect = true;
+		return true;
+	}
+	case SOP_elect:
+		/* the elected lane: one per partition, or one per warp */
+		if (in->imm || p->warp == 0)
+			vf_push(p, in->body, in);
+		return true;
+	case SOP_for:
+		if (val(p, in->a[0]) >= val(p, in->a[1]))
+			return true;
+		vf_push(p, in->body, in);
+		f = &p->fr[p->depth - 1];
+		f->i = val(p, in->a[0]);
+		f->hi = val(p, in->a[1]);
+		f->step = val(p, in->a[2]);
+		p->v[in->dst] = f->i;
+		return true;
+	case SOP_tile: {
+		int64_t d[3] = {1, 1, 1}, total = 1;
+		for (int k = 0; k < in->na && k < 3; k++)
+			d[k] = val(p, in->a[k]);
+		for (int k = 0; k < 3; k++)
+			total *= d[k] > 0 ? d[k] : 0;
+		/* ctaid -1: the last tile of a one-tile-per-CTA grid */
+		int64_t first = s->ctaid < 0 ? total - 1 : s->ctaid;
+		if (first >= total || first < 0)
+			return true;
+		vf_push(p, in->body, in);
+		f = &p->fr[p->depth - 1];
+		f->i = first;
+		f->hi = s->k->order == ORD_SINGLE ? first + 1 : total;
+		f->step = s->k->order == ORD_SINGLE ? 1 : s->nctaid;
+		f->iter = 0;
+		tile_at(s, p, in, d, total, f->i);
+		p->tile[in->dst % 8][3] = 0;
+		return true;
+	}
+	case SOP_exit:
+		p->depth = 0;
+		return true;
+	}
+	return false;
+}
+
+/* The end of a loop body: next iteration or pop. */
+static void
+loop_end(Sim *s, Proc *p)
+{
+	Frame *f = &p->fr[p->depth - 1];
+	const SirIns *in = f->loop;
+
+	if (in && in->op == SOP_for) {
+		f->i += f->step;
+		if (f->i < f->hi) {
+			p->v[in->dst] = f->i;
+			f->pc = 0;
+			return;
+		}
+	} else if (in && in->op == SOP_tile) {
+		f->i += f->step;
+		f->iter++;
+		if (f->i < f->hi) {
+			int64_t d[3] = {1, 1, 1}, total = f->hi;
+			for (int k = 0; k < in->na && k < 3; k++)
+				d[k] = val(p, in->a[k]);
+			tile_at(s, p, in, d, total, f->i);
+			p->tile[in->dst % 8][3] = f->iter;
+			f->pc = 0;
+			return;
+		}
+	}
+	p->depth--;
+}
+
+/* Run one process until it blocks, finishes, or completes one
+ * synchronizing instruction (an interleaving point). */
+void
+vf_step(Sim *s, Proc *p)
+{
+	while (p->depth > 0) {
+		Frame *f = &p->fr[p->depth - 1];
+		if (f->pc >= f->b->n) {
+			loop_end(s, p);
+			continue;
+		}
+		int k = f->skip[f->pc];
+		if (k && p->steps + k <= MAXSTEPS / 4 && s->steps + k <=
+		    MAXSTEPS) {  /* as if stepped one by one */
+			p->steps += k;
+			s->steps += k;
+			f->pc += k;
+			continue;
+		}
+		const SirIns *in = &f->b->v[f->pc];
+		if (++p->steps > MAXSTEPS / 4 || ++s->steps > MAXSTEPS) {
+			vf_fail(s, in->span, "runaway", "a run of the schedule did "
+				"not finish%s%s", "", "");
+			p->depth = 0;
+			break;
+		}
+		if (in->body || in->op == SOP_exit) {
+			f->pc++;
+			enter(s, p, in);
+			continue;
+		}
+		if (!exec(s, p, in, f->elect))
+			return;  /* blocked: retried when it may pass */
+		f->pc++;
+		int eff = sir_ops[in->op].eff;
+		if (eff == E_SYNC || eff == E_ASYNC || p->state != B_RUN)
+			return;
+	}
+	p->state = B_DONE;
+	if (p->bulk_groups || p->bulk_open) {
+		vf_fail(s, p->sp->part->nspan, "exit-pending", "partition '%s' "
+			"ends with bulk stores still reading shared memory; "
+			"end with 'tma_wait 0'%s", vf_pname(s, p), "");
+	}
+}

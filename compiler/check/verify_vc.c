@@ -1,0 +1,230 @@
+/* verify_vc.c: the verifier's vector clocks and its shared-memory race
+ * and proxy-fence checks over the access records of a run.
+ * Requires: a Sim set up by verify.c.  Ensures: the 'race' and
+ * 'proxy-fence' diagnostics. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "check/check.h"
+#include "check/verify.h"
+
+/* The clocks of processes, mbarrier phases and named barriers, sized to
+ * the processes and mbarriers in use (the same in every run).  A run
+ * starts from zero in those it joins into (processes, accumulating
+ * phases and barriers); the completed ones (done, nbvc[][1]) are copied
+ * whole when a phase or barrier completes, before anything reads them. */
+void
+vf_clocks(Sim *s)
+{
+	Clk *c;
+
+	s->nvc = (s->np + s->nmb + 3) & ~3;
+	if (!s->clocks) {
+		s->nclocks = s->np + 3 * s->nmb + 2 * 24;
+		s->clocks = NEWARR(&s->ctx->scratch, Clk, (size_t)s->nclocks *
+			s->nvc);
+	}
+	memset(s->clocks, 0, (size_t)(s->np + s->nmb + 24) * s->nvc *
+		sizeof(Clk));
+	c = s->clocks;
+	for (int i = 0; i < s->np; i++, c += s->nvc)
+		s->p[i].vc = c;
+	for (int b = 0; b < s->nmb; b++, c += s->nvc)
+		s->acc[b] = c;
+	for (int i = 0; i < 24; i++, c += s->nvc)
+		s->nbvc[i][0] = c;
+	for (int b = 0; b < s->nmb; b++, c += 2 * s->nvc) {
+		s->done[b][0] = c;
+		s->done[b][1] = c + s->nvc;
+	}
+	for (int i = 0; i < 24; i++, c += s->nvc)
+		s->nbvc[i][1] = c;
+	for (int e = 0; e < s->nev; e++)  /* left by a failed run */
+		if (s->ev[e].vc)
+			vf_vfree(s, s->ev[e].vc);
+}
+
+/* Return an EV_TC clock for reuse. */
+void
+vf_vfree(Sim *s, Clk *vc)
+{
+	if (s->nvfree == s->vfcap) {
+		Clk **v = NEWARR(&s->ctx->scratch, Clk *, 2 * s->vfcap +
+			16);
+		if (s->nvfree)
+			memcpy(v, s->vfree, s->nvfree * sizeof *v);
+		s->vfree = v;
+		s->vfcap = 2 * s->vfcap + 16;
+	}
+	s->vfree[s->nvfree++] = vc;
+}
+
+/* ------------------------------------------------------------ races */
+
+/* Accesses overlap when their bytes do, unless both name rows of tiles of
+ * one geometry at one base: a warpgroup's rows of a 128-row tile
+ * (arow=, row=) do not meet another warpgroup's, whatever the layout. */
+static bool
+overlaps(const Rec *r, int64_t lo, int64_t hi, int64_t geo, int64_t r0,
+	int64_t r1)
+{
+	if (r->hi <= lo || hi <= r->lo)
+		return false;
+	if (geo && r->geo == geo && r->lo == lo)
+		return r->r0 < r1 && r0 < r->r1;
+	return true;
+}
+
+int64_t
+vf_geometry(const Res *b)
+{
+	return (b->shape[0] << 24) ^ (b->shape[b->rank - 1] * ty_bytes(b->ety)
+		<< 8) ^ b->lay->swizzle ^ 1;
+}
+
+static bool
+ordered(const Sim *s, const Rec *r, const Proc *q)
+{
+	int qi = (int)(q - s->p);
+
+	switch (r->kind) {
+	case A_TMAW:
+		return !r->pending && q->vc[VB(s, r->bar)] >= r->tag;
+	case A_READ:
+		return !r->pending && (r->proc == qi || q->vc[r->proc] >=
+			r->clock);
+	default:
+		return r->proc == qi || q->vc[r->proc] >= r->clock;
+	}
+}
+
+static void
+race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
+{
+	static const char *const kinds[] = {"a TMA load writes",
+		"threads write", "an asynchronous read (wgmma or TMA store) "
+		"reads"};
+	char a[200];
+
+	snprintf(a, sizeof a, "%s shared memory that %s", what, kinds[r->kind]);
+	vf_fail(s, in->span, "race", "%s without an ordering barrier%s", a,
+		r->pending ? " (it is still in flight)" : "");
+	if (r->at)
+		diag_note(s->ctx, r->at->span, "the other access, by '%s'",
+			vf_pname(s, &s->p[r->proc]));
+	vf_note_traces(s, q);
+}
+
+/* The byte range of buffer r, stage st. */
+void
+vf_range_of(const Res *r, int64_t st, int64_t *lo, int64_t *hi)
+{
+	*lo = r->off + st * r->bytes;
+	*hi = *lo + r->bytes;
+}
+
+static Rec *
+add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
+{
+	for (int i = 0; i < s->nrec; i++)
+		if (!s->rec[i].live) {
+			s->rec[i] = (Rec){.kind = kind, .proc = (int)(p - s->p),
+				.lo = lo, .hi = hi, .live = true, .at = at,
+				.clock = p->vc[p - s->p]};
+			return &s->rec[i];
+		}
+	if (s->nrec == MAXREC) {
+		if (!s->capped)
+			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
+				"verifier stopped tracking shared-memory accesses: "
+				"more than %d at once (%s)", MAXREC, s->shape);
+		s->capped = true;
+		return NULL;
+	}
+	s->rec[s->nrec] = (Rec){.kind = kind, .proc = (int)(p - s->p),
+		.lo = lo, .hi = hi, .live = true, .at = at,
+		.clock = p->vc[p - s->p]};
+	return &s->rec[s->nrec++];
+}
+
+/* An asynchronous read of [lo, hi) (wgmma operand, TMA store source):
+ * every write to it must be visible, and generic writes fenced. */
+void
+vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
+	bool bulk, int64_t geo, int64_t r0, int64_t r1)
+{
+	for (int i = 0; i < s->nrec && !s->failed; i++) {
+		Rec *r = &s->rec[i];
+		if (!r->live || r->kind == A_READ || !overlaps(r, lo, hi, geo,
+		    r0, r1))
+			continue;
+		if (r->kind == A_GENW && r->dirty) {
+			vf_fail(s, in->span, "proxy-fence", "TMA or wgmma reads shared "
+				"memory that '%s' wrote with ordinary stores and no "
+				"'fence async_smem' after them%s",
+				vf_pname(s, &s->p[r->proc]), "");
+			if (r->at)
+				diag_note(s->ctx, r->at->span, "the write");
+			return;
+		}
+		if (!ordered(s, r, p))
+			race(s, p, in, r, "this reads");
+	}
+	Rec *r = add_rec(s, A_READ, p, lo, hi, in);
+	if (r) {
+		r->geo = geo;
+		r->r0 = r0;
+		r->r1 = r1;
+		r->pending = true;
+		r->bulk = bulk;
+		r->group = bulk ? p->bulk_groups + 1 : p->wg_seq + 1;
+	}
+}
+
+/* A write of [lo, hi): by TMA (tma) or by threads; earlier accesses must
+ * be ordered before it.  It replaces the records it covers. */
+Rec *
+vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
+	bool tma, int64_t geo, int64_t r0, int64_t r1)
+{
+	for (int i = 0; i < s->nrec && !s->failed; i++) {
+		Rec *r = &s->rec[i];
+		if (!r->live || !overlaps(r, lo, hi, geo, r0, r1))
+			continue;
+		/* threads write their own rows: generic writes do not
+		 * conflict with each other at this granularity */
+		if (!ordered(s, r, p) && !(r->kind == A_GENW && !tma))
+			race(s, p, in, r, tma ? "a TMA load overwrites" :
+				"this overwrites");
+		if (r->lo >= lo && r->hi <= hi && (!geo || r->geo != geo ||
+		    (r->r0 >= r0 && r->r1 <= r1)))
+			r->live = false;
+	}
+	Rec *r = add_rec(s, tma ? A_TMAW : A_GENW, p, lo, hi, in);
+	if (r) {
+		r->geo = geo;
+		r->r0 = r0;
+		r->r1 = r1;
+		r->pending = tma;
+		r->dirty = !tma;
+	}
+	return r;
+}
+
+/* A wait retired groups: their reads are done, at the current clock. */
+void
+vf_retire_reads(Sim *s, Proc *p, bool bulk, int upto)
+{
+	for (int i = 0; i < s->nrec; i++) {
+		Rec *r = &s->rec[i];
+		if (r->live && r->kind == A_READ && r->pending && r->bulk == bulk
+		    && r->proc == p - s->p && r->group <= upto) {
+			r->pending = false;
+			r->clock = p->vc[p - s->p];
+		}
+	}
+}

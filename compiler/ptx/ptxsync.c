@@ -1,0 +1,304 @@
+/* ptxsync.c: barriers, fences, TMA, tensor-memory management and MMA
+ * group operations to PTX.  One emit function per multi-instruction
+ * feature (STYLE B6).  Shared-memory addresses are 32-bit .shared::cta
+ * addresses; tensor maps are read from the .param space. */
+#include <stdio.h>
+#include <string.h>
+
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "ptx/ptx.h"
+#include "ptx/ptxgen.h"
+
+/* smem + off + idx * stride: the address of element idx of a resource. */
+static PReg
+addr(PG *g, int64_t off, Ref idx, int64_t stride)
+{
+	PReg a = ptx_reg(g->f, RB32);
+
+	if (!idx || g->sp->vals[idx].isconst) {
+		int64_t i = idx ? g->sp->vals[idx].ci : 0;
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", a, g->smem,
+			off + i * stride);
+		return a;
+	}
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", a, pg_u32(g, idx),
+		stride, g->smem);
+	if (off)
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", a, a, off);
+	return a;
+}
+
+static PReg
+bar_addr(PG *g, const Res *r, Ref idx)
+{
+	return addr(g, r->off, idx, 8);
+}
+
+#define HANG_NS 2000000000ull  /* --debug-hangs: 2 s of waiting */
+
+/* The message a stuck wait prints, as a module-scope string. */
+static int
+hang_message(PG *g, const SirIns *in)
+{
+	const Part *pt = g->sp->part;
+	uint32_t line, col;
+	char msg[512];
+
+	src_linecol(&g->ctx->src, in->span.lo, &line, &col);
+	int n = snprintf(msg, sizeof msg, "fagen --debug-hangs: CTA %%d, "
+		"partition '%s", pt->name);
+	if (pt->index >= 0)
+		n += snprintf(msg + n, sizeof msg - (size_t)n, "[%d]", pt->index);
+	snprintf(msg + n, sizeof msg - (size_t)n, "' (warp %%d) waits on "
+		"'%s[%%d]' for parity %%d at %s:%u:%u, tile iteration %%d, loop "
+		"index %%d; trapping\n", in->r[0]->name, g->ctx->src.name, line,
+		col);
+	int id = g->nmsg++;
+	buf_printf(g->globals, ".global .align 1 .b8 fg_hang%d[%zu] = {", id,
+		strlen(msg) + 1);
+	for (size_t i = 0; msg[i]; i++)
+		buf_printf(g->globals, "%d, ", (unsigned char)msg[i]);
+	buf_puts(g->globals, "0};\n");
+	return id;
+}
+
+/* --debug-hangs: the wait gives up after HANG_NS of %globaltimer; lane 0
+ * of the warp prints where it is stuck and every lane traps. */
+static void
+hang_wait(PG *g, const SirIns *in, PReg a, PReg ph, PReg idx)
+{
+	PReg p = ptx_reg(g->f, RP), t0 = ptx_reg(g->f, RB64);
+	PReg t = ptx_reg(g->f, RB64), fmt = ptx_reg(g->f, RB64);
+	PReg args = ptx_reg(g->f, RB64), v = ptx_reg(g->f, RB32);
+	int top = ptx_label(g->f), done = ptx_label(g->f);
+	int quiet = ptx_label(g->f), id = hang_message(g, in);
+
+	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t0);
+	ptx_place(g->f, top);
+	ptx_emit(g->f, "mbarrier.try_wait.parity.shared::cta.b64 %R, [%R], "
+		"%R;", p, a, ph);
+	ptx_emit(g->f, "@%R bra %L;", p, done);
+	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t);
+	ptx_emit(g->f, "sub.u64 %R, %R, %R;", t, t, t0);
+	ptx_emit(g->f, "setp.lt.u64 %R, %R, %U;", p, t, (uint64_t)HANG_NS);
+	ptx_emit(g->f, "@%R bra %L;", p, top);
+	ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, g->lane);
+	ptx_emit(g->f, "@%R bra %L;", p, quiet);
+	ptx_emit(g->f, "{\n.local .align 8 .b8 fg_args[24];\n"
+		".param .b64 fg_p0;\n.param .b64 fg_p1;\n"
+		".param .b32 fg_rv;");
+	ptx_emit(g->f, "mov.u32 %R, %%ctaid.x;", v);
+	ptx_emit(g->f, "st.local.u32 [fg_args], %R;", v);
+	ptx_emit(g->f, "sub.s32 %R, %R, %I;", v, g->warp,
+		(int64_t)g->sp->part->warp_lo);
+	ptx_emit(g->f, "st.local.u32 [fg_args+4], %R;", v);
+	ptx_emit(g->f, "st.local.u32 [fg_args+8], %R;", idx);
+	ptx_emit(g->f, "st.local.u32 [fg_args+12], %R;", ph);
+	ptx_emit(g->f, "mov.u32 %R, %I;", v, (int64_t)-1);
+	ptx_emit(g->f, "st.local.u32 [fg_args+16], %R;", g->niters ?
+		g->iters[0] : v);
+	ptx_emit(g->f, "st.local.u32 [fg_args+20], %R;", g->niters > 1 ?
+		g->iters[g->niters - 1] : v);
+	char sym[32];
+	snprintf(sym, sizeof sym, "fg_hang%d", id);
+	ptx_emit(g->f, "mov.u64 %R, %S;", fmt, sym);
+	ptx_emit(g->f, "cvta.global.u64 %R, %R;", fmt, fmt);
+	ptx_emit(g->f, "mov.u64 %R, fg_args;", args);
+	ptx_emit(g->f, "cvta.local.u64 %R, %R;", args, args);
+	ptx_emit(g->f, "st.param.b64 [fg_p0], %R;", fmt);
+	ptx_emit(g->f, "st.param.b64 [fg_p1], %R;", args);
+	ptx_emit(g->f, "call.uni (fg_rv), vprintf, (fg_p0, fg_p1);\n}");
+	ptx_place(g->f, quiet);
+	ptx_emit(g->f, "trap;");
+	ptx_place(g->f, done);
+}
+
+static void
+emit_mbar_wait(PG *g, const SirIns *in)
+{
+	PReg a = bar_addr(g, in->r[0], in->ri[0]), p = ptx_reg(g->f, RP);
+	PReg ph = ptx_reg(g->f, RB32);
+	int top = ptx_label(g->f);
+
+	ptx_emit(g->f, "and.b32 %R, %R, 1;", ph, pg_u32(g, in->a[0]));
+	if (g->ctx->debug_hangs) {
+		hang_wait(g, in, a, ph, pg_u32(g, in->ri[0]));
+		return;
+	}
+	ptx_place(g->f, top);
+	ptx_emit(g->f, "mbarrier.try_wait.parity.shared::cta.b64 %R, [%R], "
+		"%R;", p, a, ph);
+	ptx_emit(g->f, "@!%R bra %L;", p, top);
+}
+
+static void
+emit_mbar_arrive(PG *g, const SirIns *in)
+{
+	PReg a = bar_addr(g, in->r[0], in->ri[0]);
+
+	if (in->op == SOP_mbar_expect)
+		ptx_emit(g->f, "mbarrier.arrive.expect_tx.shared::cta.b64 _, "
+			"[%R], %R;", a, pg_u32(g, in->a[0]));
+	else if (in->imm > 1)
+		ptx_emit(g->f, "mbarrier.arrive.shared::cta.b64 _, [%R], %I;",
+			a, in->imm);
+	else
+		ptx_emit(g->f, "mbarrier.arrive.shared::cta.b64 _, [%R];", a);
+}
+
+static void
+emit_bar(PG *g, const SirIns *in)
+{
+	const Res *r = in->r[0];
+	const char *op = in->op == SOP_bar_sync ? "barrier.sync.aligned" :
+		"barrier.arrive.aligned";
+
+	if (!in->ri[0] || g->sp->vals[in->ri[0]].isconst) {
+		int64_t i = in->ri[0] ? g->sp->vals[in->ri[0]].ci : 0;
+		ptx_emit(g->f, "%S %I, %I;", op, (int64_t)r->bar_id + i,
+			r->threads);
+		return;
+	}
+	PReg id = ptx_reg(g->f, RB32);
+	ptx_emit(g->f, "add.s32 %R, %R, %I;", id, pg_u32(g, in->ri[0]),
+		(int64_t)r->bar_id);
+	ptx_emit(g->f, "%S %R, %I;", op, id, r->threads);
+}
+
+static PReg
+tmap_addr(PG *g, const Res *v)
+{
+	PReg a = ptx_reg(g->f, RB64);
+
+	ptx_emit(g->f, "mov.b64 %R, %S;", a, v->name);
+	ptx_emit(g->f, "cvta.param.u64 %R, %R;", a, a);
+	return a;
+}
+
+/* The TMA box of one instruction: a swizzled box wider than the swizzle
+ * span is issued as span-wide column blocks, each its own rows x span
+ * bytes in shared memory (the layout wgmma and tcgen05 descriptors
+ * expect for 128B-swizzled K-major tiles). */
+int
+pg_tma_blocks(const Res *v, int64_t *inner, int64_t *blockbytes)
+{
+	int n = v->rank, esz = ty_bytes(v->ety);
+	int64_t rows = 1;
+
+	for (int i = 0; i < n - 1; i++)
+		rows *= v->shape[i];
+	*inner = v->shape[n - 1];
+	if (v->swizzle && *inner * esz > v->swizzle)
+		*inner = v->swizzle / esz;
+	*blockbytes = rows * *inner * esz;
+	return (int)(v->shape[n - 1] / *inner);
+}
+
+static void
+emit_tma(PG *g, const SirIns *in)
+{
+	const Res *v = in->r[0], *b = in->r[1];
+	bool load = in->op == SOP_tma_load;
+	int64_t inner, bb;
+	int nblk = pg_tma_blocks(v, &inner, &bb), n = v->rank;
+	PReg map = tmap_addr(g, v);
+	PReg base = addr(g, b->off, in->ri[1], b->bytes);
+	PReg bar = load ? bar_addr(g, in->r[2], in->ri[2]) : (PReg){0};
+	PReg c[5];
+
+	for (int i = 0; i < n; i++)
+		c[i] = pg_u32(g, in->a[i]);
+	for (int k = 0; k < nblk; k++) {
+		PReg dst = base, ci = c[n - 1];
+		char crd[128];
+		size_t len = 0;
+
+		if (k) {
+			dst = ptx_reg(g->f, RB32);
+			ci = ptx_reg(g->f, RB32);
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", dst, base, k * bb);
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", ci, c[n - 1],
+				k * inner);
+		}
+		/* coordinates innermost first: {%ci, c[n-2], ..., c[0]} */
+		for (int i = n - 1; i >= 0; i--) {
+			char nm[16];
+			ptx_regname(g->f, i == n - 1 ? ci : c[i], nm);
+			len += (size_t)snprintf(crd + len, sizeof crd - len,
+				"%s%s", i == n - 1 ? "" : ", ", nm);
+		}
+		if (load)
+			ptx_emit(g->f, "cp.async.bulk.tensor.%Id.shared::cluster."
+				"global.mbarrier::complete_tx::bytes [%R], [%R, "
+				"{%S}], [%R];", (int64_t)n, dst, map, crd, bar);
+		else
+			ptx_emit(g->f, "cp.async.bulk.tensor.%Id.global."
+				"shared::cta.bulk_group [%R, {%S}], [%R];",
+				(int64_t)n, map, crd, dst);
+	}
+}
+
+static PReg
+tmem_slot(PG *g)
+{
+	PReg a = ptx_reg(g->f, RB32);
+
+	ptx_emit(g->f, "add.s32 %R, %R, %I;", a, g->smem,
+		g->k->smem_bytes - 16);
+	return a;
+}
+
+static void
+emit_tmem(PG *g, const SirIns *in)
+{
+	PReg slot = tmem_slot(g);
+
+	if (in->op == SOP_tmem_alloc) {
+		ptx_emit(g->f, "tcgen05.alloc.cta_group::1.sync.aligned."
+			"shared::cta.b32 [%R], %I;", slot, in->imm);
+		ptx_emit(g->f, "tcgen05.relinquish_alloc_permit.cta_group::1."
+			"sync.aligned;");
+		return;
+	}
+	PReg t = ptx_reg(g->f, RB32);
+	ptx_emit(g->f, "ld.shared.b32 %R, [%R];", t, slot);
+	ptx_emit(g->f, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %R, %I;",
+		t, (int64_t)(g->k->tmem_cols ? g->k->tmem_cols : 512));
+}
+
+void
+pg_sync(PG *g, const SirIns *in)
+{
+	if (pg_row(g, in))  /* one instruction on this target */
+		return;
+	switch (in->op) {
+	case SOP_mbar_wait:
+		emit_mbar_wait(g, in);
+		break;
+	case SOP_mbar_arrive: case SOP_mbar_expect:
+		emit_mbar_arrive(g, in);
+		break;
+	case SOP_bar_sync: case SOP_bar_arrive:
+		emit_bar(g, in);
+		break;
+	case SOP_tma_load: case SOP_tma_store:
+		emit_tma(g, in);
+		break;
+	case SOP_tc_commit:
+		ptx_emit(g->f, "tcgen05.commit.cta_group::1.mbarrier::arrive::one."
+			"shared::cluster.b64 [%R];", bar_addr(g, in->r[0],
+			in->ri[0]));
+		break;
+	case SOP_tmem_alloc: case SOP_tmem_free:
+		emit_tmem(g, in);
+		break;
+	default:
+		/* wgmma and tcgen05.mma, tensor-memory loads and stores and
+		 * register-tile math are lowered by the Hopper and Blackwell
+		 * backends (issues #3 and #6) */
+		pg_unsupported(g, in);
+	}
+}

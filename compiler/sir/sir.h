@@ -1,0 +1,99 @@
+/* sir.h: the schedule IR (SIR) -- built from a checked Kernel by
+ * sirgen, printed by sir_print (docs/sir.txt), drawn by sir_dot, and
+ * transformed by the IR passes (layout, legalize).  Takes ctx->kern and
+ * gives ctx->sir; includes base/ and front/. */
+#ifndef SIR_H
+#define SIR_H
+
+#include "base/base.h"
+#include "front/front.h"
+
+/* ---------------------------------------------------------------- sir.c
+ * The schedule IR: one structured program per partition instance.
+ * Values are 32-bit handles into the partition's value table (0 = none).
+ * Control flow stays structured (tile loop, for, if, elect) so that the
+ * verifier can run the partitions as state machines. */
+enum { E_PURE, E_SYNC, E_ASYNC, E_CTRL, E_MEM };
+
+typedef enum {
+#define SOP(name, nargs, eff, tgt) SOP_##name,
+#include "sir/sir_ops.h"
+#undef SOP
+	NSOP
+} SirOp;
+
+typedef struct SirOpInfo {
+	const char *name;
+	int nargs, eff, targets;
+} SirOpInfo;
+extern const SirOpInfo sir_ops[NSOP];
+
+enum { SP_TID, SP_WARP, SP_LANE, SP_NWARPS, SP_NSM };  /* SOP_special */
+enum {
+	FENCE_ASYNC_SMEM, FENCE_MBAR_INIT, FENCE_TMEM_BEFORE,
+	FENCE_TMEM_AFTER, FENCE_ACQ_REL, NFENCE
+};
+extern const char *const fence_names[NFENCE];
+
+typedef uint32_t Ref;
+
+typedef struct SirVal {
+	Ty ty;              /* scalar type, or TY_FRAG, TY_TILE */
+	const char *name;   /* source name, or NULL for temporaries */
+	bool mut;           /* a 'var': assigned with mov */
+	bool isconst;       /* defined by const_i/const_f */
+	int64_t ci;
+	double cf;
+	Ty ety;             /* TY_FRAG: element type */
+	const Layout *lay;  /* TY_FRAG: register layout */
+	int m, n;           /* TY_FRAG: shape */
+} SirVal;
+
+typedef struct SirBlock SirBlock;
+typedef struct SirIns {
+	uint16_t op;        /* SirOp */
+	Ref dst;
+	Ref a[6];
+	int na;
+	int64_t imm, imm2;
+	double fimm;
+	Res *r[3];          /* resources: view/buffer/barrier/region */
+	Ref ri[3];          /* their array or stage index (0: element 0) */
+	bool trans[3];      /* mma: operand used transposed */
+	int64_t roff[3];    /* mma: first row of the operand slice */
+	Span span;
+	SirBlock *body, *els;
+} SirIns;
+
+struct SirBlock {
+	SirIns *v;
+	int n, cap;
+};
+
+typedef struct SirPart {
+	Part *part;
+	SirVal *vals;       /* vals[0] is unused */
+	uint32_t nvals, capvals;
+	SirBlock body;
+} SirPart;
+
+typedef struct SirMod {
+	Kernel *k;
+	SirPart **parts;
+	int nparts;
+} SirMod;
+
+Ref sir_val(Ctx *, SirPart *, Ty, const char *name);
+SirIns *sir_push(Ctx *, SirBlock *, SirOp, Span);
+SirBlock *sir_block(Ctx *);
+void sir_print(const SirMod *, Buf *);
+void sir_dot(Ctx *, const SirMod *, Buf *);   /* dot.c: --emit dot */
+SirMod *sirgen(Ctx *, Kernel *);       /* sirgen.c: AST bodies -> SIR */
+bool sir_verify(Ctx *, const SirMod *); /* structure and target rules */
+
+/* ---------------------------------------------------------------- passes
+ * Every pass has one signature; pass.c runs them from one table. */
+typedef void PassFn(Ctx *, SirMod *);
+PassFn pass_layout, pass_legalize;  /* pass.c */
+
+#endif

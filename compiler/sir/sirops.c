@@ -1,0 +1,725 @@
+/* sirops.c: operation statements (wait, arrive, tma_load, ...) to SIR,
+ * with their operand checks. */
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "sir/sirgen.h"
+
+static const char *
+rkind(ResKind k)
+{
+	static const char *const n[] = {"?", "a global tensor", "a TMA view",
+		"a shared-memory buffer", "a tensor-memory region", "an mbarrier",
+		"a named barrier", "a parameter", "a constant", "a layout",
+		"a partition"};
+	return n[k];
+}
+
+/* A resource operand: NAME or NAME[index].  Returns the resource and the
+ * index value (0 when there is none: element 0). */
+static Res *
+resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
+{
+	const Node *base = e->kind == N_INDEX ? e->a : e;
+	Res *r;
+
+	*idx = 0;
+	if (base->kind != N_NAME) {
+		diag_error(g->ctx, e->span, "expected %s", what);
+		return NULL;
+	}
+	if (!(r = kernel_find(g->k, base->name))) {
+		diag_error(g->ctx, base->span, "'%s' is not declared",
+			base->name);
+		return NULL;
+	}
+	if (r->kind != want) {
+		diag_error(g->ctx, base->span, "'%s' is %s; expected %s",
+			r->name, rkind(r->kind), what);
+		diag_note(g->ctx, r->nspan, "'%s' declared here", r->name);
+		return NULL;
+	}
+	bool staged = want == R_SMEM && r->stages > 1;
+	if (e->kind == N_INDEX) {
+		int64_t v;
+		if (!r->is_array && !staged) {
+			diag_error(g->ctx, e->span, "'%s' is not an array",
+				r->name);
+			return NULL;
+		}
+		if (e->kids.n != 1) {
+			diag_error(g->ctx, e->span, "'%s' takes one index",
+				r->name);
+			return NULL;
+		}
+		*idx = sg_expr(g, e->kids.v[0]);
+		if (!ty_isint(sg_val(g, *idx)->ty) && sg_val(g, *idx)->ty != TY_ERR) {
+			diag_error(g->ctx, e->kids.v[0]->span, "an index must "
+				"be an integer");
+			return NULL;
+		}
+		int64_t n = staged ? r->stages : r->count;
+		if (sg_const_int(g, *idx, &v) && (v < 0 || v >= n)) {
+			diag_error(g->ctx, e->kids.v[0]->span, "index %lld is "
+				"out of range for '%s' (0..%lld)", (long long)v,
+				r->name, (long long)n - 1);
+			return NULL;
+		}
+	} else if (r->is_array || staged) {
+		diag_error(g->ctx, e->span, "'%s' has %d %s; say which one, "
+			"e.g. '%s[0]'", r->name, staged ? r->stages : r->count,
+			staged ? "stages" : "elements", r->name);
+		return NULL;
+	}
+	return r;
+}
+
+static Ref
+int_arg(G *g, const Node *e, const char *what)
+{
+	Ref r = sg_expr(g, e);
+	Ty t = sg_val(g, r)->ty;
+
+	if (t != TY_ERR && !ty_isint(t) && !(t == TY_BOOL && sg_val(g, r)->isconst))
+		diag_error(g->ctx, e->span, "%s must be an integer, found '%s'",
+			what, t == TY_FRAG ? "register tile" : ty_name(t));
+	return r;
+}
+
+bool
+sg_const_arg(G *g, const Node *e, const char *what, int64_t lo, int64_t hi,
+	int64_t *out)
+{
+	Ref r = sg_expr(g, e);
+
+	if (!sg_const_int(g, r, out)) {
+		if (sg_val(g, r)->ty != TY_ERR)
+			diag_error(g->ctx, e->span, "%s must be a constant",
+				what);
+		return false;
+	}
+	if (*out < lo || *out > hi) {
+		diag_error(g->ctx, e->span, "%s must be in %lld..%lld, found "
+			"%lld", what, (long long)lo, (long long)hi,
+			(long long)*out);
+		return false;
+	}
+	return true;
+}
+
+static bool
+argc(G *g, const Node *n, int lo, int hi)
+{
+	const char *op = op_names[n->op];
+
+	if (n->kids.n >= lo && n->kids.n <= hi)
+		return true;
+	if (lo == hi)
+		diag_error(g->ctx, n->span, "'%s' takes %d operand%s, found %d",
+			op, lo, lo == 1 ? "" : "s", n->kids.n);
+	else
+		diag_error(g->ctx, n->span, "'%s' takes %d to %d operands, "
+			"found %d", op, lo, hi, n->kids.n);
+	return false;
+}
+
+const Node *
+sg_opattr(G *g, const Node *n, const char *name, bool flag)
+{
+	for (int i = 0; i < n->attrs.n; i++) {
+		const Node *a = n->attrs.v[i];
+		if (strcmp(a->name, name))
+			continue;
+		if (flag && a->a)
+			diag_error(g->ctx, a->span, "'%s' is a flag and takes no "
+				"value", name);
+		if (!flag && !a->a)
+			diag_error(g->ctx, a->span, "'%s' needs a value: "
+				"'%s=...'", name, name);
+		return a;
+	}
+	return NULL;
+}
+
+void
+sg_noattrs(G *g, const Node *n, const char *const *ok)
+{
+	for (int i = 0; i < n->attrs.n; i++) {
+		bool found = false;
+		for (const char *const *p = ok; p && *p; p++)
+			found |= !strcmp(*p, n->attrs.v[i]->name);
+		if (!found)
+			diag_error(g->ctx, n->attrs.v[i]->nspan, "'%s' takes no "
+				"attribute '%s'", n->kind == N_MMA ? "mma" :
+				op_names[n->op], n->attrs.v[i]->name);
+	}
+}
+
+bool
+sg_need_target(G *g, const Node *n, int tgt, const char *what)
+{
+	const Target *t = target_get(g->k->target);
+
+	if (t->tgt_bit & tgt)
+		return true;
+	diag_error(g->ctx, n->span, "%s is not available on %s%s", what,
+		t->name, tgt == T_SM90 ? " (it is a Hopper instruction)" :
+		" (it needs Blackwell's tcgen05)");
+	return false;
+}
+
+/* The smem tile a TMA view's box fills: the box without leading 1s. */
+static bool
+box_matches(G *g, const Node *at, const Res *v, const Res *b)
+{
+	/* the box's extents other than 1, in order, are the tile's: a box
+	 * (1, BM, 1, D) on a [Z, S, H, D] tensor fills a [BM, D] tile */
+	int64_t ext[5];
+	int n = 0;
+	for (int i = 0; i < v->rank; i++)
+		if (v->shape[i] != 1 || (i == v->rank - 1 && n == 0))
+			ext[n++] = v->shape[i];
+	int bn = 0;
+	int64_t bext[4];
+	for (int i = 0; i < b->rank; i++)
+		if (b->shape[i] != 1 || (i == b->rank - 1 && bn == 0))
+			bext[bn++] = b->shape[i];
+	bool ok = n == bn;
+	for (int i = 0; ok && i < n; i++)
+		ok = ext[i] == bext[i];
+	if (!ok) {
+		diag_error(g->ctx, at->span, "the box of '%s' does not match "
+			"the tile of '%s'", v->name, b->name);
+		diag_note(g->ctx, v->nspan, "'%s' declared here", v->name);
+		diag_note(g->ctx, b->nspan, "'%s' declared here", b->name);
+		return false;
+	}
+	if (v->ety != b->ety) {
+		diag_error(g->ctx, at->span, "'%s' holds %s but '%s' holds %s",
+			v->name, ty_name(v->ety), b->name, ty_name(b->ety));
+		return false;
+	}
+	if (v->swizzle != b->lay->swizzle) {
+		diag_error(g->ctx, at->span, "'%s' swizzles %d bytes but the "
+			"layout of '%s' swizzles %d; they must agree", v->name,
+			v->swizzle, b->name, b->lay->swizzle);
+		diag_note(g->ctx, b->nspan, "'%s' declared here", b->name);
+		return false;
+	}
+	return true;
+}
+
+/* 'V[c0, c1, ...]': a TMA view and its coordinates. */
+static Res *
+view_coords(G *g, const Node *e, SirIns *i)
+{
+	Ref dummy;
+
+	if (e->kind != N_INDEX) {
+		diag_error(g->ctx, e->span, "expected a TMA view with "
+			"coordinates, e.g. 'tx[row, col]'");
+		return NULL;
+	}
+	Node base = *e;
+	base.kind = N_NAME;
+	base.name = e->a->kind == N_NAME ? e->a->name : NULL;
+	base.span = e->a->span;
+	if (!base.name) {
+		diag_error(g->ctx, e->span, "expected a TMA view");
+		return NULL;
+	}
+	Res *v = resource(g, &base, R_TMA, "a TMA view", &dummy);
+	if (!v)
+		return NULL;
+	if (e->kids.n != v->rank) {
+		diag_error(g->ctx, e->span, "'%s' has %d dimensions; give %d "
+			"coordinates, found %d", v->name, v->rank, v->rank,
+			e->kids.n);
+		return NULL;
+	}
+	for (int k = 0; k < e->kids.n; k++)
+		i->a[i->na++] = int_arg(g, e->kids.v[k], "a coordinate");
+	return v;
+}
+
+static void
+op_tma(G *g, const Node *n, bool load)
+{
+	const Node *arrow = n->kids.n ? n->kids.v[0] : NULL;
+	SirIns tmp = {0};
+
+	sg_noattrs(g, n, NULL);
+	if (!argc(g, n, load ? 2 : 1, load ? 2 : 1))
+		return;
+	if (arrow->kind != N_ARROW) {
+		diag_error(g->ctx, arrow->span, load ? "write 'tma_load "
+			"VIEW[coords] -> BUF[stage], BAR[i]'" : "write 'tma_store "
+			"BUF[stage] -> VIEW[coords]'");
+		return;
+	}
+	const Node *vn = load ? arrow->a : arrow->b;
+	const Node *bn = load ? arrow->b : arrow->a;
+	Res *v = view_coords(g, vn, &tmp);
+	Res *b = resource(g, bn, R_SMEM, "a shared-memory buffer", &tmp.ri[1]);
+	Res *m = NULL;
+	if (load)
+		m = resource(g, n->kids.v[1], R_MBAR, "an mbarrier", &tmp.ri[2]);
+	if (!v || !b || (load && !m) || !box_matches(g, n, v, b))
+		return;
+	if (g->in_elect == 0)
+		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
+			"'elect' is issued by every thread of the partition",
+			op_names[n->op]);
+	SirIns *i = sg_emit(g, load ? SOP_tma_load : SOP_tma_store, n->span);
+	memcpy(i->a, tmp.a, sizeof i->a);
+	i->na = tmp.na;
+	i->r[0] = v;
+	i->r[1] = b;
+	i->ri[1] = tmp.ri[1];
+	i->r[2] = m;
+	i->ri[2] = tmp.ri[2];
+}
+
+static void
+op_mbar(G *g, const Node *n)
+{
+	Ref idx;
+	int want = n->op == OP_ARRIVE ? 1 : 2;
+
+	sg_noattrs(g, n, (const char *const[]){"count", NULL});
+	if (!argc(g, n, want, want))
+		return;
+	Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
+	if (!r)
+		return;
+	SirOp op = n->op == OP_WAIT ? SOP_mbar_wait : n->op == OP_ARRIVE ?
+		SOP_mbar_arrive : SOP_mbar_expect;
+	Ref a = want == 2 ? int_arg(g, n->kids.v[1], n->op == OP_WAIT ?
+		"the parity" : "the byte count") : 0;
+	int64_t cnt = 0;
+	const Node *ca = sg_opattr(g, n, "count", false);
+	if (ca && ca->a && op == SOP_mbar_arrive && !sg_const_arg(g, ca->a,
+	    "'count'", 1, r->mcount, &cnt))
+		return;
+	if (ca && op != SOP_mbar_arrive)
+		diag_error(g->ctx, ca->span, "only 'arrive' takes 'count='");
+	SirIns *i = sg_emit(g, op, n->span);
+	i->r[0] = r;
+	i->ri[0] = idx;
+	i->imm = cnt;
+	if (a) {
+		i->a[0] = a;
+		i->na = 1;
+	}
+}
+
+static void
+op_simple(G *g, const Node *n)
+{
+	static const char *const fences[] = {"async_smem", "mbar_init",
+		"tmem_before", "tmem_after", "acq_rel", NULL};
+	Ref idx;
+	int64_t v = 0;
+
+	switch (n->op) {
+	case OP_TMA_COMMIT:
+		if (argc(g, n, 0, 0))
+			sg_emit(g, SOP_tma_commit, n->span);
+		return;
+	case OP_TMA_WAIT: {
+		sg_noattrs(g, n, (const char *const[]){"read", NULL});
+		if (!argc(g, n, 1, 1) || !sg_const_arg(g, n->kids.v[0],
+		    "the number of pending groups", 0, 63, &v))
+			return;
+		SirIns *i = sg_emit(g, SOP_tma_wait, n->span);
+		i->imm = v;
+		i->imm2 = sg_opattr(g, n, "read", true) != NULL;
+		return;
+	}
+	case OP_FENCE: {
+		const Node *a = n->kids.n ? n->kids.v[0] : NULL;
+		int f = -1;
+		if (!argc(g, n, 1, 1))
+			return;
+		for (int k = 0; a->kind == N_NAME && fences[k]; k++)
+			if (!strcmp(fences[k], a->name))
+				f = k;
+		if (f < 0) {
+			diag_error(g->ctx, a->span, "'fence' takes one of "
+				"'async_smem', 'mbar_init', 'tmem_before', "
+				"'tmem_after' or 'acq_rel'");
+			return;
+		}
+		if ((f == FENCE_TMEM_BEFORE || f == FENCE_TMEM_AFTER) &&
+		    !sg_need_target(g, n, T_SM100, "a tensor-memory fence"))
+			return;
+		sg_emit(g, SOP_fence, n->span)->imm = f;
+		return;
+	}
+	case OP_BSYNC: case OP_BARRIVE: {
+		if (!argc(g, n, 1, 1))
+			return;
+		Res *r = resource(g, n->kids.v[0], R_NBAR, "a named barrier",
+			&idx);
+		if (!r)
+			return;
+		SirIns *i = sg_emit(g, n->op == OP_BSYNC ? SOP_bar_sync :
+			SOP_bar_arrive, n->span);
+		i->r[0] = r;
+		i->ri[0] = idx;
+		return;
+	}
+	case OP_MMA_COMMIT:
+		if (argc(g, n, 0, 0) && sg_need_target(g, n, T_SM90,
+		    "'mma_commit' (wgmma.commit_group)"))
+			sg_emit(g, SOP_wgmma_commit, n->span);
+		return;
+	case OP_MMA_WAIT:
+		if (argc(g, n, 1, 1) && sg_need_target(g, n, T_SM90,
+		    "'mma_wait' (wgmma.wait_group)") && sg_const_arg(g,
+		    n->kids.v[0], "the number of pending groups", 0, 7, &v))
+			sg_emit(g, SOP_wgmma_wait, n->span)->imm = v;
+		return;
+	case OP_COMMIT: {
+		if (!argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
+		    "'commit' (tcgen05.commit)"))
+			return;
+		Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
+		if (!r)
+			return;
+		SirIns *i = sg_emit(g, SOP_tc_commit, n->span);
+		i->r[0] = r;
+		i->ri[0] = idx;
+		return;
+	}
+	case OP_TMEM_ALLOC:
+		if (!argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
+		    "'tmem_alloc'") || !sg_const_arg(g, n->kids.v[0],
+		    "the column count", 32, 512, &v))
+			return;
+		if (g->p->part->warp_hi != g->p->part->warp_lo) {
+			diag_error(g->ctx, n->span, "'tmem_alloc' is run by one "
+				"whole warp; partition '%s' has %d", g->p->part->name,
+				g->p->part->warp_hi - g->p->part->warp_lo + 1);
+			return;
+		}
+		if (v & (v - 1)) {
+			diag_error(g->ctx, n->kids.v[0]->span, "tensor memory is "
+				"allocated in powers of two from 32 to 512 "
+				"columns, found %lld", (long long)v);
+			return;
+		}
+		if (g->k->tmem_cols && g->k->tmem_cols != v)
+			diag_error(g->ctx, n->span, "tensor memory is allocated "
+				"once per kernel; an earlier 'tmem_alloc' took %d "
+				"columns", g->k->tmem_cols);
+		g->k->tmem_cols = (int)v;
+		sg_emit(g, SOP_tmem_alloc, n->span)->imm = v;
+		return;
+	case OP_TMEM_FREE:
+		if (argc(g, n, 0, 0) && sg_need_target(g, n, T_SM100,
+		    "'tmem_free'"))
+			sg_emit(g, SOP_tmem_free, n->span);
+		return;
+	case OP_EXIT:
+		if (argc(g, n, 0, 0))
+			sg_emit(g, SOP_exit, n->span);
+		return;
+	}
+}
+
+
+static Ref
+frag_var(G *g, const Node *e, const char *what)
+{
+	Ref r = sg_expr(g, e);
+
+	if (sg_val(g, r)->ty != TY_FRAG && sg_val(g, r)->ty != TY_ERR) {
+		diag_error(g->ctx, e->span, "%s must be a register tile", what);
+		return sg_err(g);
+	}
+	return r;
+}
+
+/* A column slice of the memory side of a move: 'cols=(C, N)' (tmem_load,
+ * tmem_store) or 'col=C' (smem_store), N the tile's width.  On success
+ * *col0 is C and *cols the width of the memory the tile must match. */
+static bool
+slice(G *g, const Node *n, const char *name, int width, int64_t *col0,
+	int64_t *cols)
+{
+	const Node *a = sg_opattr(g, n, name, false);
+	int64_t w = width;
+
+	if (!a || !a->a)
+		return a == NULL;
+	bool tmem = !strcmp(name, "cols");
+	const Node *c = a->a;
+	if (tmem && (c->kind != N_TUPLE || c->kids.n != 2)) {
+		diag_error(g->ctx, a->span, "write 'cols=(C, N)': the first "
+			"column and the number of columns");
+		return false;
+	}
+	if (!sg_const_arg(g, tmem ? c->kids.v[0] : c, tmem ? "the first "
+	    "column" : "'col'", 0, *cols - 1, col0) || (tmem &&
+	    !sg_const_arg(g, c->kids.v[1], "the column count", 1, *cols, &w)))
+		return false;
+	if (*col0 + w > *cols) {
+		diag_error(g->ctx, a->span, "columns %lld..%lld are past the "
+			"%lld columns of the %s", (long long)*col0,
+			(long long)(*col0 + w - 1), (long long)*cols, tmem ?
+			"region" : "buffer");
+		return false;
+	}
+	if (w != width) {
+		diag_error(g->ctx, a->span, "the slice has %lld columns but the "
+			"tile has %d", (long long)w, width);
+		return false;
+	}
+	*cols = w;
+	return true;
+}
+
+/* tmem_load x, R[i] [cols=(C, N)];   tmem_store R[i], x [cols=(C, N)];
+ * smem_store B[s], x [row=R] [col=C];   store G[i0, ...], v [limit=L];
+ * a row vector of a tmem_rows tile moves to and from one column. */
+static void
+op_mem(G *g, const Node *n)
+{
+	Ref idx = 0;
+
+	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
+		NULL} : n->op == OP_SSTORE ? (const char *const[]){"row", "col",
+		NULL} : (const char *const[]){"cols", NULL});
+	if (!argc(g, n, 2, 2))
+		return;
+	if (n->op == OP_STORE) {
+		const Node *d = n->kids.v[0];
+		SirIns tmp = {0};
+		if (d->kind != N_INDEX || d->a->kind != N_NAME) {
+			diag_error(g->ctx, d->span, "write 'store G[i, ...], v'");
+			return;
+		}
+		Node base = *d->a;
+		Res *r = resource(g, &base, R_GLOBAL, "a global tensor", &idx);
+		if (!r)
+			return;
+		if (d->kids.n != r->rank) {
+			diag_error(g->ctx, d->span, "'%s' has %d dimensions; "
+				"give %d indices", r->name, r->rank, r->rank);
+			return;
+		}
+		/* the row-major linear index ((i0*d1 + i1)*d2 + i2)..., so
+		 * that the instruction needs no extents */
+		Ref lin = 0, last = 0;
+		for (int k = 0; k < d->kids.n; k++) {
+			Ref ik = int_arg(g, d->kids.v[k], "an index");
+			last = ik;
+			if (!lin) {
+				lin = ik;
+				continue;
+			}
+			Node mul = {.kind = N_BINARY, .op = '*', .span = d->span};
+			Node add = {.kind = N_BINARY, .op = '+', .span = d->span};
+			lin = sg_binop(g, &mul, lin, sg_expr(g, r->dims[k]));
+			lin = sg_binop(g, &add, lin, ik);
+		}
+		tmp.a[tmp.na++] = lin;
+		Ref v = sg_expr(g, n->kids.v[1]);
+		SirVal *sv = sg_val(g, v);
+		Ty vt = sv->ty == TY_FRAG ? sv->ety : sv->ty;
+		if (sv->ty != TY_ERR && vt != r->ety && !(sv->isconst &&
+		    r->ety == TY_F32)) {
+			diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but "
+				"the value is %s; write 'cvt(x, %s)'", r->name,
+				ty_name(r->ety), ty_name(vt), ty_name(r->ety));
+			return;
+		}
+		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
+			diag_error(g->ctx, n->kids.v[1]->span, "'store' writes a "
+				"scalar or a row vector; store a tile through "
+				"shared memory and 'tma_store'");
+			return;
+		}
+		const Node *lim = sg_opattr(g, n, "limit", false);
+		Ref lv = 0;
+		if (lim && lim->a) {
+			if (sv->ty != TY_FRAG) {
+				diag_error(g->ctx, lim->span, "'limit' bounds the "
+					"rows of a row vector; a scalar store has one");
+				return;
+			}
+			lv = int_arg(g, lim->a, "'limit'");
+		}
+		SirIns *i = sg_emit(g, SOP_gstore, n->span);
+		i->a[0] = tmp.a[0];
+		i->a[1] = v;
+		i->na = 2;
+		if (lv) {  /* a[2] limit, a[3] the row index it bounds */
+			i->a[2] = lv;
+			i->a[3] = last;
+			i->na = 4;
+		}
+		i->r[0] = r;
+		return;
+	}
+	bool ld = n->op == OP_TLOAD;
+	const Node *re = ld ? n->kids.v[1] : n->kids.v[0];
+	const Node *fe = ld ? n->kids.v[0] : n->kids.v[1];
+	ResKind want = n->op == OP_SSTORE ? R_SMEM : R_TMEM;
+	if (want == R_TMEM && !sg_need_target(g, n, T_SM100, ld ? "'tmem_load'" :
+	    "'tmem_store'"))
+		return;
+	Res *r = resource(g, re, want, want == R_SMEM ?
+		"a shared-memory buffer" : "a tensor-memory region", &idx);
+	Ref x = frag_var(g, fe, ld ? "the destination" : "the value");
+	if (!r || sg_val(g, x)->ty == TY_ERR)
+		return;
+	/* a copy: evaluating 'cols=' and 'row=' below adds values, and the
+	 * value array may move (a use after free the fuzzer found) */
+	const SirVal vcopy = *sg_val(g, x), *v = &vcopy;
+	bool rowvec = v->lay->kind == LK_ROWS && v->lay->parent &&
+		v->lay->parent->kind == LK_TMEM_ROWS;
+	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS && !rowvec) {
+		diag_error(g->ctx, fe->span, "tensor memory moves to and from "
+			"'tmem_rows' tiles and their row vectors; '%s' has layout "
+			"'%s'", v->name ? v->name : "x", sg_layname(v->lay));
+		return;
+	}
+	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
+		r->shape[r->rank - 1];
+	int64_t col0 = 0;
+	if (!slice(g, n, want == R_TMEM ? "cols" : "col", v->n, &col0, &cols))
+		return;
+	const Part *pt = g->p->part;
+	int nw = pt->warp_hi - pt->warp_lo + 1;
+	if (want == R_TMEM && (pt->warp_lo % 4 || nw * 32 != rows || nw > 4)) {
+		diag_error(g->ctx, n->span, "warp w may only touch tensor-memory "
+			"lanes 32*(w%%4)..+31: %lld lanes need %lld warps starting "
+			"at a multiple of 4, but partition '%s' has warps %d..%d",
+			(long long)rows, (long long)rows / 32, pt->name,
+			pt->warp_lo, pt->warp_hi);
+		return;
+	}
+	int64_t row0 = 0;
+	const Node *ra = n->op == OP_SSTORE ? sg_opattr(g, n, "row", false) :
+		NULL;
+	if (ra && ra->a && !sg_const_arg(g, ra->a, "'row'", 0, rows - 1, &row0))
+		return;
+	if (v->m + row0 > rows || v->n != cols || (!ra && v->m != rows)) {
+		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
+			"[%lld,%lld]%s", v->m, v->n, r->name, (long long)rows,
+			(long long)cols, n->op == OP_SSTORE && v->n == cols ?
+			"; store it at a row offset with 'row=R'" :
+			want == R_TMEM && v->m == rows && v->n < cols ?
+			"; move some of its columns with 'cols=(C, N)'" : "");
+		return;
+	}
+	if (v->ety != r->ety && !(want == R_TMEM && r->packed &&
+	    v->ety == TY_F32 && !rowvec)) {
+		diag_error(g->ctx, fe->span, "'%s' holds %s but the tile is %s; "
+			"write 'cvt(x, %s)'", r->name, ty_name(r->ety),
+			ty_name(v->ety), ty_name(r->ety));
+		return;
+	}
+	if (ld && !v->mut) {
+		diag_error(g->ctx, fe->span, "'tmem_load' writes a 'reg' "
+			"variable");
+		return;
+	}
+	SirIns *i = sg_emit(g, ld ? SOP_tmem_load : n->op == OP_TSTORE ?
+		SOP_tmem_store : SOP_smem_store, n->span);
+	i->r[0] = r;
+	i->ri[0] = idx;
+	i->roff[0] = row0;
+	i->imm = col0;
+	if (ld) {
+		i->dst = x;
+	} else {
+		i->a[0] = x;
+		i->na = 1;
+	}
+}
+
+void
+sg_op(G *g, const Node *n)
+{
+	switch (n->op) {
+	case OP_WAIT: case OP_ARRIVE: case OP_EXPECT:
+		op_mbar(g, n);
+		return;
+	case OP_TMA_LOAD: case OP_TMA_STORE:
+		op_tma(g, n, n->op == OP_TMA_LOAD);
+		return;
+	case OP_TLOAD: case OP_TSTORE: case OP_SSTORE: case OP_STORE:
+		op_mem(g, n);
+		return;
+	}
+	if (n->op != OP_TMA_WAIT)
+		sg_noattrs(g, n, NULL);
+	op_simple(g, n);
+}
+
+/* One MMA operand: a buffer (B[s], B.T, B[s].T), a TMEM region, or a
+ * register tile.  Fills slot k of the instruction. */
+bool
+sg_mma_opd(G *g, const Node *e, SirIns *i, int k, bool value_ok)
+{
+	if (e->kind == N_FIELD && !strcmp(e->name, "T")) {
+		i->trans[k] = true;
+		e = e->a;
+	}
+	const Node *base = e->kind == N_INDEX ? e->a : e;
+	Res *r = base->kind == N_NAME ? kernel_find(g->k, base->name) : NULL;
+	if (r && (r->kind == R_SMEM || r->kind == R_TMEM)) {
+		i->r[k] = resource(g, e, r->kind, "an MMA operand", &i->ri[k]);
+		return i->r[k] != NULL;
+	}
+	if (!value_ok || i->trans[k]) {
+		diag_error(g->ctx, e->span, "expected a buffer%s", value_ok ?
+			"" : " or a tensor-memory region");
+		return false;
+	}
+	i->a[1] = frag_var(g, e, "this operand");  /* a[1]: register A */
+	return sg_val(g, i->a[1])->ty != TY_ERR;
+}
+
+
+bool
+sg_resource_tmem(G *g, const Node *e, Ref *idx)
+{
+	return resource(g, e, R_TMEM, "a tensor-memory region", idx) != NULL;
+}
+
+/* A layout in a 'reg' declaration: a declared name or 'rows(NAME)'. */
+const Layout *
+sg_layout_ref(G *g, const Node *e)
+{
+	if (e->kind == N_CALL && e->a->kind == N_NAME &&
+	    !strcmp(e->a->name, "rows") && e->kids.n == 1) {
+		const Layout *p = sg_layout_ref(g, e->kids.v[0]);
+		if (!p)
+			return NULL;
+		Layout *r = NEW(&g->ctx->perm, Layout);
+		Buf b;
+		*r = (Layout){.kind = LK_ROWS, .parent = p, .m = p->m, .n = 1};
+		buf_init(&b, &g->ctx->perm);
+		buf_printf(&b, "rows(%s)", sg_layname(p));
+		r->name = b.p;
+		return r;
+	}
+	Res *r = e->kind == N_NAME ? kernel_find(g->k, e->name) : NULL;
+	if (!r || r->kind != R_LAYOUT) {
+		diag_error(g->ctx, e->span, "expected the name of a 'layout' or "
+			"'rows(NAME)'");
+		return NULL;
+	}
+	if (r->cval.lay && r->cval.lay->kind == LK_SMEM) {
+		diag_error(g->ctx, e->span, "'%s' is a shared-memory layout; a "
+			"register tile needs a register layout", r->name);
+		return NULL;
+	}
+	return r->cval.lay;
+}

@@ -1,0 +1,545 @@
+/* ptx_frag.c: register tiles on sm_90a, in wgmma's fragment layouts.
+ *
+ * Thread t of a warpgroup (warp w = t/32 % 4, lane l) holds, of an m64nN
+ * accumulator, elements i = 0..N/2-1 at
+ *     row = 16w + l/4 + 8*((i>>1)&1),   col = 8*(i>>2) + 2*(l%4) + (i&1)
+ * (PTX ISA wgmma fragments; checked on an H200 in shared/ptx).  So each
+ * thread owns two rows ("slots" 0 and 1), spread over the 4 lanes of a
+ * quad.  A 16-bit tile in this layout packs elements (2j, 2j+1) into b32
+ * register j, and that is exactly the register A operand of the next
+ * wgmma: converting acc -> wgmma_a renames registers.  A row vector,
+ * rows(acc), is two f32 registers: slot 0 and slot 1.
+ *
+ * Requires: tiles whose layouts sema accepted.  Ensures: every element
+ * of every tile op, or a diagnostic for a combination not lowered yet. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "ptx/ptx.h"
+#include "ptx/ptxgen.h"
+
+static int
+slot_of(int i)
+{
+	return (i >> 1) & 1;
+}
+
+static int
+col_of(int i)   /* the column offset of element i, less 2*(l%4) */
+{
+	return 8 * (i >> 2) + (i & 1);
+}
+
+/* Registers per thread of a tile value, and their kind, for both
+ * targets' register layouts. */
+static int
+frag_shape(const SirVal *v, RKind *k)
+{
+	const Layout *l = v->lay;
+	bool wide = v->ety == TY_F32;
+
+	switch (l ? l->kind : 0) {
+	case LK_WGMMA_ACC:
+		*k = wide ? RF32 : RB32;
+		return wide ? v->n / 2 : v->n / 4;
+	case LK_WGMMA_A:
+		*k = RB32;
+		return v->n / 4;
+	case LK_TMEM_ROWS:  /* sm_100a: one row per thread (ptx_tmem.c) */
+		*k = wide ? RF32 : RB32;
+		return wide ? v->n : (v->n + 1) / 2;
+	case LK_ROWS:
+		if (l->parent && l->parent->kind == LK_WGMMA_ACC && wide) {
+			*k = RF32;
+			return 2;
+		}
+		if (l->parent && l->parent->kind == LK_TMEM_ROWS && wide) {
+			*k = RF32;
+			return 1;
+		}
+		return -1;
+	default:
+		return -1;
+	}
+}
+
+/* The registers of a tile, allocated on first use. */
+PReg *
+pg_frag(PG *g, Ref r, int *n)
+{
+	const SirVal *v = &g->sp->vals[r];
+	RKind k;
+	int cnt = frag_shape(v, &k);
+
+	if (cnt <= 0) {
+		*n = 0;
+		return NULL;
+	}
+	if (!g->frag[r]) {
+		g->frag[r] = NEWARR(&g->ctx->perm, PReg, (size_t)cnt);
+		for (int i = 0; i < cnt; i++)
+			g->frag[r][i] = ptx_reg(g->f, k);
+	}
+	*n = cnt;
+	return g->frag[r];
+}
+
+static bool
+is_rows(const SirVal *v)
+{
+	return v->ty == TY_FRAG && v->lay->kind == LK_ROWS;
+}
+
+/* Element j of operand r as seen by a destination that is a tile
+ * (drows false) or a row vector (drows true). */
+static PReg
+elem(PG *g, Ref r, int j, bool drows)
+{
+	const SirVal *v = &g->sp->vals[r];
+	int n;
+
+	if (v->ty != TY_FRAG)
+		return pg_reg(g, r);
+	PReg *x = pg_frag(g, r, &n);
+	if (is_rows(v))
+		return x[drows ? j : slot_of(j)];
+	return x[j];
+}
+
+/* This thread's first row (16w + l/4) and first column (2*(l%4)). */
+static void
+coords(PG *g, PReg *row, PReg *col)
+{
+	PReg t = ptx_reg(g->f, RB32);
+
+	*row = ptx_reg(g->f, RB32);
+	*col = ptx_reg(g->f, RB32);
+	ptx_emit(g->f, "and.b32 %R, %R, 3;", t, g->warp);
+	ptx_emit(g->f, "shl.b32 %R, %R, 4;", t, t);
+	ptx_emit(g->f, "shr.u32 %R, %R, 2;", *row, g->lane);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", *row, *row, t);
+	ptx_emit(g->f, "and.b32 %R, %R, 3;", *col, g->lane);
+	ptx_emit(g->f, "shl.b32 %R, %R, 1;", *col, *col);
+}
+
+static bool
+all_f32(PG *g, const SirIns *in)
+{
+	for (int k = 0; k < in->na; k++) {
+		const SirVal *v = &g->sp->vals[in->a[k]];
+		if (v->ty == TY_FRAG ? v->ety != TY_F32 : v->ty != TY_F32)
+			return false;
+	}
+	return true;
+}
+
+/* d = 2^x on the FMA and integer pipes, for exp2(x, poly=N): x clamped
+ * to [-127, 127] and split as j + f with j = round(x) (the 1.5 * 2^23
+ * trick), 2^f for |f| <= 1/2 by a degree-3 polynomial (minimax relative
+ * error 7.5e-5, below f16's half ulp), and j added to its exponent.  An
+ * exponent that underflows makes the integer negative, and the max with
+ * 0 turns it into +0: -inf and x < -127 give 0 like ex2.approx.ftz;
+ * x > 127 gives about 2^127 where the MUFU gives inf; NaN gives 0. */
+void
+pg_exp2_poly(PG *g, PReg d, PReg x)
+{
+	PReg c = ptx_reg(g->f, RF32), t = ptx_reg(g->f, RF32);
+	PReg j = ptx_reg(g->f, RF32), p = ptx_reg(g->f, RF32);
+	PReg e = ptx_reg(g->f, RB32), b = ptx_reg(g->f, RB32);
+
+	ptx_emit(g->f, "max.f32 %R, %R, 0fC2FE0000;", c, x);
+	ptx_emit(g->f, "min.f32 %R, %R, 0f42FE0000;", c, c);
+	ptx_emit(g->f, "add.rn.f32 %R, %R, 0f4B400000;", t, c);
+	ptx_emit(g->f, "sub.rn.f32 %R, %R, 0f4B400000;", j, t);
+	ptx_emit(g->f, "sub.rn.f32 %R, %R, %R;", c, c, j);
+	ptx_emit(g->f, "fma.rn.f32 %R, %R, 0f3D61FB53, 0f3E786EE6;", p, c);
+	ptx_emit(g->f, "fma.rn.f32 %R, %R, %R, 0f3F31798D;", p, p, c);
+	ptx_emit(g->f, "fma.rn.f32 %R, %R, %R, 0f3F7FFB4A;", p, p, c);
+	ptx_emit(g->f, "mov.b32 %R, %R;", e, t);
+	ptx_emit(g->f, "shl.b32 %R, %R, 23;", e, e);
+	ptx_emit(g->f, "mov.b32 %R, %R;", b, p);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", b, b, e);
+	ptx_emit(g->f, "max.s32 %R, %R, 0;", b, b);
+	ptx_emit(g->f, "mov.b32 %R, %R;", d, b);
+}
+
+static void
+elementwise(PG *g, const SirIns *in)
+{
+	static const char *const op2[] = {
+		[SOP_add] = "add.f32", [SOP_sub] = "sub.f32",
+		[SOP_mul] = "mul.f32", [SOP_div] = "div.rn.f32",
+		[SOP_min] = "min.f32", [SOP_max] = "max.f32",
+	};
+	static const char *const op1[] = {
+		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
+		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.approx.ftz.f32",
+	};
+	const SirVal *dv = &g->sp->vals[in->dst];
+	bool drows = is_rows(dv);
+	int n;
+	PReg *d = pg_frag(g, in->dst, &n);
+	const char *o = in->na == 2 ? op2[in->op] : op1[in->op];
+
+	if (!d || !o || !all_f32(g, in)) {
+		pg_unsupported(g, in);
+		return;
+	}
+	for (int j = 0; j < n; j++) {
+		if (in->na == 2)
+			ptx_emit(g->f, "%S %R, %R, %R;", o, d[j],
+				elem(g, in->a[0], j, drows),
+				elem(g, in->a[1], j, drows));
+		else if (in->op == SOP_exp2 && j % 8 < in->imm)
+			pg_exp2_poly(g, d[j], elem(g, in->a[0], j, drows));
+		else
+			ptx_emit(g->f, "%S %R, %R;", o, d[j],
+				elem(g, in->a[0], j, drows));
+	}
+}
+
+static void
+fill_or_mov(PG *g, const SirIns *in)
+{
+	const SirVal *dv = &g->sp->vals[in->dst];
+	const SirVal *sv = &g->sp->vals[in->a[0]];
+	int n, m;
+	PReg *d = pg_frag(g, in->dst, &n);
+
+	if (!d) {
+		pg_unsupported(g, in);
+		return;
+	}
+	if (sv->ty == TY_FRAG) {  /* mov: same layout and shape */
+		PReg *s = pg_frag(g, in->a[0], &m);
+		for (int j = 0; j < n && j < m; j++)
+			ptx_emit(g->f, "mov.b32 %R, %R;", d[j], s[j]);
+		return;
+	}
+	PReg v = pg_reg(g, in->a[0]);
+	if (dv->ety == TY_F32) {
+		for (int j = 0; j < n; j++)
+			ptx_emit(g->f, "mov.f32 %R, %R;", d[j], v);
+		return;
+	}
+	PReg p = ptx_reg(g->f, RB32);
+	ptx_emit(g->f, "cvt.rn.%Sx2.f32 %R, %R, %R;", ty_name(dv->ety), p, v,
+		v);
+	for (int j = 0; j < n; j++)
+		ptx_emit(g->f, "mov.b32 %R, %R;", d[j], p);
+}
+
+/* rowmax/rowsum: each thread's elements of a row, then across the quad
+ * (lanes 4q..4q+3 hold the same rows) with two butterfly shuffles. */
+static void
+reduce(PG *g, const SirIns *in)
+{
+	const char *op = in->op == SOP_rowmax ? "max.f32" : "add.f32";
+	int n, nr;
+	PReg *x = pg_frag(g, in->a[0], &n);
+	PReg *d = pg_frag(g, in->dst, &nr);
+	PReg t = ptx_reg(g->f, RF32);
+
+	if (!x || !d || g->sp->vals[in->a[0]].lay->kind != LK_WGMMA_ACC ||
+	    g->sp->vals[in->a[0]].ety != TY_F32) {
+		pg_unsupported(g, in);
+		return;
+	}
+	for (int s = 0; s < 2; s++) {
+		/* four chains of the row's elements in turn, then joined: a
+		 * quarter of one chain's latency on the softmax's path */
+		PReg part[4], acc;
+		int k = 0;
+		for (int i = 0; i < n; i++) {
+			if (slot_of(i) != s)
+				continue;
+			if (k < 4) {
+				part[k] = ptx_reg(g->f, RF32);
+				ptx_emit(g->f, "mov.f32 %R, %R;", part[k], x[i]);
+			} else {
+				ptx_emit(g->f, "%S %R, %R, %R;", op, part[k % 4],
+					part[k % 4], x[i]);
+			}
+			k++;
+		}
+		if (!k)
+			fg_bug("a row reduction of an empty row");
+		for (int w = 1; w < 4 && w < k; w *= 2)
+			for (int j = 0; j + w < 4 && j + w < k; j += 2 * w)
+				ptx_emit(g->f, "%S %R, %R, %R;", op, part[j],
+					part[j], part[j + w]);
+		acc = part[0];
+		for (int b = 1; b <= 2; b *= 2) {
+			ptx_emit(g->f, "shfl.sync.bfly.b32 %R, %R, %I, 31, "
+				"0xffffffff;", t, acc, (int64_t)b);
+			ptx_emit(g->f, "%S %R, %R, %R;", op, acc, acc, t);
+		}
+		if (in->na > 1)
+			ptx_emit(g->f, "%S %R, %R, %R;", op, acc, acc,
+				elem(g, in->a[1], s, true));
+		ptx_emit(g->f, "mov.f32 %R, %R;", d[s], acc);
+	}
+}
+
+/* cvt between f32 and 16-bit tiles in the accumulator layout; convert
+ * from a 16-bit accumulator to the A-operand layout (a renaming). */
+static void
+convert(PG *g, const SirIns *in)
+{
+	const SirVal *dv = &g->sp->vals[in->dst];
+	const SirVal *sv = &g->sp->vals[in->a[0]];
+	int n, m;
+	PReg *d = pg_frag(g, in->dst, &n);
+	PReg *s = pg_frag(g, in->a[0], &m);
+
+	if (!d || !s) {
+		pg_unsupported(g, in);
+		return;
+	}
+	if (in->op == SOP_convert || dv->ety == sv->ety) {
+		for (int j = 0; j < n; j++)
+			ptx_emit(g->f, "mov.b32 %R, %R;", d[j], s[j]);
+		return;
+	}
+	if (sv->ety == TY_F32) {  /* pack: first source is the high half */
+		for (int j = 0; j < n; j++)
+			ptx_emit(g->f, "cvt.rn.%Sx2.f32 %R, %R, %R;",
+				ty_name(dv->ety), d[j], s[2 * j + 1], s[2 * j]);
+		return;
+	}
+	PReg lo = ptx_reg(g->f, RB16), hi = ptx_reg(g->f, RB16);
+	for (int j = 0; j < m; j++) {
+		ptx_emit(g->f, "mov.b32 {%R, %R}, %R;", lo, hi, s[j]);
+		ptx_emit(g->f, "cvt.f32.%S %R, %R;", ty_name(sv->ety),
+			d[2 * j], lo);
+		ptx_emit(g->f, "cvt.f32.%S %R, %R;", ty_name(sv->ety),
+			d[2 * j + 1], hi);
+	}
+}
+
+/* mask_cols(x, limit): columns >= limit become -inf.
+ * mask_causal(x, row0, col0): (r, c) with col0 + c > row0 + r. */
+static void
+mask(PG *g, const SirIns *in)
+{
+	int n;
+	PReg *d = pg_frag(g, in->dst, &n), *x = pg_frag(g, in->a[0], &n);
+	PReg row, col, p = ptx_reg(g->f, RP), ninf = ptx_reg(g->f, RF32);
+	PReg bound[2] = {ptx_reg(g->f, RB32), ptx_reg(g->f, RB32)};
+
+	if (!d || g->sp->vals[in->a[0]].ety != TY_F32) {
+		pg_unsupported(g, in);
+		return;
+	}
+	coords(g, &row, &col);
+	ptx_emit(g->f, "mov.f32 %R, %F;", ninf, -INFINITY);
+	if (in->op == SOP_mask_cols) {
+		/* masked when 2*(l%4) + col_of(i) >= limit */
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound[0],
+			pg_u32(g, in->a[1]), col);
+		for (int i = 0; i < n; i++) {
+			ptx_emit(g->f, "setp.le.s32 %R, %R, %I;", p, bound[0],
+				(int64_t)col_of(i));
+			ptx_emit(g->f, "selp.f32 %R, %R, %R, %R;", d[i], ninf,
+				x[i], p);
+		}
+		return;
+	}
+	/* masked when col_of(i) > row0 + row + 8*slot - col0 - col */
+	for (int s = 0; s < 2; s++) {
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", bound[s],
+			pg_u32(g, in->a[1]), row);
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound[s], bound[s],
+			pg_u32(g, in->a[2]));
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound[s], bound[s], col);
+		if (s)
+			ptx_emit(g->f, "add.s32 %R, %R, 8;", bound[s], bound[s]);
+	}
+	for (int i = 0; i < n; i++) {
+		ptx_emit(g->f, "setp.lt.s32 %R, %R, %I;", p, bound[slot_of(i)],
+			(int64_t)col_of(i));
+		ptx_emit(g->f, "selp.f32 %R, %R, %R, %R;", d[i], ninf, x[i], p);
+	}
+}
+
+/* The byte offset of (row, col) of a tile stored the way TMA stores a
+ * box: span-wide column blocks of R rows, swizzled (XOR of the 16-byte
+ * chunk with address bits 7..) when the layout says so. */
+static PReg
+tile_addr(PG *g, const Res *b, PReg base, PReg row, PReg col)
+{
+	int esz = ty_bytes(b->ety), sw = b->lay->swizzle;
+	int64_t rows = b->shape[0], rowbytes = b->shape[b->rank - 1] * esz;
+	int64_t span = sw ? sw : rowbytes;
+	PReg lin = ptx_reg(g->f, RB32), t = ptx_reg(g->f, RB32);
+	PReg a = ptx_reg(g->f, RB32);
+
+	/* lin = (col*esz / span)*rows*span + row*span + (col*esz % span) */
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", t, col, (int64_t)esz);
+	ptx_emit(g->f, "div.u32 %R, %R, %I;", lin, t, span);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", lin, lin, rows * span);
+	ptx_emit(g->f, "rem.u32 %R, %R, %I;", t, t, span);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", lin, lin, t);
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", lin, row, span, lin);
+	if (sw) {
+		ptx_emit(g->f, "shr.u32 %R, %R, 7;", t, lin);
+		ptx_emit(g->f, "and.b32 %R, %R, %I;", t, t, (int64_t)(sw / 16 -
+			1));
+		ptx_emit(g->f, "shl.b32 %R, %R, 4;", t, t);
+		ptx_emit(g->f, "xor.b32 %R, %R, %R;", lin, lin, t);
+	}
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", a, base, lin);
+	return a;
+}
+
+PReg
+pg_stage_base(PG *g, const Res *b, Ref idx)
+{
+	PReg a = ptx_reg(g->f, RB32);
+
+	if (!idx || g->sp->vals[idx].isconst) {
+		int64_t i = idx ? g->sp->vals[idx].ci : 0;
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", a, g->smem,
+			b->off + i * b->bytes);
+	} else {
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", a,
+			pg_u32(g, idx), b->bytes, g->smem);
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", a, a, b->off);
+	}
+	return a;
+}
+
+/* smem_store B[s], x [row=R] [col=C]: the accumulator layout, one packed
+ * pair (16-bit) or one element (f32) per store. */
+static void
+smem_store(PG *g, const SirIns *in)
+{
+	const SirVal *v = &g->sp->vals[in->a[0]];
+	const Res *b = in->r[0];
+	int n;
+	PReg *x = pg_frag(g, in->a[0], &n);
+
+	if (!x || v->lay->kind != LK_WGMMA_ACC) {
+		pg_unsupported(g, in);
+		return;
+	}
+	PReg base = pg_stage_base(g, b, in->ri[0]), row, col;
+	PReg r = ptx_reg(g->f, RB32), c = ptx_reg(g->f, RB32);
+	coords(g, &row, &col);
+	bool pk = v->ety != TY_F32;
+	for (int j = 0; j < n; j++) {
+		int i = pk ? 2 * j : j;  /* the first element of register j */
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", r, row,
+			in->roff[0] + 8 * slot_of(i));
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", c, col,
+			in->imm + col_of(i));  /* imm: col=C */
+		PReg a = tile_addr(g, b, base, r, c);
+		ptx_emit(g->f, pk ? "st.shared.b32 [%R], %R;" :
+			"st.shared.f32 [%R], %R;", a, x[j]);
+	}
+}
+
+/* store G[...], v [limit=L]: a scalar from every executing thread, or a
+ * row vector from the first lane of each quad, rows >= L skipped. */
+static void
+gstore(PG *g, const SirIns *in)
+{
+	const Res *r = in->r[0];
+	const SirVal *v = &g->sp->vals[in->a[1]];
+	PReg ptr = ptx_reg(g->f, RB64), off = ptx_reg(g->f, RB64);
+	int esz = ty_bytes(r->ety);
+	const char *st = r->ety == TY_F32 ? "f32" : esz == 2 ? "b16" : "b32";
+
+	if (v->ty == TY_FRAG && !is_rows(v)) {
+		pg_unsupported(g, in);
+		return;
+	}
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	if (v->ty != TY_FRAG) {
+		ptx_emit(g->f, "mul.wide.s32 %R, %R, %I;", off,
+			pg_u32(g, in->a[0]), (int64_t)esz);
+		ptx_emit(g->f, "add.s64 %R, %R, %R;", off, off, ptr);
+		ptx_emit(g->f, "st.global.%S [%R], %R;", st, off,
+			pg_reg(g, in->a[1]));
+		return;
+	}
+	int n;
+	PReg *x = pg_frag(g, in->a[1], &n), row, col;
+	PReg p = ptx_reg(g->f, RP), q = ptx_reg(g->f, RP);
+	PReg ri = ptx_reg(g->f, RB32), li = ptx_reg(g->f, RB32);
+	int skip = ptx_label(g->f);
+	coords(g, &row, &col);
+	ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, col);
+	ptx_emit(g->f, "@%R bra %L;", p, skip);
+	for (int s = 0; s < 2; s++) {
+		int next = ptx_label(g->f);
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", ri, row, (int64_t)(8 * s));
+		if (in->na > 2) {  /* the row's last index against limit */
+			ptx_emit(g->f, "add.s32 %R, %R, %R;", li, ri,
+				pg_u32(g, in->a[3]));
+			ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", q, li,
+				pg_u32(g, in->a[2]));
+			ptx_emit(g->f, "@%R bra %L;", q, next);
+		}
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", li, ri,
+			pg_u32(g, in->a[0]));
+		ptx_emit(g->f, "mul.wide.s32 %R, %R, %I;", off, li,
+			(int64_t)esz);
+		ptx_emit(g->f, "add.s64 %R, %R, %R;", off, off, ptr);
+		ptx_emit(g->f, "st.global.%S [%R], %R;", st, off, x[s]);
+		ptx_place(g->f, next);
+	}
+	ptx_place(g->f, skip);
+}
+
+bool
+pg_frag_op(PG *g, const SirIns *in)
+{
+	if (g->t->id != TGT_SM90A)
+		return false;
+	switch (in->op) {
+	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div:
+	case SOP_min: case SOP_max: case SOP_neg: case SOP_exp2:
+	case SOP_log2: case SOP_rcp:
+		if (g->sp->vals[in->dst].ty != TY_FRAG)
+			return false;
+		elementwise(g, in);
+		return true;
+	case SOP_fill:
+		fill_or_mov(g, in);
+		return true;
+	case SOP_mov: case SOP_cvt:
+		if (g->sp->vals[in->dst].ty != TY_FRAG)
+			return false;
+		if (in->op == SOP_mov)
+			fill_or_mov(g, in);
+		else
+			convert(g, in);
+		return true;
+	case SOP_convert:
+		convert(g, in);
+		return true;
+	case SOP_rowmax: case SOP_rowsum:
+		reduce(g, in);
+		return true;
+	case SOP_mask_cols: case SOP_mask_causal:
+		mask(g, in);
+		return true;
+	case SOP_smem_store:
+		smem_store(g, in);
+		return true;
+	case SOP_gstore:
+		gstore(g, in);
+		return true;
+	case SOP_wgmma:
+		pg_wgmma(g, in);
+		return true;
+	default:
+		return false;
+	}
+}

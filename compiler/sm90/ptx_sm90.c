@@ -1,0 +1,146 @@
+/* ptx_sm90.c: Hopper's instruction rows: SIR ops that are one PTX
+ * instruction on sm_90a (STYLE B6, QBE's omap).  '%=' is the result,
+ * '%0'..'%2' the operands, '%i' the instruction's immediate.  Rows are
+ * keyed by op and, where the op has variants, by its immediate.
+ * Multi-instruction features (wgmma, TMA, mbarrier waits) are emit_*
+ * functions in ptxsync.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "ptx/ptx.h"
+#include "ptx/ptxgen.h"
+
+const PtxRow sm90_rows[] = {
+	{SOP_exp2, ANY, "ex2.approx.ftz.f32 %=, %0;"},
+	{SOP_log2, ANY, "lg2.approx.ftz.f32 %=, %0;"},
+	{SOP_rcp, ANY, "rcp.approx.ftz.f32 %=, %0;"},
+	{SOP_fence, FENCE_ASYNC_SMEM, "fence.proxy.async.shared::cta;"},
+	{SOP_fence, FENCE_MBAR_INIT, "fence.mbarrier_init.release.cluster;"},
+	{SOP_fence, FENCE_ACQ_REL, "fence.acq_rel.cta;"},
+	{SOP_tma_commit, ANY, "cp.async.bulk.commit_group;"},
+	{SOP_tma_wait, 0, "cp.async.bulk.wait_group %i;"},
+	{SOP_tma_wait, 1, "cp.async.bulk.wait_group.read %i;"},
+	{SOP_wgmma_commit, ANY, "wgmma.commit_group.sync.aligned;"},
+	{SOP_wgmma_wait, ANY, "wgmma.wait_group.sync.aligned %i;"},
+	{0, 0, NULL},
+};
+
+/* A wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2): start
+ * address >> 4 in bits 0-13, leading byte offset >> 4 in 16-29, stride
+ * byte offset >> 4 in 32-45, the swizzle mode in 62-63 (1 = 128B,
+ * 2 = 64B, 3 = 32B). */
+static PReg
+desc(PG *g, PReg addr, int64_t lbo, int64_t sbo, int swizzle)
+{
+	uint64_t code = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+	uint64_t hi = ((uint64_t)(lbo >> 4) & 0x3fff) << 16 |
+		((uint64_t)(sbo >> 4) & 0x3fff) << 32 | code << 62;
+	PReg t = ptx_reg(g->f, RB32), d = ptx_reg(g->f, RB64);
+
+	ptx_emit(g->f, "and.b32 %R, %R, 262143;", t, addr);
+	ptx_emit(g->f, "shr.u32 %R, %R, 4;", t, t);
+	ptx_emit(g->f, "cvt.u64.u32 %R, %R;", d, t);
+	ptx_emit(g->f, "or.b64 %R, %R, %U;", d, d, hi);
+	return d;
+}
+
+/* The byte offset of K-chunk kk (16 elements) in a K-major operand of
+ * 'rows' rows: span-wide column blocks of rows x span bytes.  The same
+ * for wgmma and tcgen05.mma. */
+int64_t
+pg_kmajor_off(const Res *x, int kk)
+{
+	int esz = ty_bytes(x->ety), span = x->lay->swizzle;
+	int64_t per = span / esz, k0 = 16 * kk;
+
+	return k0 / per * x->shape[0] * span + k0 % per * esz;
+}
+
+/* mma D (=|+=) A @ B on sm_90a: one wgmma.mma_async m64nNk16 per K-chunk
+ * of 16, after a wgmma.fence (the accumulator or A registers may have
+ * been written by ordinary instructions).  The first chunk scales D by
+ * the accumulate flag; the rest accumulate.  Completion is the
+ * schedule's business: mma_commit and mma_wait. */
+void
+pg_wgmma(PG *g, const SirIns *in)
+{
+	const SirVal *dv = &g->sp->vals[in->dst];
+	const Res *a = in->r[1], *b = in->r[2];
+	int nd, na = 0, n = dv->n;
+	PReg *d = pg_frag(g, in->dst, &nd), *ar = NULL;
+	bool bmn = !in->trans[2];  /* B used as [K, N] with N contiguous */
+	int64_t k = bmn ? b->shape[0] : b->shape[1];
+	const char *ty = ty_name(b->ety);
+	char nm[16];
+	Buf dl;
+
+	if (!d || !b->lay->swizzle || (a && (!a->lay->swizzle ||
+	    in->trans[1] || in->roff[1] % 8))) {
+		diag_error(g->ctx, in->span, "this wgmma needs swizzled "
+			"K-major operands (and 'arow' a multiple of 8) to be "
+			"lowered");
+		g->failed = true;
+		return;
+	}
+	if (!a && !(ar = pg_frag(g, in->a[1], &na))) {
+		pg_unsupported(g, in);
+		return;
+	}
+	buf_init(&dl, &g->ctx->scratch);
+	for (int i = 0; i < nd; i++)
+		buf_printf(&dl, "%s%s", i ? ", " : "{", ptx_regname(g->f, d[i],
+			nm));
+	buf_putc(&dl, '}');
+
+	int sb = b->lay->swizzle;
+	PReg bd = desc(g, pg_stage_base(g, b, in->ri[2]), bmn ? b->shape[0] *
+		sb : 16, 8 * sb, sb);
+	PReg ad = {0};
+	if (a) {
+		PReg base = pg_stage_base(g, a, in->ri[1]);
+		if (in->roff[1])
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", base, base,
+				in->roff[1] * a->lay->swizzle);
+		ad = desc(g, base, 16, 8 * a->lay->swizzle, a->lay->swizzle);
+	}
+	PReg p = ptx_reg(g->f, RP);
+	if (in->a[0]) {
+		ptx_emit(g->f, "mov.pred %R, %R;", p, pg_reg(g, in->a[0]));
+	} else {
+		PReg t = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "mov.u32 %R, %I;", t, in->imm);
+		ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, t);
+	}
+	ptx_emit(g->f, "wgmma.fence.sync.aligned;");
+	PReg bk = ptx_reg(g->f, RB64), ak = ptx_reg(g->f, RB64);
+	for (int kk = 0; kk < k / 16; kk++) {
+		int64_t boff = bmn ? 16 * kk * sb : pg_kmajor_off(b, kk);
+		char sc[16];
+		ptx_emit(g->f, "add.s64 %R, %R, %I;", bk, bd, boff >> 4);
+		snprintf(sc, sizeof sc, "%s", kk ? "1" : ptx_regname(g->f, p,
+			nm));
+		if (a) {
+			ptx_emit(g->f, "add.s64 %R, %R, %I;", ak, ad,
+				pg_kmajor_off(a, kk) >> 4);
+			ptx_emit(g->f, "wgmma.mma_async.sync.aligned.m64n%Ik16."
+				"f32.%S.%S %S, %R, %R, %S, 1, 1, 0, %I;",
+				(int64_t)n, ty, ty, dl.p, ak, bk, sc,
+				(int64_t)bmn);
+		} else {
+			char al[80];
+			snprintf(al, sizeof al, "{%s, ", ptx_regname(g->f,
+				ar[4 * kk], nm));
+			for (int r = 1; r < 4; r++) {
+				strcat(al, ptx_regname(g->f, ar[4 * kk + r], nm));
+				strcat(al, r < 3 ? ", " : "}");
+			}
+			ptx_emit(g->f, "wgmma.mma_async.sync.aligned.m64n%Ik16."
+				"f32.%S.%S %S, %S, %R, %S, 1, 1, %I;",
+				(int64_t)n, ty, ty, dl.p, al, bk, sc,
+				(int64_t)bmn);
+		}
+	}
+}

@@ -10,26 +10,9 @@
 
 #include "base/base.h"
 #include "front/front.h"
-
-typedef struct {
-	Ctx *ctx;
-	Kernel *k;
-	bool no_kernel;  /* 'kernel' missing at the top: reported once */
-} S;
+#include "front/sema.h"
 
 Res *
-kernel_find(const Kernel *k, const char *name)
-{
-	for (Res *r = k->res; r; r = r->next)
-		if (r->name == name)
-			return r;
-	return NULL;
-}
-
-static bool want_int(S *, const Node *, const char *, int64_t, int64_t,
-	int64_t *);
-
-static Res *
 declare(S *s, ResKind kind, const Node *d)
 {
 	Res *old = d->name ? kernel_find(s->k, d->name) : NULL;
@@ -71,7 +54,7 @@ declare(S *s, ResKind kind, const Node *d)
 	return r;
 }
 
-static const Node *
+const Node *
 attr(const Node *d, const char *name)
 {
 	for (int i = 0; i < d->attrs.n; i++)
@@ -81,7 +64,7 @@ attr(const Node *d, const char *name)
 }
 
 /* Report attributes the declaration does not take, and duplicates. */
-static void
+void
 attrs_allowed(S *s, const Node *d, const char *const *ok)
 {
 	for (int i = 0; i < d->attrs.n; i++) {
@@ -110,7 +93,7 @@ attrs_allowed(S *s, const Node *d, const char *const *ok)
 	}
 }
 
-static bool
+bool
 want_int(S *s, const Node *e, const char *what, int64_t lo, int64_t hi,
 	int64_t *out)
 {
@@ -137,7 +120,7 @@ want_int(S *s, const Node *e, const char *what, int64_t lo, int64_t hi,
 	return true;
 }
 
-static bool
+bool
 attr_int(S *s, const Node *d, const char *name, bool required, int64_t lo,
 	int64_t hi, int64_t *out)
 {
@@ -160,7 +143,7 @@ attr_int(S *s, const Node *d, const char *name, bool required, int64_t lo,
 }
 
 /* An enum word attribute: returns the index into words[], or -1. */
-static int
+int
 attr_word(S *s, const Node *d, const char *name, const char *const *words,
 	int dflt)
 {
@@ -192,7 +175,7 @@ bad:;
 	return -1;
 }
 
-static Ty
+Ty
 elem_type(S *s, const Node *t, bool scalar_ok, bool data_ok)
 {
 	Val v;
@@ -367,7 +350,7 @@ decl_param(S *s, const Node *d)
 }
 
 /* Names in runtime expressions must be params or consts. */
-static void
+void
 runtime_names(S *s, const Node *e)
 {
 	if (!e)
@@ -430,7 +413,7 @@ decl_global(S *s, const Node *d)
 	}
 }
 
-static Res *
+Res *
 want_res(S *s, const Node *e, ResKind kind, const char *what)
 {
 	Res *r;
@@ -450,536 +433,6 @@ want_res(S *s, const Node *e, ResKind kind, const char *what)
 		return NULL;
 	}
 	return r;
-}
-
-static int
-swizzle_of(S *s, const Node *d)
-{
-	int64_t sw = 0;
-
-	if (attr(d, "swizzle") && attr_int(s, d, "swizzle", false, 0, 128,
-	    &sw) && sw != 0 && sw != 32 && sw != 64 && sw != 128) {
-		diag_error(s->ctx, attr(d, "swizzle")->a->span, "'swizzle' "
-			"must be 0, 32, 64 or 128 (bytes), found %lld",
-			(long long)sw);
-		return 0;
-	}
-	return (int)sw;
-}
-
-static void
-decl_tma(S *s, const Node *d)
-{
-	static const char *const ok[] = {"box", "swizzle", "oob", NULL};
-	static const char *const oob[] = {"zero", "nan", NULL};
-	Res *r = declare(s, R_TMA, d);
-	const Node *box;
-
-	attrs_allowed(s, d, ok);
-	if (!r)
-		return;
-	if (!d->d) {
-		diag_error(s->ctx, d->nspan, "'tma %s' needs the tensor it "
-			"views: 'tma %s = X box=(...);'", d->name, d->name);
-		return;
-	}
-	if (!(r->of = want_res(s, d->d, R_GLOBAL, "a 'global' tensor")))
-		return;
-	r->ety = r->of->ety;
-	r->swizzle = swizzle_of(s, d);
-	r->oob_nan = attr_word(s, d, "oob", oob, 0) == 1;
-	if (!(box = attr(d, "box")) || !box->a) {
-		diag_error(s->ctx, d->nspan, "'tma' needs 'box=(...)', one "
-			"extent per dimension of '%s'", r->of->name);
-		return;
-	}
-	const Node *b = box->a;
-	int n = b->kind == N_TUPLE ? b->kids.n : 1;
-	if (n != r->of->rank) {
-		diag_error(s->ctx, b->span, "the box has %d extents but '%s' "
-			"has %d dimensions", n, r->of->name, r->of->rank);
-		diag_note(s->ctx, r->of->nspan, "'%s' declared here",
-			r->of->name);
-		return;
-	}
-	r->rank = n;
-	for (int i = 0; i < n; i++) {
-		const Node *e = b->kind == N_TUPLE ? b->kids.v[i] : b;
-		want_int(s, e, "a box extent", 1, 256, &r->shape[i]);
-	}
-	int64_t inner = r->shape[n - 1] * ty_bytes(r->ety);
-	if (inner % 16)
-		diag_error(s->ctx, b->span, "the box's inner extent is %lld "
-			"bytes; TMA needs a multiple of 16",
-			(long long)inner);
-	else if (r->swizzle && inner % r->swizzle)
-		diag_error(s->ctx, b->span, "the box's inner extent (%lld "
-			"bytes) must be a multiple of the %d-byte swizzle span",
-			(long long)inner, r->swizzle);
-}
-
-static void
-decl_cta(S *s, const Node *d)
-{
-	static const char *const ok[] = {"threads", "cluster", NULL};
-	const Node *c = attr(d, "cluster");
-	int64_t t = 0;
-
-	attrs_allowed(s, d, ok);
-	if (s->k->threads) {
-		diag_error(s->ctx, d->nspan, "'cta' is given twice");
-		return;
-	}
-	if (attr_int(s, d, "threads", true, 32, 1024, &t) && t % 32)
-		diag_error(s->ctx, attr(d, "threads")->a->span, "'threads' "
-			"must be a multiple of 32, found %lld", (long long)t);
-	s->k->threads = (int)(t / 32 * 32);
-	s->k->cluster[0] = s->k->cluster[1] = s->k->cluster[2] = 1;
-	if (c && c->a) {
-		int n = c->a->kind == N_TUPLE ? c->a->kids.n : 1;
-		int64_t v, prod = 1;
-		if (n > 3)
-			diag_error(s->ctx, c->a->span, "'cluster' has at most "
-				"3 extents");
-		for (int i = 0; i < n && i < 3; i++) {
-			const Node *e = c->a->kind == N_TUPLE ?
-				c->a->kids.v[i] : c->a;
-			if (want_int(s, e, "a cluster extent", 1, 16, &v)) {
-				s->k->cluster[i] = (int)v;
-				prod *= v;
-			}
-		}
-		if (prod > 16)
-			diag_error(s->ctx, c->a->span, "a cluster has at most "
-				"16 CTAs, found %lld", (long long)prod);
-	}
-}
-
-static void
-decl_tiles(S *s, const Node *d)
-{
-	static const char *const ok[] = {"grid", "order", "group", NULL};
-	static const char *const ord[] = {"single", "persistent", "lpt", NULL};
-	const Node *g = attr(d, "grid"), *grp = attr(d, "group");
-
-	attrs_allowed(s, d, ok);
-	if (s->k->ntile_dims) {
-		diag_error(s->ctx, d->nspan, "'tiles' is given twice");
-		return;
-	}
-	s->k->tiles_span = d->nspan;
-	int o = attr_word(s, d, "order", ord, 0);
-	s->k->order = o < 0 ? ORD_SINGLE : (TileOrder)(o + 1);
-	if (!g || !g->a) {
-		diag_error(s->ctx, d->nspan, "'tiles' needs 'grid=(...)': the "
-			"number of tiles along x, y and z");
-		return;
-	}
-	int n = g->a->kind == N_TUPLE ? g->a->kids.n : 1;
-	if (n > 3) {
-		diag_error(s->ctx, g->a->span, "'grid' has at most 3 extents");
-		n = 3;
-	}
-	for (int i = 0; i < n; i++) {
-		s->k->tile_dims[i] = g->a->kind == N_TUPLE ? g->a->kids.v[i] :
-			g->a;
-		runtime_names(s, s->k->tile_dims[i]);
-	}
-	s->k->ntile_dims = n;
-	if (grp && grp->a) {
-		if (s->k->order == ORD_SINGLE)
-			diag_error(s->ctx, grp->span, "'group' needs a persistent "
-				"order ('order=persistent' or 'order=lpt'): with "
-				"one tile per CTA the hardware picks the order");
-		else if (n < 3)
-			diag_error(s->ctx, grp->span, "'group' needs a 3-D grid: "
-				"it groups the (x, y) planes and walks z within "
-				"each group; this grid has %d extent%s", n,
-				n == 1 ? "" : "s");
-		runtime_names(s, grp->a);
-		s->k->tile_group = grp->a;
-	}
-}
-
-/* layout NAME = smem(...) | wgmma_acc(...) | wgmma_a(...) | tmem_rows(...)
- * | rows(L) */
-static const Layout *
-layout_expr(S *s, const Node *e)
-{
-	static const char *const kinds[] = {"smem", "wgmma_acc", "wgmma_a",
-		"tmem_rows", "rows", NULL};
-	Layout *l = NEW(&s->ctx->perm, Layout);
-	int kind = -1;
-
-	l->span = e->span;
-	if (e->kind == N_NAME) {
-		Res *r = want_res(s, e, R_LAYOUT, "a layout");
-		return r ? r->cval.lay : NULL;
-	}
-	if (e->kind == N_CALL && e->a->kind == N_NAME)
-		for (int i = 0; kinds[i]; i++)
-			if (!strcmp(kinds[i], e->a->name))
-				kind = i;
-	if (kind < 0) {
-		diag_error(s->ctx, e->span, "expected a layout: 'smem(...)', "
-			"'wgmma_acc(n=...)', 'wgmma_a(n=...)', "
-			"'tmem_rows(n=...)' or 'rows(L)'");
-		return NULL;
-	}
-	l->kind = (LayoutKind)(kind + 1);
-	l->m = kind == 3 ? 128 : 64;
-	for (int i = 0; i < e->kids.n; i++) {
-		const Node *a = e->kids.v[i];
-		int64_t v;
-		if (l->kind == LK_ROWS && a->kind != N_NAMEDARG) {
-			l->parent = layout_expr(s, a);
-			continue;
-		}
-		if (a->kind != N_NAMEDARG) {
-			diag_error(s->ctx, a->span, "layout arguments are "
-				"named, e.g. 'swizzle=128'");
-			continue;
-		}
-		if (l->kind == LK_SMEM && !strcmp(a->name, "swizzle")) {
-			if (want_int(s, a->a, "'swizzle'", 0, 128, &v) &&
-			    v != 0 && v != 32 && v != 64 && v != 128)
-				diag_error(s->ctx, a->a->span, "'swizzle' must be "
-					"0, 32, 64 or 128 (bytes)");
-			l->swizzle = (int)v;
-		} else if (l->kind == LK_SMEM && !strcmp(a->name, "major")) {
-			if (a->a->kind == N_NAME && (!strcmp(a->a->name, "K") ||
-			    !strcmp(a->a->name, "MN")))
-				l->mn_major = a->a->name[0] == 'M';
-			else
-				diag_error(s->ctx, a->a->span, "'major' must be "
-					"'K' or 'MN'");
-		} else if (l->kind != LK_SMEM && l->kind != LK_ROWS &&
-		    (!strcmp(a->name, "n") || !strcmp(a->name, "m"))) {
-			if (want_int(s, a->a, "a fragment extent", 8, 256, &v))
-				*(a->name[0] == 'n' ? &l->n : &l->m) = (int)v;
-		} else {
-			diag_error(s->ctx, a->nspan, "'%s' takes no argument "
-				"'%s'", kinds[kind], a->name);
-		}
-	}
-	if (l->kind == LK_ROWS && !l->parent) {
-		diag_error(s->ctx, e->span, "'rows' needs the layout whose "
-			"rows it holds, e.g. 'rows(acc)'");
-		return NULL;
-	}
-	bool sm90 = s->k->target == TGT_SM90A;
-	if (sm90 && l->kind == LK_TMEM_ROWS)
-		diag_error(s->ctx, e->span, "'tmem_rows' is a tensor-memory "
-			"layout; sm_90a has no tensor memory");
-	if (!sm90 && (l->kind == LK_WGMMA_ACC || l->kind == LK_WGMMA_A))
-		diag_error(s->ctx, e->span, "'%s' is a wgmma layout; sm_100a "
-			"has no wgmma (use 'tmem_rows')", kinds[kind]);
-	if (l->kind == LK_WGMMA_ACC && (l->n == 0 || l->n % 8))
-		diag_error(s->ctx, e->span, "'wgmma_acc' needs 'n=N' with N a "
-			"multiple of 8 in 8..256");
-	return l;
-}
-
-static void
-decl_layout(S *s, const Node *d)
-{
-	Res *r = declare(s, R_LAYOUT, d);
-
-	attrs_allowed(s, d, (const char *const[]){NULL});
-	if (!r)
-		return;
-	if (!d->d) {
-		diag_error(s->ctx, d->nspan, "'layout %s' needs a value, e.g. "
-			"'= smem(swizzle=128, major=K)'", d->name);
-		return;
-	}
-	Layout *l = (Layout *)layout_expr(s, d->d);
-	if (l && !l->name) {
-		l->name = d->name;
-		r->cval = (Val){.ty = TY_LAYOUT, .lay = l};
-	} else if (l) {
-		r->cval = (Val){.ty = TY_LAYOUT, .lay = l};
-	}
-}
-
-
-static void
-decl_smem(S *s, const Node *d)
-{
-	static const char *const ok[] = {"layout", "swizzle", "major", "alias",
-		NULL};
-	Res *r = declare(s, R_SMEM, d);
-	const Node *la = attr(d, "layout"), *al = attr(d, "alias");
-
-	attrs_allowed(s, d, ok);
-	if (!r)
-		return;
-	if (!d->b || d->b->kids.n < 1 || d->b->kids.n > 2) {
-		diag_error(s->ctx, d->nspan, "'smem %s' needs a type such as "
-			"'bf16[STAGES][R, C]' or 'f32[R, C]'", d->name);
-		return;
-	}
-	r->ety = elem_type(s, d->b, false, true);
-	r->stages = 1;
-	const Node *shape = d->b->kids.v[d->b->kids.n - 1];
-	if (d->b->kids.n == 2) {
-		const Node *st = d->b->kids.v[0];
-		int64_t v = 1;
-		if (st->kids.n != 1)
-			diag_error(s->ctx, st->span, "the stage count is one "
-				"extent, e.g. '[STAGES]'");
-		else if (want_int(s, st->kids.v[0], "the stage count", 1, 64,
-		    &v))
-			r->stages = (int)v;
-	}
-	if (shape->kids.n > 2) {
-		diag_error(s->ctx, shape->span, "a shared-memory tile has 1 or "
-			"2 dimensions, found %d", shape->kids.n);
-		return;
-	}
-	r->rank = shape->kids.n;
-	for (int i = 0; i < r->rank; i++)
-		want_int(s, shape->kids.v[i], "a tile extent", 1, 1 << 16,
-			&r->shape[i]);
-	if (la && (attr(d, "swizzle") || attr(d, "major")))
-		diag_error(s->ctx, la->span, "give either 'layout=' or "
-			"'swizzle='/'major=', not both");
-	if (la && la->a) {
-		r->lay = layout_expr(s, la->a);
-		if (r->lay && r->lay->kind != LK_SMEM) {
-			diag_error(s->ctx, la->a->span, "a shared-memory buffer "
-				"needs an 'smem(...)' layout");
-			r->lay = NULL;
-		}
-	}
-	if (!r->lay) {
-		Layout *l = NEW(&s->ctx->perm, Layout);
-		l->kind = LK_SMEM;
-		l->span = d->nspan;
-		l->swizzle = swizzle_of(s, d);
-		const Node *mj = attr(d, "major");
-		bool word = mj && mj->a && mj->a->kind == N_NAME;
-		if (word && !strcmp(mj->a->name, "MN"))
-			l->mn_major = true;
-		else if (mj && !(word && !strcmp(mj->a->name, "K")))
-			diag_error(s->ctx, mj->span, "'major' must be 'K' or "
-				"'MN'");
-		r->lay = l;
-	}
-	int64_t row = r->shape[r->rank - 1] * ty_bytes(r->ety);
-	if (r->lay->swizzle && row % r->lay->swizzle)
-		diag_error(s->ctx, shape->span, "rows of '%s' are %lld bytes; "
-			"a %d-byte swizzle needs a multiple of %d", d->name,
-			(long long)row, r->lay->swizzle, r->lay->swizzle);
-	if (al && al->a && (r->alias = want_res(s, al->a, R_SMEM,
-	    "a shared-memory buffer")) && r->alias->alias)
-		diag_error(s->ctx, al->a->span, "'%s' is itself an alias; "
-			"alias the buffer it overlays", r->alias->name);
-}
-
-static void
-decl_tmem(S *s, const Node *d)
-{
-	static const char *const ok[] = {"col", "stride", "packed", "alias",
-		NULL};
-	Res *r = declare(s, R_TMEM, d);
-	const Node *al = attr(d, "alias");
-	int64_t v;
-
-	attrs_allowed(s, d, ok);
-	if (!r)
-		return;
-	if (s->k->target == TGT_SM90A) {
-		diag_error(s->ctx, d->nspan, "tensor memory ('tmem') is not "
-			"available on sm_90a");
-		return;
-	}
-	if (!d->b || d->b->kids.n != 1 || d->b->kids.v[0]->kids.n != 2) {
-		diag_error(s->ctx, d->nspan, "'tmem %s' needs a type such as "
-			"'f32[128, 128]' (lanes, columns)", d->name);
-		return;
-	}
-	r->ety = elem_type(s, d->b, false, true);
-	r->rank = 2;
-	const Node *sh = d->b->kids.v[0];
-	want_int(s, sh->kids.v[0], "the lane count", 32, 128, &r->shape[0]);
-	want_int(s, sh->kids.v[1], "the column count", 1, 512, &r->shape[1]);
-	r->packed = attr(d, "packed") != NULL;
-	if (r->packed && ty_bytes(r->ety) != 2)
-		diag_error(s->ctx, attr(d, "packed")->span, "'packed' holds two "
-			"16-bit values per column; '%s' is %s", d->name,
-			ty_name(r->ety));
-	r->ncols = r->packed ? (r->shape[1] + 1) / 2 : r->shape[1];
-	if (attr_int(s, d, "col", true, 0, 511, &v))
-		r->col = v;
-	r->threads = r->ncols;  /* stride between array elements */
-	if (attr(d, "stride") && attr_int(s, d, "stride", false, 1, 512, &v))
-		r->threads = v;
-	if (al && al->a)
-		r->alias = want_res(s, al->a, R_TMEM, "a tensor-memory region");
-}
-
-static void
-decl_mbar(S *s, const Node *d)
-{
-	static const char *const ok[] = {"count", "tx", NULL};
-	Res *r = declare(s, R_MBAR, d);
-	int64_t v;
-
-	attrs_allowed(s, d, ok);
-	if (!r)
-		return;
-	if (d->b)
-		diag_error(s->ctx, d->b->span, "an 'mbar' has no type");
-	r->mcount = 1;
-	if (attr_int(s, d, "count", true, 1, (1 << 20) - 1, &v))
-		r->mcount = v;
-	if (attr(d, "tx") && attr_int(s, d, "tx", false, 0, (1 << 20) - 1,
-	    &v))
-		r->tx = v;
-}
-
-static void
-decl_nbar(S *s, const Node *d)
-{
-	static const char *const ok[] = {"threads", NULL};
-	Res *r = declare(s, R_NBAR, d);
-	int64_t v;
-
-	attrs_allowed(s, d, ok);
-	if (!r)
-		return;
-	if (attr_int(s, d, "threads", true, 32, 1024, &v)) {
-		if (v % 32)
-			diag_error(s->ctx, attr(d, "threads")->a->span, "a named "
-				"barrier counts whole warps: 'threads' must be a "
-				"multiple of 32, found %lld", (long long)v);
-		r->threads = v;
-	}
-}
-
-/* A family index is a constant while its instance's attributes are
- * evaluated: a temporary const resource at the end of the list. */
-static Res *
-push_index(S *s, const char *name, int64_t i)
-{
-	Res *r = NEW(&s->ctx->perm, Res);
-
-	r->kind = R_CONST;
-	r->name = name;
-	r->cval = (Val){.ty = TY_I64, .i = i};
-	r->next = s->k->res;  /* searched first */
-	s->k->res = r;
-	return r;
-}
-
-static void
-pop_index(S *s, Res *r)
-{
-	s->k->res = r->next;
-}
-
-static void
-decl_partition(S *s, const Node *d)
-{
-	static const char *const ok[] = {"warps", "regs", NULL};
-	const Node *w = attr(d, "warps");
-	int64_t n = 1;
-
-	attrs_allowed(s, d, ok);
-	if (!declare(s, R_PART, d))
-		return;
-	if (d->c && !want_int(s, d->a, "the family size", 1, 32, &n))
-		return;
-	if (!d->c && d->a) {
-		diag_error(s->ctx, d->a->span, "a partition family is written "
-			"'%s[i < N]'", d->name);
-		return;
-	}
-	if (!w || !w->a) {
-		diag_error(s->ctx, d->nspan, "'partition' needs 'warps=A..B'");
-		return;
-	}
-	for (int64_t i = 0; i < n; i++) {
-		Res *ix = d->c ? push_index(s, d->c->name, i) : NULL;
-		Part *p = NEW(&s->ctx->perm, Part);
-		int64_t lo = 0, hi = 0, regs = 0;
-		bool ok_w;
-
-		p->name = d->name;
-		p->index = d->c ? (int)i : -1;
-		p->ivar = d->c ? d->c->name : NULL;
-		p->span = d->span;
-		p->nspan = d->nspan;
-		p->decl = d;
-		if (w->a->kind == N_RANGE && !w->a->c)
-			ok_w = want_int(s, w->a->a, "a warp index", 0, 31, &lo)
-				&& want_int(s, w->a->b, "a warp index", 0, 31,
-				&hi);
-		else
-			ok_w = want_int(s, w->a, "a warp index", 0, 31, &lo) &&
-				(hi = lo, true);
-		if (ok_w && hi < lo) {
-			diag_error(s->ctx, w->a->span, "the warp range %lld..%lld "
-				"is empty", (long long)lo, (long long)hi);
-			ok_w = false;
-		}
-		if (attr(d, "regs") && attr_int(s, d, "regs", false, 24, 256,
-		    &regs) && regs % 8) {
-			diag_error(s->ctx, attr(d, "regs")->a->span, "'regs' "
-				"must be a multiple of 8 (setmaxnreg), found "
-				"%lld", (long long)regs);
-			regs = 0;
-		}
-		if (ix)
-			pop_index(s, ix);
-		if (!ok_w)
-			continue;
-		p->warp_lo = (int)lo;
-		p->warp_hi = (int)hi;
-		p->regs = (int)regs;
-		if (s->k->parts_last)
-			s->k->parts_last->next = p;
-		else
-			s->k->parts = p;
-		s->k->parts_last = p;
-		s->k->nparts++;
-	}
-}
-
-/* verify P=(v, ...) ...: the values of integer params the verifier
- * explores (each combination is one shape class). */
-static void
-decl_verify(S *s, const Node *d)
-{
-	if (s->k->verify) {
-		diag_error(s->ctx, d->nspan, "'verify' is given twice");
-		return;
-	}
-	s->k->verify = d;
-	for (int i = 0; i < d->attrs.n; i++) {
-		const Node *a = d->attrs.v[i];
-		Res *p = kernel_find(s->k, a->name);
-		if (!p || p->kind != R_PARAM || !ty_isint(p->ety)) {
-			diag_error(s->ctx, a->nspan, "'verify' gives values of "
-				"integer params; '%s' is not one", a->name);
-			continue;
-		}
-		if (!a->a) {
-			diag_error(s->ctx, a->span, "write '%s=(v, ...)'",
-				a->name);
-			continue;
-		}
-		int n = a->a->kind == N_TUPLE ? a->a->kids.n : 1;
-		if (n > 16)
-			diag_error(s->ctx, a->a->span, "at most 16 values per "
-				"param");
-		for (int k = 0; k < n && k < 16; k++) {
-			int64_t v;
-			want_int(s, a->a->kind == N_TUPLE ? a->a->kids.v[k] :
-				a->a, "a verified value", 0, 1 << 20, &v);
-		}
-	}
 }
 
 static void items(S *, const NodeList *);

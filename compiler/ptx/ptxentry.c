@@ -260,10 +260,26 @@ by_warpgroup(PG *g, int end)
 	}
 }
 
+/* The targets' emitters (target.h), one line each. */
+static const TargetOps *const targets[] = {
+	&sm90_ops,
+	&sm100_ops,
+};
+
+static const TargetOps *
+target_ops(TargetId id)
+{
+	for (size_t i = 0; i < COUNT(targets); i++)
+		if (targets[i]->id == id)
+			return targets[i];
+	fg_bug("no emitter for target %d", (int)id);
+}
+
 bool
 ptx_gen(Ctx *ctx, const SirMod *m, Buf *out)
 {
-	PG g = {.ctx = ctx, .m = m, .k = m->k, .t = ctx->target};
+	PG g = {.ctx = ctx, .m = m, .k = m->k, .t = ctx->target,
+		.ops = target_ops(ctx->target->id)};
 	Buf globals;
 
 	buf_init(&globals, &ctx->perm);

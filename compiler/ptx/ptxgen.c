@@ -468,7 +468,7 @@ gen_all_eq(PG *g, const SirIns *in)
 static void
 gen_ins(PG *g, const SirIns *in)
 {
-	if (g->failed || pg_frag_op(g, in) || pg_tmem_op(g, in))
+	if (g->failed || g->ops->tile_op(g, in))
 		return;
 	switch (in->op) {
 	case SOP_const_i: case SOP_const_f: gen_const(g, in); break;
@@ -508,7 +508,7 @@ gen_block(PG *g, const SirBlock *b)
 bool
 pg_row(PG *g, const SirIns *in)
 {
-	const PtxRow *rows = g->t->id == TGT_SM90A ? sm90_rows : sm100_rows;
+	const PtxRow *rows = g->ops->rows;
 	const PtxRow *r = NULL;
 	char nm[16];
 	Buf b;

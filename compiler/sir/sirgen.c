@@ -104,8 +104,8 @@ sg_same_layout(const Layout *a, const Layout *b)
 	return a->n == b->n;
 }
 
-static Ty
-unify(G *g, const Node *n, Ref a, Ref b)
+Ty
+sg_unify(G *g, const Node *n, Ref a, Ref b)
 {
 	SirVal *x = sg_val(g, a), *y = sg_val(g, b);
 
@@ -152,8 +152,8 @@ sg_coerce(G *g, Ref r, Ty t, Span sp)
 	return r;
 }
 
-static void
-frag_like(G *g, Ref dst, const SirVal *src)
+void
+sg_frag_like(G *g, Ref dst, const SirVal *src)
 {
 	SirVal *d = sg_val(g, dst);
 
@@ -165,8 +165,8 @@ frag_like(G *g, Ref dst, const SirVal *src)
 
 /* Binary operators on register tiles: tile op tile (same layout), tile op
  * scalar, and tile op row vector (rows(L) broadcast across columns). */
-static Ref
-frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
+Ref
+sg_frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 {
 	SirVal *x = sg_val(g, a), *y = sg_val(g, b);
 	const SirVal *f = x->ty == TY_FRAG ? x : y;
@@ -238,7 +238,7 @@ frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 	}
 	const SirVal fv = *f;  /* sir_val may move the array f points into */
 	r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
-	frag_like(g, r, &fv);
+	sg_frag_like(g, r, &fv);
 	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = a;
@@ -258,8 +258,8 @@ static const struct {
 	{B_ANDAND, SOP_and}, {B_OROR, SOP_or},
 };
 
-static Ref
-fold(G *g, const Node *n, Ref a, Ref b)
+Ref
+sg_fold(G *g, const Node *n, Ref a, Ref b)
 {
 	SirVal *x = sg_val(g, a), *y = sg_val(g, b);
 	Val va, vb, out;
@@ -285,7 +285,6 @@ fold(G *g, const Node *n, Ref a, Ref b)
 }
 
 static Ref binop(G *, const Node *, Ref, Ref);
-static Ref unop(G *, SirOp, Ref, Ty, Span);
 
 static Ref
 binary(G *g, const Node *n)
@@ -318,10 +317,10 @@ binop(G *g, const Node *n, Ref a, Ref b)
 	if (sg_val(g, a)->ty == TY_ERR || sg_val(g, b)->ty == TY_ERR)
 		return sg_err(g);
 	if (sg_val(g, a)->ty == TY_FRAG || sg_val(g, b)->ty == TY_FRAG)
-		return frag_binary(g, n, op, a, b);
+		return sg_frag_binary(g, n, op, a, b);
 	if (sg_val(g, a)->isconst && sg_val(g, b)->isconst)
-		return fold(g, n, a, b);
-	if ((t = unify(g, n, a, b)) == TY_ERR)
+		return sg_fold(g, n, a, b);
+	if ((t = sg_unify(g, n, a, b)) == TY_ERR)
 		return sg_err(g);
 	a = sg_coerce(g, a, t, n->a ? n->a->span : n->span);
 	b = sg_coerce(g, b, t, n->b ? n->b->span : n->span);
@@ -374,7 +373,7 @@ unary(G *g, const Node *n)
 			ty_name(x->ty));
 		return sg_err(g);
 	}
-	return unop(g, op, a, x->ty, n->span);  /* not x: sir_val moves it */
+	return sg_unop(g, op, a, x->ty, n->span);  /* not x: sir_val moves it */
 }
 
 static Ref
@@ -437,413 +436,18 @@ sg_const_int(G *g, Ref r, int64_t *out)
 	return true;
 }
 
-static Ref
-unop(G *g, SirOp op, Ref a, Ty ty, Span sp)
+Ref
+sg_unop(G *g, SirOp op, Ref a, Ty ty, Span sp)
 {
 	Ref r = sir_val(g->ctx, g->p, ty, NULL);
 	SirIns *i = sg_emit(g, op, sp);
 
 	if (ty == TY_FRAG)
-		frag_like(g, r, sg_val(g, a));
+		sg_frag_like(g, r, sg_val(g, a));
 	i->dst = r;
 	i->a[0] = a;
 	i->na = 1;
 	return r;
-}
-
-static bool
-nargs(G *g, const Node *n, const char *f, int lo, int hi)
-{
-	if (n->kids.n >= lo && n->kids.n <= hi)
-		return true;
-	if (lo == hi)
-		diag_error(g->ctx, n->span, "'%s' takes %d argument%s, found "
-			"%d", f, lo, lo == 1 ? "" : "s", n->kids.n);
-	else
-		diag_error(g->ctx, n->span, "'%s' takes %d to %d arguments, "
-			"found %d", f, lo, hi, n->kids.n);
-	return false;
-}
-
-static const Layout *
-rows_of(G *g, const Layout *l)
-{
-	Layout *r = NEW(&g->ctx->perm, Layout);
-
-	*r = (Layout){.kind = LK_ROWS, .parent = l, .m = l->m, .n = 1};
-	Buf b;
-	buf_init(&b, &g->ctx->perm);
-	buf_printf(&b, "rows(%s)", sg_layname(l));
-	r->name = b.p;
-	return r;
-}
-
-/* rowmax(x [, init]) and rowsum(x [, init]): reduce each row of a tile
- * to a row vector whose layout is rows(layout of x). */
-static Ref
-reduce(G *g, const Node *n, SirOp op)
-{
-	const char *f = sir_ops[op].name;
-	Ref x, init = 0, r;
-
-	if (!nargs(g, n, f, 1, 2))
-		return sg_err(g);
-	x = sg_expr(g, n->kids.v[0]);
-	if (sg_val(g, x)->ty == TY_ERR)
-		return x;
-	if (sg_val(g, x)->ty != TY_FRAG || sg_val(g, x)->lay->kind == LK_ROWS) {
-		diag_error(g->ctx, n->kids.v[0]->span, "'%s' reduces the rows "
-			"of a register tile", f);
-		return sg_err(g);
-	}
-	const Layout *rl = rows_of(g, sg_val(g, x)->lay);
-	if (n->kids.n == 2) {
-		init = sg_expr(g, n->kids.v[1]);
-		SirVal *iv = sg_val(g, init);
-		if (iv->ty == TY_FRAG && !sg_same_layout(iv->lay, rl)) {
-			diag_error(g->ctx, n->kids.v[1]->span, "the initial "
-				"value has layout '%s'; '%s' needs '%s'",
-				sg_layname(iv->lay), f, sg_layname(rl));
-			return sg_err(g);
-		}
-		if (iv->ty != TY_FRAG && iv->ty != TY_F32 && !iv->isconst) {
-			diag_error(g->ctx, n->kids.v[1]->span, "the initial "
-				"value must be a row vector or an f32 scalar");
-			return sg_err(g);
-		}
-	}
-	r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
-	sg_val(g, r)->ety = TY_F32;
-	sg_val(g, r)->lay = rl;
-	sg_val(g, r)->m = sg_val(g, x)->m;
-	sg_val(g, r)->n = 1;
-	SirIns *i = sg_emit(g, op, n->span);
-	i->dst = r;
-	i->a[0] = x;
-	i->a[1] = init;
-	i->na = init ? 2 : 1;
-	return r;
-}
-
-static const Layout *
-layout_arg(G *g, const Node *e)
-{
-	Res *r = e->kind == N_NAME ? kernel_find(g->k, e->name) : NULL;
-
-	if (!r || r->kind != R_LAYOUT) {
-		diag_error(g->ctx, e->span, "expected the name of a 'layout'");
-		return NULL;
-	}
-	return r->cval.lay;
-}
-
-static Ref
-convert(G *g, const Node *n)
-{
-	Ref x;
-	const Layout *l;
-
-	if (!nargs(g, n, "convert", 2, 2))
-		return sg_err(g);
-	x = sg_expr(g, n->kids.v[0]);
-	if (!(l = layout_arg(g, n->kids.v[1])) || sg_val(g, x)->ty == TY_ERR)
-		return sg_err(g);
-	SirVal *v = sg_val(g, x);
-	if (v->ty != TY_FRAG || l->kind == LK_SMEM) {
-		diag_error(g->ctx, n->span, "'convert' changes the layout of a "
-			"register tile to another register layout");
-		return sg_err(g);
-	}
-	bool ok = sg_same_layout(v->lay, l) ||
-		(v->lay->kind == LK_WGMMA_ACC && l->kind == LK_WGMMA_A &&
-		ty_bytes(v->ety) == 2);
-	if (!ok) {
-		if (v->lay->kind == LK_WGMMA_ACC && l->kind == LK_WGMMA_A)
-			diag_error(g->ctx, n->span, "'convert' to '%s' needs "
-				"16-bit values; write 'convert(cvt(x, bf16), %s)'",
-				sg_layname(l), sg_layname(l));
-		else
-			diag_error(g->ctx, n->span, "no conversion from layout "
-				"'%s' to '%s' is available", sg_layname(v->lay),
-				sg_layname(l));
-		return sg_err(g);
-	}
-	Ref r = unop(g, SOP_convert, x, TY_FRAG, n->span);
-	sg_val(g, r)->lay = l;
-	return r;
-}
-
-static Ref
-cvt(G *g, const Node *n)
-{
-	Ref x;
-	Val t;
-
-	if (!nargs(g, n, "cvt", 2, 2))
-		return sg_err(g);
-	x = sg_expr(g, n->kids.v[0]);
-	if (!const_eval(g->ctx, g->k, n->kids.v[1], &t) || sg_val(g, x)->ty ==
-	    TY_ERR)
-		return sg_err(g);
-	if (t.ty != TY_DTYPE) {
-		diag_error(g->ctx, n->kids.v[1]->span, "'cvt' needs a type such "
-			"as 'f32' or 'bf16'");
-		return sg_err(g);
-	}
-	SirVal *v = sg_val(g, x);
-	if (v->ty == TY_FRAG) {
-		if (t.i != TY_BF16 && t.i != TY_F16 && t.i != TY_F32) {
-			diag_error(g->ctx, n->span, "a register tile converts to "
-				"'f32', 'bf16' or 'f16'");
-			return sg_err(g);
-		}
-		Ref r = unop(g, SOP_cvt, x, TY_FRAG, n->span);
-		sg_val(g, r)->ety = (Ty)t.i;
-		return r;
-	}
-	if (v->isconst && ty_isint((Ty)t.i) && ty_isint(v->ty))
-		return sg_const_i(g, v->ci, (Ty)t.i, n->span);
-	if ((Ty)t.i == TY_BF16 || (Ty)t.i == TY_F16) {
-		diag_error(g->ctx, n->span, "scalars convert to 'i32', 'u32', "
-			"'i64', 'u64' or 'f32'");
-		return sg_err(g);
-	}
-	return unop(g, SOP_cvt, x, (Ty)t.i, n->span);
-}
-
-static Ref
-math1(G *g, const Node *n, SirOp op)
-{
-	Ref x;
-
-	if (!nargs(g, n, sir_ops[op].name, 1, 1))
-		return sg_err(g);
-	x = sg_expr(g, n->kids.v[0]);
-	SirVal *v = sg_val(g, x);
-	if (v->ty == TY_ERR)
-		return x;
-	if (v->ty == TY_FRAG && v->ety == TY_F32)
-		return unop(g, op, x, TY_FRAG, n->span);
-	if (v->ty == TY_F32 || v->isconst) {
-		if (v->isconst && !ty_isfloat(v->ty) && v->ty != TY_F32)
-			x = sg_const_f(g, (double)v->ci, n->span);
-		return unop(g, op, x, TY_F32, n->span);
-	}
-	diag_error(g->ctx, n->span, "'%s' needs f32 values, found '%s'",
-		sir_ops[op].name, v->ty == TY_FRAG ? ty_name(v->ety) :
-		ty_name(v->ty));
-	return sg_err(g);
-}
-
-static Ref
-minmax_cdiv(G *g, const Node *n, const char *f)
-{
-	Ref a, b;
-
-	if (!nargs(g, n, f, 2, 2))
-		return sg_err(g);
-	a = sg_expr(g, n->kids.v[0]);
-	b = sg_expr(g, n->kids.v[1]);
-	if (sg_val(g, a)->ty == TY_ERR || sg_val(g, b)->ty == TY_ERR)
-		return sg_err(g);
-	if (sg_val(g, a)->ty == TY_FRAG || sg_val(g, b)->ty == TY_FRAG)
-		return frag_binary(g, n, f[1] == 'i' ? SOP_min : SOP_max, a, b);
-	Ty t = unify(g, n, a, b);
-	if (t == TY_ERR)
-		return sg_err(g);
-	a = sg_coerce(g, a, t, n->kids.v[0]->span);
-	b = sg_coerce(g, b, t, n->kids.v[1]->span);
-	if (f[0] == 'c') {  /* cdiv(a, b) = (a + b - 1) / b */
-		if (!ty_isint(t)) {
-			diag_error(g->ctx, n->span, "'cdiv' needs integers");
-			return sg_err(g);
-		}
-		Node add = {.kind = N_BINARY, .op = '+', .span = n->span};
-		Node sub = {.kind = N_BINARY, .op = '-', .span = n->span};
-		Node dv = {.kind = N_BINARY, .op = '/', .span = n->span};
-		if (sg_val(g, a)->isconst && sg_val(g, b)->isconst) {
-			Ref s = fold(g, &add, a, b);
-			Ref s1 = fold(g, &sub, s, sg_const_i(g, 1, t, n->span));
-			return fold(g, &dv, s1, b);
-		}
-		Ref r1 = sir_val(g->ctx, g->p, t, NULL), r2, r3;
-		SirIns *i = sg_emit(g, SOP_add, n->span);
-		i->dst = r1, i->a[0] = a, i->a[1] = b, i->na = 2;
-		Ref one1 = sg_const_i(g, 1, t, n->span);  /* before the sub */
-		r2 = sir_val(g->ctx, g->p, t, NULL);
-		i = sg_emit(g, SOP_sub, n->span);
-		i->dst = r2, i->a[0] = r1, i->a[1] = one1, i->na = 2;
-		r3 = sir_val(g->ctx, g->p, t, NULL);
-		i = sg_emit(g, SOP_div, n->span);
-		i->dst = r3, i->a[0] = r2, i->a[1] = b, i->na = 2;
-		return r3;
-	}
-	Ref r = sir_val(g->ctx, g->p, t, NULL);
-	SirIns *i = sg_emit(g, f[1] == 'i' ? SOP_min : SOP_max, n->span);
-	i->dst = r, i->a[0] = a, i->a[1] = b, i->na = 2;
-	return r;
-}
-
-/* mask_cols(x, limit): columns >= limit become -inf.
- * mask_causal(x, row0, col0): element (r, c) becomes -inf when
- * col0 + c > row0 + r. */
-static Ref
-mask(G *g, const Node *n, SirOp op)
-{
-	int na = op == SOP_mask_cols ? 2 : 3;
-	Ref a[3];
-
-	if (!nargs(g, n, sir_ops[op].name, na, na))
-		return sg_err(g);
-	for (int k = 0; k < na; k++)
-		a[k] = sg_expr(g, n->kids.v[k]);
-	if (sg_val(g, a[0])->ty != TY_FRAG || sg_val(g, a[0])->lay->kind == LK_ROWS) {
-		diag_error(g->ctx, n->kids.v[0]->span, "'%s' masks a register "
-			"tile", sir_ops[op].name);
-		return sg_err(g);
-	}
-	for (int k = 1; k < na; k++)
-		if (!ty_isint(sg_val(g, a[k])->ty)) {
-			diag_error(g->ctx, n->kids.v[k]->span, "'%s' needs an "
-				"integer here", sir_ops[op].name);
-			return sg_err(g);
-		}
-	Ref r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
-	frag_like(g, r, sg_val(g, a[0]));
-	SirIns *i = sg_emit(g, op, n->span);
-	i->dst = r;
-	memcpy(i->a, a, sizeof a);
-	i->na = na;
-	return r;
-}
-
-/* all_eq(x, v): whether every element of the f32 tile x that the lanes
- * of a warp hold equals v.  A warp vote: the same in the lanes of a warp,
- * not across the warps of a partition. */
-static Ref
-all_eq(G *g, const Node *n)
-{
-	Ref x, v;
-
-	if (!nargs(g, n, "all_eq", 2, 2))
-		return sg_err(g);
-	if (g->in_elect) {
-		diag_error(g->ctx, n->span, "'all_eq' is a vote of the whole "
-			"warp; it cannot be inside 'elect'");
-		return sg_err(g);
-	}
-	x = sg_expr(g, n->kids.v[0]);
-	v = sg_expr(g, n->kids.v[1]);
-	const SirVal *xv = sg_val(g, x), *vv = sg_val(g, v);
-	if (xv->ty == TY_ERR || vv->ty == TY_ERR)
-		return sg_err(g);
-	if (xv->ty != TY_FRAG || xv->ety != TY_F32) {
-		diag_error(g->ctx, n->kids.v[0]->span, "'all_eq' compares the "
-			"elements of an f32 register tile, found %s '%s'",
-			xv->ty == TY_FRAG ? "a tile of" : "a scalar",
-			ty_name(xv->ty == TY_FRAG ? xv->ety : xv->ty));
-		return sg_err(g);
-	}
-	if (vv->isconst && ty_isint(vv->ty))
-		v = sg_const_f(g, (double)vv->ci, n->kids.v[1]->span);
-	else if (vv->ty != TY_F32) {
-		diag_error(g->ctx, n->kids.v[1]->span, "'all_eq' compares with "
-			"an f32 scalar, found '%s'", vv->ty == TY_FRAG ?
-			"a register tile" : ty_name(vv->ty));
-		return sg_err(g);
-	}
-	Ref r = sir_val(g->ctx, g->p, TY_BOOL, NULL);
-	SirIns *i = sg_emit(g, SOP_all_eq, n->span);
-	i->dst = r;
-	i->a[0] = x;
-	i->a[1] = v;
-	i->na = 2;
-	return r;
-}
-
-/* exp2(x [, poly=N]): N of every 8 elements of a thread's f32 tile are
- * computed with an FMA polynomial instead of the MUFU (ptx_frag.c). */
-static Ref
-exp2_call(G *g, const Node *n)
-{
-	Node one = *n;
-	int64_t poly = 0;
-
-	if (n->kids.n == 2 && n->kids.v[1]->kind == N_NAMEDARG) {
-		const Node *a = n->kids.v[1];
-		Ref c = strcmp(a->name, "poly") ? 0 : sg_expr(g, a->a);
-		if (!c || !sg_const_int(g, c, &poly) || poly < 0 || poly > 8) {
-			diag_error(g->ctx, a->span, "'exp2' takes one named "
-				"argument, 'poly=N' with N a constant in 0..8 "
-				"(of every 8 elements of a tile, how many a "
-				"polynomial computes)");
-			return sg_err(g);
-		}
-		one.kids.n = 1;
-	}
-	for (int k = 0; k < one.kids.n; k++)
-		if (one.kids.v[k]->kind == N_NAMEDARG) {
-			diag_error(g->ctx, one.kids.v[k]->span, "'exp2' takes "
-				"'poly=N' after its operand, and no other named "
-				"argument");
-			return sg_err(g);
-		}
-	Ref r = math1(g, &one, SOP_exp2);
-	if (poly && sg_val(g, r)->ty != TY_ERR) {
-		if (sg_val(g, r)->ty != TY_FRAG) {
-			diag_error(g->ctx, n->kids.v[1]->span, "'poly' applies "
-				"to a register tile; a scalar exp2 always uses "
-				"the MUFU");
-			return sg_err(g);
-		}
-		g->cur->v[g->cur->n - 1].imm = poly;
-	}
-	return r;
-}
-
-static Ref
-call(G *g, const Node *n)
-{
-	const char *f = n->a->kind == N_NAME ? n->a->name : "";
-
-	if (!strcmp(f, "exp2"))
-		return exp2_call(g, n);
-	for (int k = 0; k < n->kids.n; k++)
-		if (n->kids.v[k]->kind == N_NAMEDARG) {
-			diag_error(g->ctx, n->kids.v[k]->span, "'%s' takes no "
-				"named arguments", f);
-			return sg_err(g);
-		}
-	if (!strcmp(f, "rowmax"))
-		return reduce(g, n, SOP_rowmax);
-	if (!strcmp(f, "rowsum"))
-		return reduce(g, n, SOP_rowsum);
-	if (!strcmp(f, "convert"))
-		return convert(g, n);
-	if (!strcmp(f, "cvt"))
-		return cvt(g, n);
-	if (!strcmp(f, "exp2"))
-		return math1(g, n, SOP_exp2);
-	if (!strcmp(f, "log2"))
-		return math1(g, n, SOP_log2);
-	if (!strcmp(f, "rcp"))
-		return math1(g, n, SOP_rcp);
-	if (!strcmp(f, "min") || !strcmp(f, "max") || !strcmp(f, "cdiv"))
-		return minmax_cdiv(g, n, f);
-	if (!strcmp(f, "mask_cols"))
-		return mask(g, n, SOP_mask_cols);
-	if (!strcmp(f, "all_eq"))
-		return all_eq(g, n);
-	if (!strcmp(f, "mask_causal"))
-		return mask(g, n, SOP_mask_causal);
-	if (!strcmp(f, "sizeof")) {
-		Val v;
-		if (!const_eval(g->ctx, g->k, n, &v))
-			return sg_err(g);
-		return sg_const_i(g, v.i, TY_I32, n->span);
-	}
-	diag_error(g->ctx, n->a->span, "unknown function '%s'", f);
-	return sg_err(g);
 }
 
 static Ref
@@ -887,7 +491,7 @@ ternary(G *g, const Node *n)
 	if (sg_val(g, c)->ty == TY_ERR || sg_val(g, a)->ty == TY_ERR ||
 	    sg_val(g, b)->ty == TY_ERR)
 		return sg_err(g);
-	Ty t = unify(g, n, a, b);
+	Ty t = sg_unify(g, n, a, b);
 	if (t == TY_ERR)
 		return sg_err(g);
 	a = sg_coerce(g, a, t, n->b->span);
@@ -923,7 +527,7 @@ sg_expr(G *g, const Node *n)
 	case N_TERNARY:
 		return ternary(g, n);
 	case N_CALL:
-		return call(g, n);
+		return sg_call(g, n);
 	case N_FIELD:
 		return field(g, n);
 	case N_INDEX: {

@@ -1,5 +1,5 @@
-/* sirgen.h: state shared by sirgen.c (expressions) and sirstmt.c
- * (statements and operations). */
+/* sirgen.h: state shared by sirgen.c (expressions), sircall.c (built-in
+ * functions), sirstmt.c (statements) and sirops.c (operations). */
 #ifndef SIRGEN_H
 #define SIRGEN_H
 
@@ -34,6 +34,15 @@ Ref sg_binop(G *, const Node *op, Ref, Ref);
 Ref sg_coerce(G *, Ref, Ty, Span);  /* a constant adopts a type */
 Ref sg_cond(G *, const Node *);     /* a runtime boolean */
 bool sg_const_int(G *, Ref, int64_t *);
+Ty sg_unify(G *, const Node *, Ref a, Ref b);  /* the common type, or error */
+void sg_frag_like(G *, Ref dst, const SirVal *src);
+Ref sg_frag_binary(G *, const Node *, SirOp, Ref a, Ref b);
+Ref sg_fold(G *, const Node *, Ref a, Ref b);  /* constant operands */
+Ref sg_unop(G *, SirOp, Ref a, Ty, Span);
+
+Ref sg_call(G *, const Node *);               /* sircall.c */
+Ref sg_convert(G *, const Node *);
+Ref sg_cvt(G *, const Node *);
 
 void sg_op(G *, const Node *);               /* sirops.c */
 bool sg_mma_opd(G *, const Node *, SirIns *, int slot, bool value_ok);

@@ -11,6 +11,7 @@
 #include "sir/sir.h"
 #include "ptx/ptx.h"
 #include "ptx/ptxgen.h"
+#include "sm100/sm100.h"
 
 const PtxRow sm100_rows[] = {
 	{SOP_exp2, ANY, "ex2.approx.ftz.f32 %=, %0;"},
@@ -70,7 +71,7 @@ a_operand(PG *g, const SirIns *in, bool amn)
 	int sa = a->lay ? a->lay->swizzle : 0;
 
 	if (a->kind == R_TMEM)
-		return pg_tmem_addr(g, a, in->ri[1], 0, false);
+		return sm100_tmem_addr(g, a, in->ri[1], 0, false);
 	PReg base = pg_stage_base(g, a, in->ri[1]);
 	if (in->roff[1])
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", base, base,
@@ -84,7 +85,7 @@ a_operand(PG *g, const SirIns *in, bool amn)
  * first chunk enables the old D with the accumulate flag, the rest
  * always.  Completion is the schedule's business: 'commit B'. */
 void
-pg_tcmma(PG *g, const SirIns *in)
+sm100_tcmma(PG *g, const SirIns *in)
 {
 	const Res *d = in->r[0], *a = in->r[1], *b = in->r[2];
 	bool bmn = !in->trans[2], atm = a->kind == R_TMEM;
@@ -109,7 +110,7 @@ pg_tcmma(PG *g, const SirIns *in)
 		g->failed = true;
 		return;
 	}
-	PReg dt = pg_tmem_addr(g, d, in->ri[0], 0, false);
+	PReg dt = sm100_tmem_addr(g, d, in->ri[0], 0, false);
 	PReg bd = desc(g, pg_stage_base(g, b, in->ri[2]), bmn ? b->shape[0] *
 		sb : 16, 8 * sb, sb);
 	PReg ad = a_operand(g, in, amn);

@@ -25,6 +25,31 @@
 #include "sir/sir.h"
 #include "ptx/ptx.h"
 #include "ptx/ptxgen.h"
+#include "sm100/sm100.h"
+
+/* Registers per thread of a tile value in the tcgen05.ld 32x32b layout
+ * (one row per thread), and their kind (TargetOps.tile_regs); -1 for any
+ * other layout. */
+static int
+tile_regs(const SirVal *v, RKind *k)
+{
+	const Layout *l = v->lay;
+	bool wide = v->ety == TY_F32;
+
+	switch (l ? l->kind : 0) {
+	case LK_TMEM_ROWS:
+		*k = wide ? RF32 : RB32;
+		return wide ? v->n : (v->n + 1) / 2;
+	case LK_ROWS:
+		if (l->parent && l->parent->kind == LK_TMEM_ROWS && wide) {
+			*k = RF32;
+			return 1;
+		}
+		return -1;
+	default:
+		return -1;
+	}
+}
 
 static bool
 is_rows(const SirVal *v)
@@ -253,7 +278,7 @@ mask(PG *g, const SirIns *in)
  * read from the slot tcgen05.alloc wrote; with 'quarter', in this warp's
  * lanes 32*(warp%4).. (bits 16..), as tcgen05.ld/st need. */
 PReg
-pg_tmem_addr(PG *g, const Res *r, Ref idx, int64_t col, bool quarter)
+sm100_tmem_addr(PG *g, const Res *r, Ref idx, int64_t col, bool quarter)
 {
 	PReg a = ptx_reg(g->f, RB32);
 
@@ -363,7 +388,7 @@ tmem_move(PG *g, const SirIns *in)
 		g->failed = true;
 		return;
 	}
-	PReg a = pg_tmem_addr(g, r, in->ri[0], r->packed ? in->imm / 2 :
+	PReg a = sm100_tmem_addr(g, r, in->ri[0], r->packed ? in->imm / 2 :
 		in->imm, true);
 	if (wide ? r->ety == TY_F32 : r->packed) {
 		/* the registers are the columns */
@@ -501,11 +526,9 @@ gstore(PG *g, const SirIns *in)
 		ptx_place(g->f, skip);
 }
 
-bool
-pg_tmem_op(PG *g, const SirIns *in)
+static bool
+tile_op(PG *g, const SirIns *in)
 {
-	if (g->t->id != TGT_SM100A)
-		return false;
 	switch (in->op) {
 	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div:
 	case SOP_min: case SOP_max: case SOP_neg: case SOP_exp2:
@@ -544,9 +567,16 @@ pg_tmem_op(PG *g, const SirIns *in)
 		gstore(g, in);
 		return true;
 	case SOP_tc_mma:
-		pg_tcmma(g, in);
+		sm100_tcmma(g, in);
 		return true;
 	default:
 		return false;
 	}
 }
+
+const TargetOps sm100_ops = {
+	.id = TGT_SM100A,
+	.rows = sm100_rows,
+	.tile_regs = tile_regs,
+	.tile_op = tile_op,
+};

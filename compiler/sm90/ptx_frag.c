@@ -21,6 +21,7 @@
 #include "sir/sir.h"
 #include "ptx/ptx.h"
 #include "ptx/ptxgen.h"
+#include "sm90/sm90.h"
 
 static int
 slot_of(int i)
@@ -34,10 +35,10 @@ col_of(int i)   /* the column offset of element i, less 2*(l%4) */
 	return 8 * (i >> 2) + (i & 1);
 }
 
-/* Registers per thread of a tile value, and their kind, for both
- * targets' register layouts. */
+/* Registers per thread of a tile value in wgmma's fragment layouts, and
+ * their kind (TargetOps.tile_regs); -1 for any other layout. */
 static int
-frag_shape(const SirVal *v, RKind *k)
+tile_regs(const SirVal *v, RKind *k)
 {
 	const Layout *l = v->lay;
 	bool wide = v->ety == TY_F32;
@@ -49,43 +50,15 @@ frag_shape(const SirVal *v, RKind *k)
 	case LK_WGMMA_A:
 		*k = RB32;
 		return v->n / 4;
-	case LK_TMEM_ROWS:  /* sm_100a: one row per thread (ptx_tmem.c) */
-		*k = wide ? RF32 : RB32;
-		return wide ? v->n : (v->n + 1) / 2;
 	case LK_ROWS:
 		if (l->parent && l->parent->kind == LK_WGMMA_ACC && wide) {
 			*k = RF32;
 			return 2;
 		}
-		if (l->parent && l->parent->kind == LK_TMEM_ROWS && wide) {
-			*k = RF32;
-			return 1;
-		}
 		return -1;
 	default:
 		return -1;
 	}
-}
-
-/* The registers of a tile, allocated on first use. */
-PReg *
-pg_frag(PG *g, Ref r, int *n)
-{
-	const SirVal *v = &g->sp->vals[r];
-	RKind k;
-	int cnt = frag_shape(v, &k);
-
-	if (cnt <= 0) {
-		*n = 0;
-		return NULL;
-	}
-	if (!g->frag[r]) {
-		g->frag[r] = NEWARR(&g->ctx->perm, PReg, (size_t)cnt);
-		for (int i = 0; i < cnt; i++)
-			g->frag[r][i] = ptx_reg(g->f, k);
-	}
-	*n = cnt;
-	return g->frag[r];
 }
 
 static bool
@@ -135,36 +108,6 @@ all_f32(PG *g, const SirIns *in)
 			return false;
 	}
 	return true;
-}
-
-/* d = 2^x on the FMA and integer pipes, for exp2(x, poly=N): x clamped
- * to [-127, 127] and split as j + f with j = round(x) (the 1.5 * 2^23
- * trick), 2^f for |f| <= 1/2 by a degree-3 polynomial (minimax relative
- * error 7.5e-5, below f16's half ulp), and j added to its exponent.  An
- * exponent that underflows makes the integer negative, and the max with
- * 0 turns it into +0: -inf and x < -127 give 0 like ex2.approx.ftz;
- * x > 127 gives about 2^127 where the MUFU gives inf; NaN gives 0. */
-void
-pg_exp2_poly(PG *g, PReg d, PReg x)
-{
-	PReg c = ptx_reg(g->f, RF32), t = ptx_reg(g->f, RF32);
-	PReg j = ptx_reg(g->f, RF32), p = ptx_reg(g->f, RF32);
-	PReg e = ptx_reg(g->f, RB32), b = ptx_reg(g->f, RB32);
-
-	ptx_emit(g->f, "max.f32 %R, %R, 0fC2FE0000;", c, x);
-	ptx_emit(g->f, "min.f32 %R, %R, 0f42FE0000;", c, c);
-	ptx_emit(g->f, "add.rn.f32 %R, %R, 0f4B400000;", t, c);
-	ptx_emit(g->f, "sub.rn.f32 %R, %R, 0f4B400000;", j, t);
-	ptx_emit(g->f, "sub.rn.f32 %R, %R, %R;", c, c, j);
-	ptx_emit(g->f, "fma.rn.f32 %R, %R, 0f3D61FB53, 0f3E786EE6;", p, c);
-	ptx_emit(g->f, "fma.rn.f32 %R, %R, %R, 0f3F31798D;", p, p, c);
-	ptx_emit(g->f, "fma.rn.f32 %R, %R, %R, 0f3F7FFB4A;", p, p, c);
-	ptx_emit(g->f, "mov.b32 %R, %R;", e, t);
-	ptx_emit(g->f, "shl.b32 %R, %R, 23;", e, e);
-	ptx_emit(g->f, "mov.b32 %R, %R;", b, p);
-	ptx_emit(g->f, "add.s32 %R, %R, %R;", b, b, e);
-	ptx_emit(g->f, "max.s32 %R, %R, 0;", b, b);
-	ptx_emit(g->f, "mov.b32 %R, %R;", d, b);
 }
 
 static void
@@ -396,23 +339,6 @@ tile_addr(PG *g, const Res *b, PReg base, PReg row, PReg col)
 	return a;
 }
 
-PReg
-pg_stage_base(PG *g, const Res *b, Ref idx)
-{
-	PReg a = ptx_reg(g->f, RB32);
-
-	if (!idx || g->sp->vals[idx].isconst) {
-		int64_t i = idx ? g->sp->vals[idx].ci : 0;
-		ptx_emit(g->f, "add.s32 %R, %R, %I;", a, g->smem,
-			b->off + i * b->bytes);
-	} else {
-		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", a,
-			pg_u32(g, idx), b->bytes, g->smem);
-		ptx_emit(g->f, "add.s32 %R, %R, %I;", a, a, b->off);
-	}
-	return a;
-}
-
 /* smem_store B[s], x [row=R] [col=C]: the accumulator layout, one packed
  * pair (16-bit) or one element (f32) per store. */
 static void
@@ -497,11 +423,9 @@ gstore(PG *g, const SirIns *in)
 	ptx_place(g->f, skip);
 }
 
-bool
-pg_frag_op(PG *g, const SirIns *in)
+static bool
+tile_op(PG *g, const SirIns *in)
 {
-	if (g->t->id != TGT_SM90A)
-		return false;
 	switch (in->op) {
 	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div:
 	case SOP_min: case SOP_max: case SOP_neg: case SOP_exp2:
@@ -537,9 +461,16 @@ pg_frag_op(PG *g, const SirIns *in)
 		gstore(g, in);
 		return true;
 	case SOP_wgmma:
-		pg_wgmma(g, in);
+		sm90_wgmma(g, in);
 		return true;
 	default:
 		return false;
 	}
 }
+
+const TargetOps sm90_ops = {
+	.id = TGT_SM90A,
+	.rows = sm90_rows,
+	.tile_regs = tile_regs,
+	.tile_op = tile_op,
+};

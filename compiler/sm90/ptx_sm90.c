@@ -12,6 +12,7 @@
 #include "sir/sir.h"
 #include "ptx/ptx.h"
 #include "ptx/ptxgen.h"
+#include "sm90/sm90.h"
 
 const PtxRow sm90_rows[] = {
 	{SOP_exp2, ANY, "ex2.approx.ftz.f32 %=, %0;"},
@@ -47,25 +48,13 @@ desc(PG *g, PReg addr, int64_t lbo, int64_t sbo, int swizzle)
 	return d;
 }
 
-/* The byte offset of K-chunk kk (16 elements) in a K-major operand of
- * 'rows' rows: span-wide column blocks of rows x span bytes.  The same
- * for wgmma and tcgen05.mma. */
-int64_t
-pg_kmajor_off(const Res *x, int kk)
-{
-	int esz = ty_bytes(x->ety), span = x->lay->swizzle;
-	int64_t per = span / esz, k0 = 16 * kk;
-
-	return k0 / per * x->shape[0] * span + k0 % per * esz;
-}
-
 /* mma D (=|+=) A @ B on sm_90a: one wgmma.mma_async m64nNk16 per K-chunk
  * of 16, after a wgmma.fence (the accumulator or A registers may have
  * been written by ordinary instructions).  The first chunk scales D by
  * the accumulate flag; the rest accumulate.  Completion is the
  * schedule's business: mma_commit and mma_wait. */
 void
-pg_wgmma(PG *g, const SirIns *in)
+sm90_wgmma(PG *g, const SirIns *in)
 {
 	const SirVal *dv = &g->sp->vals[in->dst];
 	const Res *a = in->r[1], *b = in->r[2];

@@ -61,7 +61,7 @@ san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 cflags=(-std=c17 -D_POSIX_C_SOURCE=200809L -g -O1 "${san[@]}"
 	-Icompiler -Iinclude -Igrammar -I"$dir/gen")
 srcs=("$dir/gen/lexer.c" "$dir/gen/parser.c" "tests/fuzz/fuzz_$target.c")
-for f in $(grep -o "'compiler/[a-z_0-9]*\.c'" meson.build | tr -d "'" |
+for f in $(grep -o "'compiler/[a-z_0-9/]*\.c'" meson.build | tr -d "'" |
     sort -u); do
 	[ "$f" != compiler/main.c ] && [ -f "$f" ] && srcs+=("$f")
 done
@@ -74,7 +74,7 @@ if [ "$target" = meta ]; then
 		exit 77
 	fi
 	cflags+=(-Iruntime -Itests/unit -I"$CUDA_HOME/include")
-	for f in $(grep -o "'runtime/[a-z_0-9]*\.c'" meson.build |
+	for f in $(grep -o "'runtime/[a-z_0-9/]*\.c'" meson.build |
 	    tr -d "'" | sort -u); do
 		srcs+=("$f")
 	done
@@ -82,7 +82,7 @@ if [ "$target" = meta ]; then
 fi
 objs=()
 pids=()
-newest=$(ls -t compiler/*.h grammar/*.h runtime/*.h include/*.h \
+newest=$(ls -t $(find compiler grammar runtime include -name '*.h') \
 	tests/unit/testalloc.h "$0" | head -n 1)
 for f in "${srcs[@]}"; do
 	o=$dir/obj/$(echo "${f%.c}" | tr / _).o
@@ -94,7 +94,7 @@ for f in "${srcs[@]}"; do
 	# The verifier's vector clocks compare in tight loops where tracing
 	# each comparison (trace-cmp) would cost most of the run time.
 	extra=()
-	[ "$f" = compiler/verify.c ] && extra=(-fno-sanitize-coverage=trace-cmp -O2)
+	[ "$f" = compiler/check/verify.c ] && extra=(-fno-sanitize-coverage=trace-cmp -O2)
 	"$cc" "${cflags[@]}" ${extra[@]+"${extra[@]}"} -w -c "$f" -o "$o" &
 	pids+=($!)
 	if [ "${#pids[@]}" -ge 2 ]; then

@@ -56,7 +56,7 @@ add_define(Ctx *cc, const char *arg, char *err, size_t errlen)
 }
 
 /* What was checked, in words: the kernel's resources and partitions,
- * and whether the schedule verifier (compiler/verify.c) ran. */
+ * and whether the schedule verifier (compiler/check/verify.c) ran. */
 static void
 report(const Ctx *cc, Buf *b)
 {

@@ -153,7 +153,7 @@ def cases(level):
 
 
 # Accepted variants that spill although fagen's register estimate
-# (compiler/regs.c) passes them: without setmaxnreg the kernel has no
+# (compiler/check/regs.c) passes them: without setmaxnreg the kernel has no
 # .maxnreg, and ptxas then picks a register target of its own (128 and
 # 168 here) below what the code needs (160 and 176: with '.maxnreg 255'
 # they assemble unspilled), so no estimate against the budget sees it.

@@ -1,6 +1,7 @@
 /* main.c: the fagen command line.  Exit status: 0 success, 1 errors in the
  * input, 2 usage errors, I/O errors and internal errors. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,50 +52,80 @@ typedef struct Opts {
 	bool check;
 } Opts;
 
+static noreturn void die(const char *fmt, ...) FMT(1, 2);
+
 static noreturn void
-die(const char *fmt, const char *arg)
+die(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "fagen: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\n");
 	exit(2);
 }
 
+/* Read all of path ('-': standard input), at most MAXSRC bytes: one byte
+ * more is read only to see that there is more, and then the input is
+ * refused without reading the rest. */
 static char *
 slurp(const char *path, size_t *len)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	size_t cap = 1 << 16, n = 0;
-	char *p;
+	const char *shown = f == stdin ? "<stdin>" : path;
+	size_t cap = 1 << 16, n = 0, r;
+	char *p, *q;
+	int err;
 
 	if (!f)
-		die("cannot open '%s'", path), (void)0;
+		die("cannot open '%s': %s", path, strerror(errno));
 	p = malloc(cap);
 	if (!p)
-		die("out of memory reading '%s'", path);
-	for (;;) {
-		size_t r = fread(p + n, 1, cap - n, f);
-		n += r;
-		if (n > MAXSRC) {
-			fprintf(stderr, "%s: error: the file is larger than %u "
-				"bytes\n", path, MAXSRC);
-			exit(1);
-		}
-		if (r == 0)
-			break;
+		die("out of memory reading '%s'", shown);
+	do {
 		if (n == cap) {
-			char *q = realloc(p, cap *= 2);
-			if (!q)
-				die("out of memory reading '%s'", path);
+			cap = cap > MAXSRC / 2 ? (size_t)MAXSRC + 1 : cap * 2;
+			q = realloc(p, cap);
+			if (!q) {
+				free(p);
+				die("out of memory reading '%s'", shown);
+			}
 			p = q;
 		}
-	}
-	if (ferror(f))
-		die("cannot read '%s'", path);
+		r = fread(p + n, 1, cap - n, f);
+		n += r;
+	} while (r > 0 && n <= MAXSRC);
+	err = ferror(f) ? (errno ? errno : EIO) : 0;
 	if (f != stdin)
 		fclose(f);
+	if (err || n > MAXSRC)
+		free(p);
+	if (err)
+		die("cannot read '%s': %s", shown, strerror(err));
+	if (n > MAXSRC)
+		die("'%s' is larger than %u MiB (%u bytes), the most fagen "
+		    "reads", shown, MAXSRC >> 20, MAXSRC);
 	*len = n;
 	return p;
+}
+
+/* Write n bytes of s to f and close f (NULL: its open failed, errno
+ * says why).  Returns 0 or the errno of the first failure. */
+static int
+put_close(FILE *f, const char *s, size_t n)
+{
+	int err = 0;
+
+	if (!f)
+		return errno ? errno : EIO;
+	if (fwrite(s, 1, n, f) != n)
+		err = errno ? errno : EIO;
+	errno = 0;
+	if (fclose(f) && !err)
+		err = errno ? errno : EIO;
+	return err;
 }
 
 /* Write to OUT.tmpXXXXXX beside OUT, then rename over it.  An OUT that
@@ -105,19 +136,21 @@ static void
 write_out(const char *path, const char *s, size_t n)
 {
 	struct stat st;
+	int err;
 
 	if (!strcmp(path, "-")) {
+		errno = 0;
 		if (fwrite(s, 1, n, stdout) != n || fflush(stdout))
-			die("cannot write to standard output%s", "");
+			die("cannot write to standard output: %s",
+			    strerror(errno ? errno : EIO));
 		return;
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
 	    !S_ISDIR(st.st_mode)) {
-		FILE *f = fopen(path, "wb");
-		bool ok = f && fwrite(s, 1, n, f) == n;
-		ok = f && fclose(f) == 0 && ok;
-		if (!ok)
-			die("cannot write '%s'", path);
+		errno = 0;
+		err = put_close(fopen(path, "wb"), s, n);
+		if (err)
+			die("cannot write '%s': %s", path, strerror(err));
 		return;
 	}
 	size_t pl = strlen(path);
@@ -126,21 +159,28 @@ write_out(const char *path, const char *s, size_t n)
 		die("out of memory%s", "");
 	snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
 	int fd = mkstemp(tmp);
-	if (fd < 0)
-		die("cannot create a file beside '%s'", path);
+	if (fd < 0) {
+		err = errno;
+		free(tmp);
+		die("cannot create a file beside '%s': %s", path,
+		    strerror(err));
+	}
 	/* mkstemp makes it 0600: give OUT the mode a plain create would */
 	mode_t mask = umask(0);
 	umask(mask);
+	errno = 0;
 	if (fchmod(fd, 0666 & ~mask)) {
-		unlink(tmp);
-		die("cannot write '%s'", path);
+		err = errno;
+		close(fd);
+	} else {
+		err = put_close(fdopen(fd, "wb"), s, n);
 	}
-	FILE *f = fdopen(fd, "wb");
-	bool ok = f && fwrite(s, 1, n, f) == n;
-	ok = f && fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path)) {
+	if (!err && rename(tmp, path))
+		err = errno;
+	if (err) {
 		unlink(tmp);
-		die("cannot write '%s'", path);
+		free(tmp);
+		die("cannot write '%s': %s", path, strerror(err));
 	}
 	free(tmp);
 }

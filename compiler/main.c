@@ -224,6 +224,29 @@ optarg_of(int argc, char **argv, int *i, const char *flag)
 	return argv[++*i];
 }
 
+/* The warning name of option opt, which starts at name: a usage error
+ * unless it is a known warning's. */
+static const char *
+warning_of(const char *opt, const char *name)
+{
+	char known[256];
+	const char *near, *w;
+	size_t n = 0;
+
+	if (diag_warning_known(name, &near))
+		return name;
+	if (near)
+		die("%s: unknown warning '%s'; did you mean '%s'?", opt, name,
+		    near);
+	for (size_t i = 0; (w = diag_warning_name(i)); i++)
+		n += (size_t)snprintf(known + n, sizeof known - n, "%s%s",
+		    i ? ", " : "", w);
+	if (!*name)
+		die("%s needs a warning name (%s)", opt, known);
+	die("%s: unknown warning '%s' (the warnings are %s)", opt, name,
+	    known);
+}
+
 static void
 parse_args(Ctx *ctx, Opts *o, int argc, char **argv)
 {
@@ -278,12 +301,12 @@ parse_args(Ctx *ctx, Opts *o, int argc, char **argv)
 			ctx->verify_each = true;
 		} else if (!strcmp(a, "-Werror")) {
 			ctx->werror = true;
-		} else if (!strncmp(a, "-Werror=", 8) && a[8]) {
-			diag_set_warning(ctx, a + 8, 2);
-		} else if (!strncmp(a, "-Wno-", 5) && a[5]) {
-			diag_set_warning(ctx, a + 5, 0);
+		} else if (!strncmp(a, "-Werror=", 8)) {
+			diag_set_warning(ctx, warning_of(a, a + 8), 2);
+		} else if (!strncmp(a, "-Wno-", 5)) {
+			diag_set_warning(ctx, warning_of(a, a + 5), 0);
 		} else if (!strncmp(a, "-W", 2) && a[2]) {
-			diag_set_warning(ctx, a + 2, 1);
+			diag_set_warning(ctx, warning_of(a, a + 2), 1);
 		} else if (a[0] == '-' && a[1]) {
 			die("unknown option '%s' (see --help)", a);
 		} else if (o->in) {

@@ -110,6 +110,11 @@ void diag_warn(Ctx *, const char *wname, Span, const char *fmt, ...) FMT(4, 5);
 void diag_note(Ctx *, Span, const char *fmt, ...) FMT(3, 4);
 void diag_plain(Ctx *, DiagKind, const char *fmt, ...) FMT(3, 4);
 void diag_set_warning(Ctx *, const char *name, int state); /* last wins */
+/* Whether name is a warning's name; if not, *near is a known name within
+ * 2 edits of it, or NULL.  diag_warning_name(i) is the i-th known name,
+ * NULL past the last. */
+bool diag_warning_known(const char *name, const char **near);
+const char *diag_warning_name(size_t i);
 void diag_render(const Ctx *, Buf *);  /* all diagnostics, GCC style */
 noreturn void fg_bug_at(const char *file, int line, const char *fmt, ...)
 	FMT(3, 4);

@@ -10,6 +10,7 @@
  * A Diag's wname is NULL for an error or note, the warning's name for a
  * named warning, and "" for a warning without a name (diag_plain). */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,63 @@ diag_set_warning(Ctx *c, const char *name, int state)
 	w->state = state;
 	w->next = c->wopts;
 	c->wopts = w;
+}
+
+/* Every name diag_warn is called with, so that -W options can be checked
+ * (tests/cli/warnings.sh finds the names in the sources and tries each). */
+static const char *const wnames[] = {
+	"register-pressure", "tma-outside-elect", "unused-warps",
+	"verify-limit",
+};
+
+/* Levenshtein distance between a and b; b is a known name (short). */
+static size_t
+edits(const char *a, const char *b)
+{
+	size_t row[32], nb = strlen(b), diag, up, i, j;
+
+	if (nb >= COUNT(row))
+		return SIZE_MAX;
+	for (j = 0; j <= nb; j++)
+		row[j] = j;
+	for (i = 1; a[i - 1]; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= nb; j++) {
+			up = row[j];
+			row[j] = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < row[j])
+				row[j] = up + 1;
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			diag = up;
+		}
+	}
+	return row[nb];
+}
+
+bool
+diag_warning_known(const char *name, const char **near)
+{
+	size_t best = 3, d;
+
+	*near = NULL;
+	for (size_t i = 0; i < COUNT(wnames); i++) {
+		if (!strcmp(name, wnames[i]))
+			return true;
+		d = edits(name, wnames[i]);
+		if (d < best) {
+			best = d;
+			*near = wnames[i];
+		}
+	}
+	return false;
+}
+
+const char *
+diag_warning_name(size_t i)
+{
+	return i < COUNT(wnames) ? wnames[i] : NULL;
 }
 
 static void

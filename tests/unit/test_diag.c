@@ -365,6 +365,24 @@ crlf_line_is_echoed_without_cr(void **state)
 	    "2 errors\n");
 }
 
+/* Issue 29: -W names are checked; a name within 2 edits is offered. */
+static void
+unknown_warning_offers_a_near_name(void **state)
+{
+	const char *near;
+
+	(void)state;
+	assert_true(diag_warning_known("unused-warps", &near));
+	assert_false(diag_warning_known("unsed-warp", &near));
+	assert_string_equal(near, "unused-warps");
+	assert_false(diag_warning_known("unsd-warp", &near));
+	assert_null(near);
+	assert_false(diag_warning_known("", &near));
+	assert_null(near);
+	assert_string_equal(diag_warning_name(0), "register-pressure");
+	assert_null(diag_warning_name(4));
+}
+
 /* The echo and caret lines of a rendering with one located diagnostic. */
 static void
 two_lines(const char *out, const char **echo, const char **caret)
@@ -728,6 +746,7 @@ main(void)
 		T(control_and_invalid_bytes_print_as_question_marks),
 		T(utf8_is_echoed_and_counts_one_column),
 		T(crlf_line_is_echoed_without_cr),
+		T(unknown_warning_offers_a_near_name),
 		T(long_line_is_windowed),
 		T(long_line_window_starts_at_line_start_when_span_is_near),
 		T(long_line_window_ends_at_line_end_when_span_is_near),

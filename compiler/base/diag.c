@@ -108,6 +108,20 @@ skip_cells(const char *t, size_t from, size_t to, uint32_t k)
 	return from;
 }
 
+/* Start of the line after the one that holds p, or NULL: a line ends at
+ * '\n', at "\r\n" or at a '\r' alone. */
+static const char *
+next_line(const char *p, const char *end)
+{
+	for (; p < end; p++)
+		if (*p == '\n' || (*p == '\r' && (p + 1 == end ||
+		    p[1] != '\n')))
+			return p + 1;
+	return NULL;
+}
+
+/* Line 1 starts after a UTF-8 byte-order mark (the lexer skips it too), so
+ * that its columns count from the first real character. */
 void
 src_init(Ctx *c, const char *name, const char *text, size_t len)
 {
@@ -122,27 +136,29 @@ src_init(Ctx *c, const char *name, const char *text, size_t len)
 		len = UINT32_MAX;
 	}
 	s->len = len;
-	/* A line starts after every '\n' but a final one. */
+	/* A line starts after every line end but a final one. */
 	end = s->text + len;
-	for (p = s->text; (p = memchr(p, '\n', end - p)) && ++p < end;)
+	for (p = s->text; (p = next_line(p, end)) && p < end;)
 		n++;
 	s->lines = NEWARR(&c->perm, uint32_t, n);
 	s->nlines = n;
+	s->lines[0] = len >= 3 && !memcmp(s->text, "\xEF\xBB\xBF", 3) ? 3 : 0;
 	n = 1;
-	for (p = s->text; (p = memchr(p, '\n', end - p)) && ++p < end;)
+	for (p = s->text; (p = next_line(p, end)) && p < end;)
 		s->lines[n++] = (uint32_t)(p - s->text);
 }
 
 /* Where off is shown: an offset at or past the end of a text that ends in a
- * newline shows at the end of the last line. */
+ * line end shows at the end of the last line. */
 static size_t
 shown_at(const Src *s, size_t off)
 {
 	if (off > s->len)
 		off = s->len;
-	if (off == s->len && off > 0 && s->text[off - 1] == '\n') {
+	if (off == s->len && off > 0 && (s->text[off - 1] == '\n' ||
+	    s->text[off - 1] == '\r')) {
 		off--;
-		if (off > 0 && s->text[off - 1] == '\r')
+		if (s->text[off] == '\n' && off > 0 && s->text[off - 1] == '\r')
 			off--;
 	}
 	return off;
@@ -163,8 +179,8 @@ find_line(const Src *s, size_t off)
 	return lo;
 }
 
-/* End of the displayed part of line l: its '\n', or a '\r' before it, or
- * the end of the text. */
+/* End of the displayed part of line l: its line end ('\n', "\r\n" or
+ * '\r'), or the end of the text. */
 static size_t
 line_end(const Src *s, uint32_t l)
 {
@@ -174,8 +190,8 @@ line_end(const Src *s, uint32_t l)
 	if (l + 1 < s->nlines) {
 		e = s->lines[l + 1] - 1;
 	} else {
-		nl = memchr(s->text + start, '\n', s->len - start);
-		e = nl ? (size_t)(nl - s->text) : s->len;
+		nl = next_line(s->text + start, s->text + s->len);
+		e = nl ? (size_t)(nl - s->text) - 1 : s->len;
 	}
 	if (e > start && e < s->len && s->text[e - 1] == '\r')
 		e--;

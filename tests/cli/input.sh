@@ -4,6 +4,11 @@
 #     naming the limit, after reading at most the limit and one byte;
 #     an input of exactly the limit is read (and compiled)
 #   - every I/O error says why (strerror), with exit 2
+#   - '\r' alone and "\r\n" end lines as '\n' does: an error on line 3
+#     of a CR-only or CRLF file says line 3
+#   - a UTF-8 byte-order mark at the start is skipped: the schedule
+#     compiles as without it, and line 1's columns count from the first
+#     real character; a mark anywhere else is an error that names it
 set -u
 if [ $# -ne 1 ]; then
 	echo "usage: $0 FAGEN" >&2
@@ -93,6 +98,43 @@ rc=0
 "$fagen" "$sched" >/dev/full 2>"$tmp/err" || rc=$?
 [ "$rc" -eq 2 ] || fail "standard output full: exit $rc, want 2"
 says "standard output full" "No space left on device"
+
+# --- line ends: the error is on line 3 whatever ends the lines
+for nl in cr crlf lf; do
+	case $nl in
+	cr) e=$'\r' ;;
+	crlf) e=$'\r\n' ;;
+	lf) e=$'\n' ;;
+	esac
+	printf 'kernel k target=sm_90a;%scta threads=32;%s  bogus;%s' \
+		"$e" "$e" "$e" >"$tmp/$nl.fa"
+	run 1 "$nl line ends" "$tmp/$nl.fa" --check || continue
+	printf '%s\n' "$tmp/$nl.fa:3:3: error: expected end of file, declaration, 'cta', 'tiles' or 'static', found 'bogus'" \
+		'    3 |   bogus;' '      |   ^~~~~' '1 error' >"$tmp/want"
+	n=$((n + 1))
+	diff -u "$tmp/want" "$tmp/err" >"$tmp/diff" ||
+		{ fail "$nl line ends: other diagnostics"; cat "$tmp/diff"; }
+done
+
+# --- a byte-order mark
+bom=$'\xef\xbb\xbf'
+{ printf '%s' "$bom"; cat "$sched"; } >"$tmp/bom.fa"
+if run 0 "a BOM at the start" "$tmp/bom.fa" -o "$tmp/bom.ptx"; then
+	"$fagen" "$sched" -o "$tmp/plain.ptx"
+	n=$((n + 1))
+	cmp -s "$tmp/bom.ptx" "$tmp/plain.ptx" ||
+		fail "a BOM at the start: the PTX differs"
+fi
+printf '%skernel k target=sm_9a;\n' "$bom" >"$tmp/bomerr.fa"
+run 1 "a BOM, then an error on line 1" "$tmp/bomerr.fa" --check &&
+	says "a BOM, then an error on line 1" \
+		"bomerr.fa:1:17: error: 'target' must be one of"
+n=$((n + 1))
+sed -n 2p "$tmp/err" | cmp -s - <(echo '    1 | kernel k target=sm_9a;') ||
+	fail "a BOM, then an error on line 1: the line is not echoed bare"
+printf 'kernel k target=sm_90a;\n%s\n' "$bom" >"$tmp/bomlate.fa"
+run 1 "a BOM later" "$tmp/bomlate.fa" --check &&
+	says "a BOM later" "bomlate.fa:2:1: error: a byte-order mark (U+FEFF)"
 
 echo "cli input: $n checks, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -365,6 +365,32 @@ crlf_line_is_echoed_without_cr(void **state)
 	    "2 errors\n");
 }
 
+/* Issue 29: a '\r' alone ends a line as "\r\n" and '\n' do. */
+static void
+cr_alone_ends_a_line_like_lf(void **state)
+{
+	Ctx *c = ctx_with(state, "t.fa", "a\rb\r\nc\rd\r");
+
+	assert_int_equal(c->src.nlines, 4);
+	check_linecol(c, 2, 2, 1);
+	check_linecol(c, 5, 3, 1);
+	check_linecol(c, 9, 4, 2);
+	diag_error(c, span(7, 8), "bad");
+	assert_string_equal(render(c),
+	    "t.fa:4:1: error: bad\n    4 | d\n      | ^\n1 error\n");
+}
+
+/* Issue 29: line 1 starts after a byte-order mark. */
+static void
+bom_is_not_part_of_line_one(void **state)
+{
+	Ctx *c = ctx_with(state, "t.fa", "\xef\xbb\xbf" "ab cd\nef");
+
+	diag_error(c, at(c, "cd"), "bad");
+	assert_string_equal(render(c),
+	    "t.fa:1:4: error: bad\n    1 | ab cd\n      |    ^~\n1 error\n");
+}
+
 /* Issue 29: -W names are checked; a name within 2 edits is offered. */
 static void
 unknown_warning_offers_a_near_name(void **state)
@@ -746,6 +772,8 @@ main(void)
 		T(control_and_invalid_bytes_print_as_question_marks),
 		T(utf8_is_echoed_and_counts_one_column),
 		T(crlf_line_is_echoed_without_cr),
+		T(cr_alone_ends_a_line_like_lf),
+		T(bom_is_not_part_of_line_one),
 		T(unknown_warning_offers_a_near_name),
 		T(long_line_is_windowed),
 		T(long_line_window_starts_at_line_start_when_span_is_near),

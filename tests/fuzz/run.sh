@@ -73,7 +73,8 @@ if [ "$target" = meta ]; then
 		echo "fuzz: no CUDA toolkit (cuda.h) for the runtime: skipping"
 		exit 77
 	fi
-	cflags+=(-Iruntime -Itests/unit -I"$CUDA_HOME/include")
+	cflags+=(-Iruntime/base -Iruntime/driver -Iruntime/jit -Iruntime/front
+		-Itests/unit -I"$CUDA_HOME/include")
 	for f in $(grep -o "'runtime/[a-z_0-9/]*\.c'" meson.build |
 	    tr -d "'" | sort -u); do
 		srcs+=("$f")

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt.h"
+#include "rt_front.h"
 #include "testalloc.h"
 
 #define X0 0x7f0000000000ull   /* a 16-byte aligned device address */

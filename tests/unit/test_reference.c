@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt.h"
+#include "rt_front.h"
 #include "testalloc.h"
 
 #define X0 0x7f0000000000ull

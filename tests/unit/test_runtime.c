@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "rt.h"
+#include "rt_front.h"
 #include "testalloc.h"
 
 /* The copy kernel's metadata, as fagen writes it (LANGUAGE.md §17.1),

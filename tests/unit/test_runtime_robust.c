@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "rt.h"
+#include "rt_front.h"
 #include "testalloc.h"
 
 #define COPY FAGEN_SRCDIR "/schedules/copy_ws_sm90.fa"

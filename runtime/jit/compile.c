@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 #define MAXSRC (64u << 20)  /* as the CLI: a schedule is small */
 

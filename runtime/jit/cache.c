@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 #define MAGIC "FGCUBIN"   /* with its NUL, 8 bytes */
 enum { FORMAT = 1 };

@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 extern char **environ;
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_driver.h"
 
 static bool
 syms(Driver *d, char *why, size_t whylen)

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rt.h"
+#include "rt_front.h"
 
 #ifndef FG_INSTALL_SCHEDULES
 #define FG_INSTALL_SCHEDULES "/usr/local/share/fagen/schedules"

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 static fg_status FMT(3, 4)
 bad(fg_ctx *c, const Meta *m, const char *fmt, ...)

@@ -4,7 +4,7 @@
  * for both.  Checked against the FIPS test vectors in test_runtime.c. */
 #include <string.h>
 
-#include "rt.h"
+#include "rt_base.h"
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,

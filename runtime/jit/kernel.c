@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 /* The entry point's setjmp; nothing is changed after it. */
 static fg_status

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 typedef union Slot {
 	uint64_t u64;

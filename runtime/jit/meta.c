@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 enum { MAXTOK = 512, MAXLINES = MAXARGS + 8 };
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_jit.h"
 
 typedef int NvrtcRes;         /* nvrtcResult: 0 is success */
 typedef struct NvrtcApi {

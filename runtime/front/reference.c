@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rt.h"
+#include "rt_front.h"
 
 enum { TILE = 16 };
 #define REF_CHUNK ((size_t)1 << 30)

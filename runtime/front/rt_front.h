@@ -1,0 +1,42 @@
+/* rt_front.h: the runtime's front ends (runtime/front/).
+ *
+ * Takes: runtime/jit (rt_jit.h) and the layers below it.  Gives:
+ * fg_attention_forward on the shipped schedules and
+ * fg_attention_reference, the unfused baseline, with their shared
+ * argument checks.  Layer above: runtime/api.c. */
+#ifndef RT_FRONT_H
+#define RT_FRONT_H
+
+#include "rt_jit.h"
+
+/* ---------------------------------------------------------------- attention.c
+ * fg_attention_forward: argument checks, the schedule's variant for the
+ * device, kernels cached per variant in the context. */
+typedef struct Attn {
+	int64_t st[4][4];     /* q, k, v, o strides, (batch, head, seq, dim) */
+	double scale;         /* resolved: 1/sqrt(head_dim) when 0 */
+} Attn;
+
+/* Check a for fn ("fg_attention_forward"); tma adds the fused kernel's
+ * rules (head_dim 64 or 128, 16-byte alignment, strides of 16 bytes,
+ * 32-bit LSE indexing). */
+fg_status attn_check(fg_ctx *, const char *fn, const fg_attention_args *a,
+	CUstream, bool tma, Attn *out);
+/* The path of a shipped schedule: fg_options.schedule_dir, else
+ * $FAGEN_SCHEDULE_DIR, else the installed directory, else the source
+ * tree's; FG_ERR_IO naming the places looked in. */
+fg_status attn_schedule(fg_ctx *, const char *file, char *path, size_t n);
+/* The kernel for a's variant on compute capability cc (90: sm_90a),
+ * compiled on first use and kept in the context; FG_ERR_UNSUPPORTED for
+ * an arch without a schedule. */
+fg_status attn_variant(fg_ctx *, const char *fn, int cc,
+	const fg_attention_args *a, fg_kernel **out);
+/* The kernel's arguments for a checked problem. */
+void attn_bind(const fg_attention_args *a, const Attn *, fg_arg args[10]);
+void attn_free(fg_ctx *);
+
+/* ---------------------------------------------------------------- reference.c */
+const char *ref_source(void);  /* the reference kernels' CUDA C */
+void ref_free(fg_ctx *);
+
+#endif

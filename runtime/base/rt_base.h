@@ -83,4 +83,26 @@ void rt_errs_free(fg_ctx *);               /* every thread's message */
 void rt_log(fg_ctx *, int level, const char *fmt, ...) FMT(3, 4);
 double rt_ms(void);                        /* a monotonic clock */
 
+/* Checked arithmetic, for every place where the runtime combines
+ * dimensions, strides and constants: *r = a op b and true, or false when
+ * the result does not fit 64 bits (*r is then not to be used).  Callers
+ * name the culprit in their message ("heads * seq_k * head_dim ..."). */
+static inline bool
+ck_add64(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_add_overflow(a, b, r);
+}
+
+static inline bool
+ck_sub64(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_sub_overflow(a, b, r);
+}
+
+static inline bool
+ck_mul64(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_mul_overflow(a, b, r);
+}
+
 #endif

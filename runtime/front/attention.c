@@ -79,7 +79,9 @@ sizes(fg_ctx *c, const char *fn, const fg_attention_args *a, bool tma)
 		return bad(c, fn, "seq_q is %lld; the reference supports up "
 			"to %d", (long long)a->seq_q, 65535 * 16);
 	/* the kernel indexes LSE with 32-bit arithmetic */
-	if (tma && a->batch * a->heads > INT32_MAX / a->seq_q)
+	int64_t bh;
+	if (tma && (!ck_mul64(a->batch, a->heads, &bh) || bh > INT32_MAX /
+	    a->seq_q))
 		return bad(c, fn, "batch * heads * seq_q = %lld * %lld * %lld "
 			"LSE entries overflow the kernel's 32-bit indexing (at "
 			"most 2^31 - 1)", (long long)a->batch,
@@ -100,15 +102,37 @@ scalars(fg_ctx *c, const char *fn, const fg_attention_args *a, Attn *out)
 	return FG_OK;
 }
 
+/* Dense strides for extents n (batch, heads, seq, head_dim), innermost
+ * 1; FG_ERR_INVALID naming the extents whose product overflows. */
+static fg_status
+dense(fg_ctx *c, const char *fn, const char *name, const char *seqname,
+	const int64_t n[4], int64_t *st)
+{
+	const char *dn[4] = {"batch", "heads", seqname, "head_dim"};
+
+	st[3] = 1;
+	for (int i = 2; i >= 0; i--)
+		if (!ck_mul64(st[i + 1], n[i + 1], &st[i]))
+			/* only i = 0 can: each extent is below 2^31 */
+			return bad(c, fn, "%s: its dense strides overflow "
+				"64-bit addressing: %s * %s * %s = %lld * %lld "
+				"* %lld elements", name, dn[1], dn[2], dn[3],
+				(long long)n[1], (long long)n[2],
+				(long long)n[3]);
+	return FG_OK;
+}
+
 /* One tensor: its address and strides (resolved into st). */
 static fg_status
 tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
-	const int64_t *given, int64_t seq, const fg_attention_args *a,
+	const int64_t *given, bool q_rows, const fg_attention_args *a,
 	bool tma, int64_t *st)
 {
-	const int64_t n[4] = {a->batch, a->heads, seq, a->head_dim};
+	const int64_t n[4] = {a->batch, a->heads, q_rows ? a->seq_q :
+		a->seq_k, a->head_dim};
 	int64_t span = 0, x;
-	bool dense = !given[0] && !given[1] && !given[2] && !given[3];
+	bool isdense = !given[0] && !given[1] && !given[2] && !given[3];
+	fg_status rs;
 
 	if (!ptr)
 		return bad(c, fn, "%s is NULL", name);
@@ -116,8 +140,11 @@ tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
 		return bad(c, fn, "%s = 0x%llx is not %d-byte aligned%s", name,
 			(unsigned long long)ptr, tma ? 16 : 2, tma ?
 			", as TMA requires" : "");
-	for (int i = 3; i >= 0; i--)
-		st[i] = !dense ? given[i] : i == 3 ? 1 : st[i + 1] * n[i + 1];
+	if (isdense && (rs = dense(c, fn, name, q_rows ? "seq_q" : "seq_k",
+	    n, st)))
+		return rs;
+	for (int i = 0; i < 4 && !isdense; i++)
+		st[i] = given[i];
 	if (st[3] != 1)
 		return bad(c, fn, "%s_strides[3] (head_dim) is %lld: the head "
 			"dimension must be contiguous (stride 1)", name,
@@ -133,12 +160,19 @@ tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
 				"bytes) below 2^39 (2^40 bytes)", name, i,
 				dimname[i], (long long)st[i]);
 	}
-	for (int i = 0; i < 4; i++)
-		if (__builtin_mul_overflow(n[i] - 1, st[i], &x) ||
-		    __builtin_add_overflow(span, x, &span) || span >=
-		    INT64_MAX / 2)
+	/* the span in bytes (2 per element) must fit too */
+	for (int i = 0; i < 4; i++) {
+		if (!ck_mul64(n[i] - 1, st[i], &x))
 			return bad(c, fn, "%s: its strides overflow 64-bit "
-				"addressing", name);
+				"addressing: (%s - 1) * %s_strides[%d] is "
+				"%lld * %lld", name, dimname[i], name, i,
+				(long long)(n[i] - 1), (long long)st[i]);
+		if (!ck_add64(span, x, &span) || span >= INT64_MAX / 2)
+			return bad(c, fn, "%s: its strides overflow 64-bit "
+				"addressing: its span through %s_strides[%d] "
+				"(%s) is above 2^62 elements", name, name, i,
+				dimname[i]);
+	}
 	return FG_OK;
 }
 
@@ -157,13 +191,13 @@ attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
 			"CU_STREAM_PER_THREAD", stream ? "CU_STREAM_LEGACY" :
 			"NULL");
 	if ((st = sizes(c, fn, a, tma)) || (st = scalars(c, fn, a, out)) ||
-	    (st = tensor(c, fn, "q", a->q, a->q_strides, a->seq_q, a, tma,
+	    (st = tensor(c, fn, "q", a->q, a->q_strides, true, a, tma,
 	    out->st[0])) ||
-	    (st = tensor(c, fn, "k", a->k, a->k_strides, a->seq_k, a, tma,
+	    (st = tensor(c, fn, "k", a->k, a->k_strides, false, a, tma,
 	    out->st[1])) ||
-	    (st = tensor(c, fn, "v", a->v, a->v_strides, a->seq_k, a, tma,
+	    (st = tensor(c, fn, "v", a->v, a->v_strides, false, a, tma,
 	    out->st[2])) ||
-	    (st = tensor(c, fn, "o", a->o, a->o_strides, a->seq_q, a, tma,
+	    (st = tensor(c, fn, "o", a->o, a->o_strides, true, a, tma,
 	    out->st[3])))
 		return st;
 	if (!a->lse)

@@ -283,9 +283,14 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 	if ((st = attn_check(c, fn, a, s, false, &t)) ||
 	    (st = cuda_get(c, &d)) || (st = module(c, fn, d, &m)))
 		return st;
-	/* sizes fit 32 bits (attn_check), so rows do not overflow */
-	size_t row = (size_t)a->seq_q * (size_t)a->seq_k * 4;
-	int64_t nbh = a->batch * a->heads, chunk = (int64_t)(REF_CHUNK / row);
+	/* sizes fit 32 bits and seq_q 2^20 (attn_check): these hold */
+	int64_t rowb, nbh;
+	if (!ck_mul64(a->seq_q, a->seq_k, &rowb) || !ck_mul64(rowb, 4, &rowb) ||
+	    !ck_mul64(a->batch, a->heads, &nbh))
+		return rt_err(c, FG_ERR_INVALID, "%s: seq_q * seq_k * 4 bytes "
+			"of scores, or batch * heads, overflows 64 bits", fn);
+	size_t row = (size_t)rowb;
+	int64_t chunk = (int64_t)(REF_CHUNK / row);
 	chunk = chunk < 1 ? 1 : chunk > 65535 ? 65535 : chunk;
 	chunk = chunk < nbh ? chunk : nbh;
 	RefParams p = {.q = a->q, .k = a->k, .v = a->v, .o = a->o,

@@ -167,10 +167,11 @@ strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
 			 * (the metadata fuzzer's find) */
 			if (i == r - 1)
 				s[i] = 1;
-			else if (__builtin_mul_overflow(s[i + 1], d[i + 1],
-			    &s[i]))
+			else if (!ck_mul64(s[i + 1], d[i + 1], &s[i]))
 				return bad(c, m, "tensor '%s': its dense strides "
-					"overflow 64-bit addressing", g->name);
+					"overflow 64-bit addressing: the product "
+					"of dims[%d..%d] is above 2^63", g->name,
+					i + 1, r - 1);
 			continue;
 		}
 		if (t->strides[i] <= 0)
@@ -181,14 +182,20 @@ strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
 	}
 	for (int i = 0; i < r; i++) {
 		int64_t x;
-		if (__builtin_mul_overflow(d[i] - 1, s[i], &x) ||
-		    __builtin_add_overflow(span, x, &span))
+		if (!ck_mul64(d[i] - 1, s[i], &x))
 			return bad(c, m, "tensor '%s': its strides overflow "
-				"64-bit addressing", g->name);
+				"64-bit addressing: (dims[%d] - 1) * strides[%d] "
+				"is %lld * %lld", g->name, i, i,
+				(long long)(d[i] - 1), (long long)s[i]);
+		if (!ck_add64(span, x, &span))
+			return bad(c, m, "tensor '%s': its strides overflow "
+				"64-bit addressing: its span through dimension "
+				"%d is above 2^63 elements", g->name, i);
 	}
-	if (__builtin_mul_overflow(span, esz, &span))
+	if (!ck_mul64(span, esz, &span))
 		return bad(c, m, "tensor '%s': its strides overflow 64-bit "
-			"addressing", g->name);
+			"addressing: its span of %lld elements times %lld "
+			"bytes", g->name, (long long)span, (long long)esz);
 	return FG_OK;
 }
 
@@ -211,7 +218,14 @@ tma_rules(fg_ctx *c, const Meta *m, const MetaArg *g, uint64_t ptr,
 			"TMA needs 1 (contiguous rows)", g->name,
 			(long long)s[g->rank - 1]);
 	for (int i = 0; i < g->rank - 1; i++) {
-		int64_t bytes = s[i] * esz;  /* strides() checked the span */
+		int64_t bytes;
+		/* not bounded by the span when dims[i] is 1 */
+		if (!ck_mul64(s[i], esz, &bytes))
+			return bad(c, m, "tensor '%s': strides[%d] is %lld "
+				"elements, whose size in bytes (times %lld) "
+				"overflows 64 bits; TMA needs a multiple of 16 "
+				"bytes below 2^40", g->name, i,
+				(long long)s[i], (long long)esz);
 		if (bytes % 16 || bytes >= (int64_t)1 << 40)
 			return bad(c, m, "tensor '%s': strides[%d] is %lld "
 				"elements (%lld bytes); TMA needs a multiple "
@@ -251,8 +265,12 @@ tensor(fg_ctx *c, const Meta *m, int i, Bound *b)
 static fg_status
 view(fg_ctx *c, const Meta *m, const MetaArg *v)
 {
-	int64_t inner = v->box[v->rank - 1] * ty_bytes(v->ty);
+	int64_t inner;
 
+	if (!ck_mul64(v->box[v->rank - 1], ty_bytes(v->ty), &inner))
+		return bad(c, m, "tma '%s': the inner box of %lld elements "
+			"overflows 64 bits in bytes", v->name,
+			(long long)v->box[v->rank - 1]);
 	if (inner % 16)
 		return bad(c, m, "tma '%s': the inner box is %lld bytes; TMA "
 			"needs a multiple of 16", v->name, (long long)inner);
@@ -306,7 +324,7 @@ tiles(fg_ctx *c, const Meta *m, Bound *b)
 			return bad(c, m, "the tile grid's dimension %d has "
 				"extent %lld from the params: sizes must be "
 				"> 0", i, (long long)b->tiles[i]);
-		if (__builtin_mul_overflow(total, b->tiles[i], &total) ||
+		if (!ck_mul64(total, b->tiles[i], &total) ||
 		    total > INT32_MAX)
 			return bad(c, m, "the tile grid has more than 2^31 - 1 "
 				"tiles, which overflows 32-bit indexing");

@@ -38,9 +38,15 @@ tmap(fg_kernel *k, const Driver *d, const MetaArg *v, const Bound *b,
 	};
 
 	for (int i = 0; i < r; i++) {
+		int64_t bytes;
 		gdim[i] = (cuuint64_t)dims[r - 1 - i];
+		/* args_bind's TMA rules checked it; kept checked here */
+		if (i < r - 1 && !ck_mul64(st[r - 2 - i], esz, &bytes))
+			return rt_err(k->ctx, FG_ERR_INVALID, "kernel '%s': "
+				"tensor '%s': strides[%d] in bytes overflows 64 "
+				"bits", m->name, g->name, r - 2 - i);
 		if (i < r - 1)
-			gstride[i] = (cuuint64_t)(st[r - 2 - i] * esz);
+			gstride[i] = (cuuint64_t)bytes;
 		/* a box of lower rank covers the innermost dimensions */
 		int bi = v->rank - 1 - i;
 		box[i] = bi >= 0 ? (cuuint32_t)v->box[bi] : 1;
@@ -67,7 +73,12 @@ static void
 grid(const fg_kernel *k, const Driver *d, const Bound *b, unsigned g[3])
 {
 	const Meta *m = &k->meta;
-	int64_t n = b->tiles[0] * b->tiles[1] * b->tiles[2], cx = m->cluster[0];
+	int64_t n, cx = m->cluster[0];
+
+	/* args_bind checked that the product fits 32 bits */
+	if (!ck_mul64(b->tiles[0], b->tiles[1], &n) ||
+	    !ck_mul64(n, b->tiles[2], &n))
+		n = INT64_MAX;
 
 	if (m->order == ORD_SINGLE) {
 		for (int i = 0; i < 3; i++)

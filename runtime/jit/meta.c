@@ -390,11 +390,11 @@ apply(int op, int64_t x, int64_t y, int64_t *r)
 {
 	switch (op) {
 	case RPN_ADD:
-		return !__builtin_add_overflow(x, y, r);
+		return ck_add64(x, y, r);
 	case RPN_SUB:
-		return !__builtin_sub_overflow(x, y, r);
+		return ck_sub64(x, y, r);
 	case RPN_MUL:
-		return !__builtin_mul_overflow(x, y, r);
+		return ck_mul64(x, y, r);
 	case RPN_DIV:
 	case RPN_MOD:
 	case RPN_CDIV:
@@ -426,13 +426,18 @@ rpn_eval(const Meta *m, const Rpn *r, const int64_t *vals, int64_t *out,
 			continue;
 		}
 		n--;
-		if (!apply(t->op, st[n - 1], st[n], &st[n - 1])) {
-			bool div = t->op == RPN_DIV || t->op == RPN_MOD ||
-				t->op == RPN_CDIV;
-			snprintf(err, errlen, "%s in a size of kernel '%s' "
-				"(check the params)", div && st[n] == 0 ?
+		int64_t x = st[n - 1];
+		if (!apply(t->op, x, st[n], &st[n - 1])) {
+			static const char *const sym[] = {[RPN_ADD] = "+",
+				[RPN_SUB] = "-", [RPN_MUL] = "*",
+				[RPN_DIV] = "/", [RPN_MOD] = "%",
+				[RPN_CDIV] = "cdiv"};
+			snprintf(err, errlen, "%s: %lld %s %lld, in a size of "
+				"kernel '%s' (check the params)", st[n] == 0 ?
 				"division by zero" : "64-bit overflow",
-				m->name);
+				(long long)x, t->op < (int)COUNT(sym) &&
+				sym[t->op] ? sym[t->op] : "?",
+				(long long)st[n], m->name);
 			return false;
 		}
 	}

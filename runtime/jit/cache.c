@@ -277,13 +277,19 @@ cache_get(fg_ctx *c, const uint8_t key[32], void **data, size_t *len,
 	}
 	if (!(path = cache_path(c, key)))
 		return CACHE_MISS;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer;
+	 * O_NOFOLLOW: a link is not an entry; disk_read's fstat then
+	 * refuses anything but a regular file */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0 && errno == ELOOP) {
+		why = "a symbolic link";
+	} else if (fd < 0) {
 		rt_strfree(c, path);
 		return CACHE_MISS;
+	} else {
+		why = disk_read(c, fd, key, data, len);
+		close(fd);
 	}
-	why = disk_read(c, fd, key, data, len);
-	close(fd);
 	if (why) {
 		rt_log(c, FG_LOG_WARN, "cache entry %s is %s: rebuilding it",
 			path, why);

@@ -19,16 +19,24 @@
  *
  * jit_tool names the first assembler available, with its version: that
  * string goes into the cache key, so a warm lookup costs one dlopen and
- * no assembly. */
+ * no assembly.
+ *
+ * ptxas runs in a process group of its own under a time limit
+ * ($FAGEN_PTXAS_TIMEOUT seconds, default 60, 0: none), so a wedged or
+ * fake assembler cannot hang the caller: on expiry the whole group is
+ * killed and reaped, and the run fails naming the tool and the limit. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt_jit.h"
@@ -56,6 +64,7 @@ struct Tools {
 	char nvj_tool[64];
 	char nvj_why[256];
 	char ptxas[4096];      /* "": not available */
+	double ptxas_limit;    /* seconds a run may take; 0: no limit */
 	char ptxas_tool[4400];
 	char ptxas_why[256];
 };
@@ -133,25 +142,91 @@ find_nvjitlink(Tools *t)
 
 /* ---------------------------------------------------------------- ptxas */
 
-/* Run argv with stdout and stderr into logpath; its exit status, or -1. */
+enum { PTXAS_LIMIT = 60 };  /* seconds, unless $FAGEN_PTXAS_TIMEOUT */
+
+/* $FAGEN_PTXAS_TIMEOUT, or the default with a warning when it is not a
+ * number of seconds >= 0. */
+static double
+ptxas_limit(fg_ctx *c)
+{
+	const char *env = getenv("FAGEN_PTXAS_TIMEOUT");
+	char *end;
+	double v;
+
+	if (!env || !env[0])
+		return PTXAS_LIMIT;
+	v = strtod(env, &end);
+	if (*end || !isfinite(v) || v < 0 || v > 1e9) {
+		rt_log(c, FG_LOG_WARN, "FAGEN_PTXAS_TIMEOUT is '%.64s', not a "
+			"number of seconds >= 0: using %d", env, PTXAS_LIMIT);
+		return PTXAS_LIMIT;
+	}
+	return v;
+}
+
+/* Wait for pid for at most limit seconds (0: no limit); on expiry kill
+ * its process group and reap it.  waitpid's answer, with *timed_out. */
+static pid_t
+wait_limited(pid_t pid, int *st, double limit, bool *timed_out)
+{
+	double end = rt_ms() + limit * 1e3, step = 1;
+	pid_t r;
+
+	*timed_out = false;
+	for (;;) {
+		r = waitpid(pid, st, limit > 0 ? WNOHANG : 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 0)
+			return r;
+		double left = end - rt_ms();
+		if (left <= 0)
+			break;
+		step = step < 20 ? step * 2 : 20;  /* ms: short runs stay short */
+		double ms = step < left ? step : left;
+		struct timespec ts = {.tv_sec = (time_t)(ms / 1e3),
+			.tv_nsec = (long)(fmod(ms, 1e3) * 1e6)};
+		nanosleep(&ts, NULL);
+	}
+	*timed_out = true;
+	kill(-pid, SIGKILL);  /* its group: a script's children too */
+	kill(pid, SIGKILL);
+	while ((r = waitpid(pid, st, 0)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+/* Run argv with stdout and stderr into logpath, in a process group of
+ * its own, for at most limit seconds (0: no limit); its exit status, or
+ * -1 (with *timed_out when the limit ran out). */
 static int
-run(char *const argv[], const char *logpath)
+run(char *const argv[], const char *logpath, double limit, bool *timed_out)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	pid_t pid;
 	int st, r;
 
+	*timed_out = false;
 	if (posix_spawn_file_actions_init(&fa))
 		return -1;
+	if (posix_spawnattr_init(&at)) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -1;
+	}
 	posix_spawn_file_actions_addopen(&fa, 1, logpath,
 		O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	r = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	if (r)
 		return -1;
-	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-		;
+	r = wait_limited(pid, &st, limit, timed_out);
+	if (*timed_out)
+		return -1;
 	if (r < 0)
 		return errno == ECHILD ? 0 : -1;  /* SIGCHLD ignored: trust the
 						    * output files */
@@ -238,6 +313,8 @@ find_ptxas(fg_ctx *c, Tools *t)
 				"/usr/local/cuda/bin/ptxas");
 	}
 	char *argv[] = {t->ptxas, "--version", NULL};
+	bool late;
+	t->ptxas_limit = ptxas_limit(c);
 	if (access(t->ptxas, X_OK) || !tmpdir(dir)) {
 		snprintf(t->ptxas_why, sizeof t->ptxas_why, "no ptxas (tried "
 			"$FAGEN_PTXAS, $CUDA_HOME, $CUDA_PATH, PATH, "
@@ -246,9 +323,16 @@ find_ptxas(fg_ctx *c, Tools *t)
 		return;
 	}
 	snprintf(log, sizeof log, "%s/log", dir);
-	if (run(argv, log) || !(out = slurp(c, log, &n, 1))) {
-		snprintf(t->ptxas_why, sizeof t->ptxas_why, "%.200s "
-			"--version failed", t->ptxas);
+	if (run(argv, log, t->ptxas_limit, &late) || !(out = slurp(c, log, &n,
+	    1))) {
+		if (late)
+			snprintf(t->ptxas_why, sizeof t->ptxas_why, "%.160s "
+				"--version did not finish within %g s "
+				"($FAGEN_PTXAS_TIMEOUT): killed", t->ptxas,
+				t->ptxas_limit);
+		else
+			snprintf(t->ptxas_why, sizeof t->ptxas_why, "%.200s "
+				"--version failed", t->ptxas);
 		t->ptxas[0] = '\0';
 		rmtmp(dir);
 		return;
@@ -273,6 +357,7 @@ ptxas_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
 	char *text;
 	size_t n;
 	int st;
+	bool late = false;
 
 	if (!tmpdir(dir)) {
 		buf_printf(log, "ptxas: cannot make a temporary directory: "
@@ -286,7 +371,7 @@ ptxas_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
 	FILE *f = fopen(in, "wb");
 	bool ok = f && fwrite(ptx, 1, len, f) == len;
 	ok = f && !fclose(f) && ok;
-	st = ok ? run(argv, lp) : -1;
+	st = ok ? run(argv, lp, t->ptxas_limit, &late) : -1;
 	if ((text = slurp(c, lp, &n, 1))) {
 		buf_printf(log, "ptxas %s:\n%s", opt, text);
 		rt_free(c, text, n + 1);
@@ -295,8 +380,13 @@ ptxas_run(fg_ctx *c, const Tools *t, const char *ptx, size_t len,
 		rmtmp(dir);
 		return JIT_OK;
 	}
-	buf_printf(log, "ptxas %s %s\n", opt, !ok ? "could not be given its "
-		"input" : st ? "failed" : "wrote no cubin");
+	if (late)
+		buf_printf(log, "ptxas %s did not finish within %g s "
+			"($FAGEN_PTXAS_TIMEOUT): killed\n", opt,
+			t->ptxas_limit);
+	else
+		buf_printf(log, "ptxas %s %s\n", opt, !ok ? "could not be "
+			"given its input" : st ? "failed" : "wrote no cubin");
 	rmtmp(dir);
 	return JIT_FAILED;
 }

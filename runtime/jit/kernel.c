@@ -98,8 +98,13 @@ assemble(fg_kernel *k)
 	if ((st = jit_tool(c, k->ptx, &which, &tool)))
 		return st;
 	if (which == FG_JIT_DRIVER) {
-		rt_log(c, FG_LOG_INFO, "kernel %s: no PTX assembler; the "
-			"driver's JIT will compile it (not cached)", arch);
+		/* a warning when an assembler was allowed but is missing:
+		 * the driver's JIT is slower, uncached, and may not know
+		 * the PTX's version */
+		rt_log(c, c->jit & (FG_JIT_NVJITLINK | FG_JIT_PTXAS) ?
+			FG_LOG_WARN : FG_LOG_INFO, "kernel %s: no PTX "
+			"assembler; the driver's JIT will compile it for %s "
+			"(not cached)", k->meta.name, arch);
 		k->driver_jit = true;
 		k->source = FG_CODE_DRIVER;
 		return FG_OK;
@@ -258,10 +263,17 @@ void
 fg_kernel_info_get(const fg_kernel *k, fg_kernel_info *info)
 {
 	static const char *const ord[] = {"?", "single", "persistent", "lpt"};
-	const Meta *m = &k->meta;
+	const Meta *m;
 	fg_kernel *mk = (fg_kernel *)k;  /* the mutex is not its value */
 
+	if (!info)
+		return;
 	memset(info, 0, sizeof *info);
+	if (!k) {  /* like the other accessors: an empty answer */
+		info->name = info->target = info->order = "";
+		return;
+	}
+	m = &k->meta;
 	info->name = m->name;
 	info->target = m->target;
 	info->order = ord[m->order];
@@ -280,8 +292,11 @@ fg_kernel_info_get(const fg_kernel *k, fg_kernel_info *info)
 fg_status
 fg_kernel_arg(const fg_kernel *k, int i, fg_arg_info *ai)
 {
-	if (!k || !ai)
+	if (!k)
 		return FG_ERR_INVALID;
+	if (!ai)
+		return rt_err(k->ctx, FG_ERR_INVALID, "kernel '%s': "
+			"fg_kernel_arg's info is NULL", k->meta.name);
 	if (i < 0 || i >= k->meta.nuser)
 		return rt_err(k->ctx, FG_ERR_INVALID, "kernel '%s' takes %d "
 			"arguments; there is no argument %d", k->meta.name,

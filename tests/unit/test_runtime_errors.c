@@ -1,5 +1,8 @@
-/* test_runtime_errors.c: issue 29, the runtime's errors without a GPU:
- * checked arithmetic that names the real culprit. */
+/* test_runtime_errors.c: issue 29, the runtime's errors without a GPU.
+ * NULL-safe accessors; a message for every error return; checked
+ * arithmetic that names the real culprit; cache entries that are FIFOs;
+ * the assembler's time limit; the warning when the driver's JIT takes
+ * over. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -95,6 +98,85 @@ fails(fg_ctx *c, fg_status st, fg_status want, const char *msg)
 			fg_errmsg(c));
 }
 
+/* ---------------------------------------------------------------- NULL */
+
+/* fg_kernel_info_get(NULL, &info) crashed; every other accessor took
+ * NULL (issue 29). */
+static void
+kernel_info_of_null_is_empty(void **state)
+{
+	Fix *f = *state;
+	fg_kernel_info in;
+
+	memset(&in, 0xff, sizeof in);
+	fg_kernel_info_get(NULL, &in);
+	assert_string_equal(in.name, "");
+	assert_string_equal(in.target, "");
+	assert_string_equal(in.order, "");
+	assert_int_equal(in.threads, 0);
+	assert_int_equal(in.nargs, 0);
+	assert_int_equal(in.source, FG_CODE_NONE);
+	fg_kernel_info_get(f->k, NULL);
+	fg_kernel_info_get(NULL, NULL);
+	fg_kernel_info_get(f->k, &in);
+	assert_string_equal(in.name, "copy_ws");
+}
+
+/* fg_kernel_arg(k, 0, NULL) failed with an empty fg_errmsg (issue 29). */
+static void
+kernel_arg_without_info_says_so(void **state)
+{
+	Fix *f = *state;
+
+	assert_int_equal(fg_kernel_set_grid_limit(f->k, 0), FG_OK);
+	assert_string_equal(fg_errmsg(f->ctx), "");
+	fails(f->ctx, fg_kernel_arg(f->k, 0, NULL), FG_ERR_INVALID,
+		"fg_kernel_arg's info is NULL");
+}
+
+/* Each failing call on a context leaves a message; a call that succeeds
+ * in between clears it, so no message is left over from the one before. */
+static void
+every_error_return_has_a_message(void **state)
+{
+	Fix *f = *state;
+	fg_ctx *c = f->ctx;
+	fg_arg_info ai;
+	fg_program *p;
+	fg_kernel *k;
+	fg_arg a[4] = {FG_INT("M", 64), FG_INT("N", 64), FG_PTR("X", X0),
+		FG_PTR("Y", X0)};
+	fg_attention_args aa = {0};
+	int n = 0;
+
+#define ONE(call) do { \
+		assert_int_equal(fg_kernel_set_grid_limit(f->k, 0), FG_OK); \
+		assert_string_equal(fg_errmsg(c), ""); \
+		fg_status st_ = (call); \
+		if (st_ == FG_OK || !fg_errmsg(c)[0]) \
+			fail_msg("%s: %s with message '%s'", #call, \
+				fg_status_name(st_), fg_errmsg(c)); \
+		n++; \
+	} while (0)
+	ONE(fg_kernel_arg(f->k, 0, NULL));
+	ONE(fg_kernel_arg(f->k, 9, &ai));
+	ONE(fg_kernel_check(f->k, NULL, 4, NULL));
+	ONE(fg_kernel_check(f->k, a, 2, NULL));
+	ONE(fg_launch(f->k, NULL, a, 4));
+	ONE(fg_kernel_load(f->k));
+	ONE(fg_kernel_set_grid_limit(f->k, -1));
+	ONE(fg_kernel_create(c, "", 0, &k));
+	ONE(fg_kernel_create(c, NULL, 0, &k));
+	ONE(fg_compile_string(c, "t.fa", NULL, 3, NULL, &p));
+	ONE(fg_compile_string(c, "t.fa", "x", 1, NULL, NULL));
+	ONE(fg_compile_file(c, "/nonexistent/x.fa", NULL, &p));
+	ONE(fg_attention_forward(c, NULL, FAKE_STREAM));
+	ONE(fg_attention_forward(c, &aa, FAKE_STREAM));
+	ONE(fg_attention_reference(c, &aa, NULL));
+#undef ONE
+	assert_int_equal(n, 15);
+}
+
 /* ---------------------------------------------------------------- overflow */
 
 /* heads = seq_k = INT32_MAX with dense strides overflowed computing k's
@@ -168,15 +250,199 @@ size_program_overflow_names_the_operation(void **state)
 	fg_kernel_free(k);
 }
 
+/* ---------------------------------------------------------------- cache */
+
+/* A cache entry that is a FIFO blocked fg_kernel_assemble forever: it
+ * was opened before its type was checked (issue 29).  The alarm turns
+ * a hang into a failure. */
+static void
+cache_entry_that_is_a_fifo_is_refused_at_once(void **state)
+{
+	Fix *f = *state;
+	TestAlloc ta = {0};
+	fg_ctx *c = new_ctx(&ta, f->dir, 0, NULL, NULL);
+	uint8_t key[32];
+	fg_code_source from;
+	void *data;
+	size_t len;
+	char *path;
+
+	cache_key(key, "ptx", 3, "sm_90a", "-arch=sm_90a", "test");
+	assert_non_null(path = cache_path(c, key));
+	assert_int_equal(mkfifo(path, 0600), 0);
+	alarm(20);
+	assert_int_equal(cache_get(c, key, &data, &len, &from), CACHE_BAD);
+	alarm(0);
+	assert_null(data);
+	/* a symbolic link is not followed */
+	unlink(path);
+	assert_int_equal(symlink("/dev/zero", path), 0);
+	assert_int_equal(cache_get(c, key, &data, &len, &from), CACHE_BAD);
+	rt_strfree(c, path);
+	fg_ctx_destroy(c);
+	assert_int_equal(ta.live, 0);
+}
+
+/* ---------------------------------------------------------------- ptxas */
+
+/* A fake ptxas in f->dir that answers --version at once when quick, and
+ * otherwise starts a child that sleeps, writing its pid to dir/child. */
+static void
+fake_ptxas(Fix *f, bool quick_version, char *path, size_t n)
+{
+	FILE *s;
+
+	snprintf(path, n, "%s/ptxas", f->dir);
+	assert_non_null(s = fopen(path, "w"));
+	fprintf(s, "#!/bin/sh\n%s"
+		"sleep 30 & echo $! > '%s/child'\nwait\n", quick_version ?
+		"[ \"$1\" = --version ] && { echo 'Cuda compilation tools, "
+		"release 0.0'; exit 0; }\n" : "", f->dir);
+	assert_int_equal(fclose(s), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+}
+
+/* The sleeping child of the fake ptxas was killed with its group: it is
+ * gone, or a zombie no one reaps. */
+static void
+child_was_killed(Fix *f)
+{
+	char p[300], stat[256] = "";
+	FILE *s;
+	int pid = 0;
+
+	snprintf(p, sizeof p, "%s/child", f->dir);
+	assert_non_null(s = fopen(p, "r"));
+	assert_int_equal(fscanf(s, "%d", &pid), 1);
+	fclose(s);
+	for (int i = 0; i < 100; i++) {  /* SIGKILL is not instant */
+		snprintf(p, sizeof p, "/proc/%d/stat", pid);
+		if (!(s = fopen(p, "r")))
+			return;
+		if (!fgets(stat, sizeof stat, s))
+			stat[0] = '\0';
+		fclose(s);
+		char *e = strrchr(stat, ')');
+		if (e && e[2] == 'Z')
+			return;
+		nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+	}
+	fail_msg("the fake ptxas's child %d still runs: %s", pid, stat);
+}
+
+static double
+now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A FAGEN_PTXAS that never exits hung the caller (issue 29): the run is
+ * killed after $FAGEN_PTXAS_TIMEOUT seconds and the error names the
+ * tool and the limit. */
+static void
+ptxas_that_hangs_is_killed_after_its_limit(void **state)
+{
+	Fix *f = *state;
+	TestAlloc ta = {0};
+	char ptxas[300];
+	fg_kernel *k;
+
+	fake_ptxas(f, true, ptxas, sizeof ptxas);
+	setenv("FAGEN_PTXAS", ptxas, 1);
+	setenv("FAGEN_PTXAS_TIMEOUT", "0.5", 1);
+	fg_ctx *c = new_ctx(&ta, "", FG_JIT_PTXAS, NULL, NULL);
+	assert_int_equal(fg_kernel_create(c, copy_meta, 0, &k), FG_OK);
+	double t0 = now_s();
+	fails(c, fg_kernel_assemble(k), FG_ERR_JIT, "ptxas -arch=sm_90a did "
+		"not finish within 0.5 s ($FAGEN_PTXAS_TIMEOUT): killed");
+	double took = now_s() - t0;
+	if (took > 10)
+		fail_msg("the limit of 0.5 s took %.1f s", took);
+	child_was_killed(f);
+	fg_kernel_free(k);
+	fg_ctx_destroy(c);
+
+	/* one that hangs on --version too is not an assembler */
+	fake_ptxas(f, false, ptxas, sizeof ptxas);
+	c = new_ctx(&ta, "", FG_JIT_PTXAS, NULL, NULL);
+	assert_int_equal(fg_kernel_create(c, copy_meta, 0, &k), FG_OK);
+	fails(c, fg_kernel_assemble(k), FG_ERR_JIT, "--version did not "
+		"finish within 0.5 s ($FAGEN_PTXAS_TIMEOUT): killed");
+	child_was_killed(f);
+	fg_kernel_free(k);
+	fg_ctx_destroy(c);
+	unsetenv("FAGEN_PTXAS");
+	unsetenv("FAGEN_PTXAS_TIMEOUT");
+	assert_int_equal(ta.live, 0);
+}
+
+typedef struct Logged {
+	int warn;             /* FG_LOG_WARN messages about the driver JIT */
+	int info;             /* FG_LOG_INFO ones */
+} Logged;
+
+static void
+count_log(void *ud, int level, const char *msg)
+{
+	Logged *l = ud;
+
+	if (!strstr(msg, "the driver's JIT will compile it"))
+		return;
+	if (level == FG_LOG_WARN)
+		l->warn++;
+	else if (level == FG_LOG_INFO)
+		l->info++;
+}
+
+/* With no assembler found, the driver's JIT taking over is a warning,
+ * not an info line (issue 29); asked for by the caller, it is info. */
+static void
+driver_jit_fallback_is_a_warning(void **state)
+{
+	(void)state;
+	TestAlloc ta = {0};
+	Logged l = {0};
+	fg_kernel *k;
+
+	setenv("FAGEN_PTXAS", "/nonexistent/ptxas", 1);
+	fg_ctx *c = new_ctx(&ta, "", FG_JIT_PTXAS | FG_JIT_DRIVER, count_log,
+		&l);
+	assert_int_equal(fg_kernel_create(c, copy_meta, 0, &k), FG_OK);
+	assert_int_equal(fg_kernel_assemble(k), FG_OK);
+	assert_int_equal(l.warn, 1);
+	assert_int_equal(l.info, 0);
+	fg_kernel_free(k);
+	fg_ctx_destroy(c);
+	unsetenv("FAGEN_PTXAS");
+
+	c = new_ctx(&ta, "", FG_JIT_DRIVER, count_log, &l);
+	assert_int_equal(fg_kernel_create(c, copy_meta, 0, &k), FG_OK);
+	assert_int_equal(fg_kernel_assemble(k), FG_OK);
+	assert_int_equal(l.warn, 1);
+	assert_int_equal(l.info, 1);
+	fg_kernel_free(k);
+	fg_ctx_destroy(c);
+	assert_int_equal(ta.live, 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		T(kernel_info_of_null_is_empty),
+		T(kernel_arg_without_info_says_so),
+		T(every_error_return_has_a_message),
 		T(dense_attention_overflow_names_its_extents),
 		T(tma_stride_bytes_overflow_is_named),
 		T(size_program_overflow_names_the_operation),
+		T(cache_entry_that_is_a_fifo_is_refused_at_once),
+		T(ptxas_that_hangs_is_killed_after_its_limit),
+		T(driver_jit_fallback_is_a_warning),
 	};
 
 	setenv("FAGEN_CACHE_DIR", "/nonexistent/fagen-test-cache", 1);

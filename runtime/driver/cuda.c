@@ -60,17 +60,58 @@ syms(Driver *d, char *why, size_t whylen)
 	return true;
 }
 
+/* The errors a caller meets first, for drivers whose cuGetErrorName does
+ * not know them (the toolkit's stub answers every call with 34), and a
+ * hint at what to do about each. */
+static const struct {
+	CUresult r;
+	const char *name, *text, *hint;
+} known[] = {
+	{CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable "
+		"device is detected", "no GPU is visible to this process "
+		"(check nvidia-smi and CUDA_VISIBLE_DEVICES)"},
+	/* 35: drivers before CUDA 13 answer it; cuda.h 13 no longer
+	 * names it */
+	{(CUresult)35, "CUDA_ERROR_INSUFFICIENT_DRIVER",
+		"CUDA driver version is insufficient for CUDA runtime version",
+		"the driver is older than the CUDA toolkit: update the "
+		"driver"},
+	{CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
+		"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward "
+		"compatibility was attempted on non supported HW", "the "
+		"driver is older than the CUDA toolkit and this GPU cannot "
+		"use the forward-compatibility package: update the driver"},
+	{CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a "
+		"stub library", "libcuda.so.1 is the toolkit's stub library, "
+		"not a driver: point FAGEN_DRIVER_LIB, fg_options.driver_lib "
+		"or LD_LIBRARY_PATH at the driver's libcuda.so.1, not at "
+		"lib64/stubs"},
+};
+
+/* "what: CUDA_ERROR_X (text); hint" into buf; the name and text from the
+ * driver when it knows them, else from known[], else the number. */
 static const char *
 errname(const Driver *d, CUresult r, char *buf, size_t n)
 {
-	const char *name = NULL, *s = NULL;
+	const char *name = NULL, *text = NULL, *hint = NULL;
 
-	if (d->cu.GetErrorName)
-		d->cu.GetErrorName(r, &name);
-	if (d->cu.GetErrorString)
-		d->cu.GetErrorString(r, &s);
-	snprintf(buf, n, "%s: %s", name ? name : "CUDA error",
-		s ? s : "unknown");
+	if (d->cu.GetErrorName && d->cu.GetErrorName(r, &name))
+		name = NULL;
+	if (d->cu.GetErrorString && d->cu.GetErrorString(r, &text))
+		text = NULL;
+	for (size_t i = 0; i < COUNT(known); i++)
+		if (known[i].r == r) {
+			name = name ? name : known[i].name;
+			text = text ? text : known[i].text;
+			hint = known[i].hint;
+		}
+	if (name)
+		snprintf(buf, n, "%s%s%s%s%s%s", name, text ? " (" : "",
+			text ? text : "", text ? ")" : "", hint ? "; " : "",
+			hint ? hint : "");
+	else
+		snprintf(buf, n, "CUDA error %d%s%s%s", (int)r, text ? " (" :
+			"", text ? text : "", text ? ")" : "");
 	return buf;
 }
 
@@ -80,7 +121,7 @@ static fg_status
 open_device(fg_ctx *c, Driver *d, char *why, size_t whylen)
 {
 	CudaApi *cu = &d->cu;
-	char e[256];
+	char e[512];
 	int n = 0;
 	CUresult r;
 
@@ -131,7 +172,7 @@ load(fg_ctx *c, Driver *d)
 	const char *env = getenv("FAGEN_DRIVER_LIB");
 	const char *lib = c->driver_lib ? c->driver_lib : env && env[0] ? env :
 		"libcuda.so.1";
-	char why[512];
+	char why[768];
 
 	if (!(d->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL))) {
 		snprintf(why, sizeof why, "cannot load the CUDA driver (%s): "
@@ -172,7 +213,7 @@ cuda_get(fg_ctx *c, Driver **out)
 fg_status
 cuda_check(fg_ctx *c, const Driver *d, CUresult r, const char *what)
 {
-	char e[256];
+	char e[512];
 
 	if (r == CUDA_SUCCESS)
 		return FG_OK;

@@ -62,6 +62,10 @@ struct Driver {
 };
 
 fg_status cuda_get(fg_ctx *, Driver **);  /* load on first use */
+/* FG_OK for CUDA_SUCCESS, else FG_ERR_CUDA with "what: CUDA_ERROR_X
+ * (its text)" and a hint for the errors of a missing GPU, an old driver
+ * or the toolkit's stub library; "CUDA error N" for a code the driver
+ * does not name. */
 fg_status cuda_check(fg_ctx *, const Driver *, CUresult, const char *what);
 void cuda_free(fg_ctx *);
 

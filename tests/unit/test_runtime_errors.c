@@ -1,8 +1,9 @@
-/* test_runtime_errors.c: issue 29, the runtime's errors without a GPU.
- * NULL-safe accessors; a message for every error return; checked
+/* test_runtime_errors.c: issues 25 and 29, the runtime's errors without a
+ * GPU.  NULL-safe accessors; a message for every error return; checked
  * arithmetic that names the real culprit; cache entries that are FIFOs;
  * the assembler's time limit; the warning when the driver's JIT takes
- * over. */
+ * over; CUDA driver errors by name with a hint (a fake driver table, and
+ * the toolkit's stub libcuda when it is installed). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -428,6 +429,125 @@ driver_jit_fallback_is_a_warning(void **state)
 	assert_int_equal(ta.live, 0);
 }
 
+/* ---------------------------------------------------------------- driver */
+
+static CUresult
+fake_name(CUresult r, const char **s)
+{
+	if (r != CUDA_ERROR_NO_DEVICE && r != CUDA_ERROR_INVALID_VALUE)
+		return CUDA_ERROR_INVALID_VALUE;
+	*s = r == CUDA_ERROR_NO_DEVICE ? "CUDA_ERROR_NO_DEVICE" :
+		"CUDA_ERROR_INVALID_VALUE";
+	return CUDA_SUCCESS;
+}
+
+static CUresult
+fake_string(CUresult r, const char **s)
+{
+	if (r != CUDA_ERROR_NO_DEVICE && r != CUDA_ERROR_INVALID_VALUE)
+		return CUDA_ERROR_INVALID_VALUE;
+	*s = r == CUDA_ERROR_NO_DEVICE ? "no CUDA-capable device is detected" :
+		"invalid argument";
+	return CUDA_SUCCESS;
+}
+
+/* The stub's answer: it names nothing. */
+static CUresult
+stub_name(CUresult r, const char **s)
+{
+	(void)r, (void)s;
+	return CUDA_ERROR_STUB_LIBRARY;
+}
+
+static void
+cuda_says(fg_ctx *c, const Driver *d, CUresult r, const char *want)
+{
+	assert_int_equal(cuda_check(c, d, r, "cuInit"), FG_ERR_CUDA);
+	if (strcmp(fg_errmsg(c), want))
+		fail_msg("CUresult %d: want '%s', got '%s'", (int)r, want,
+			fg_errmsg(c));
+}
+
+/* Driver errors read "cuInit: CUDA error: unknown" (issue 25): now the
+ * name and text from the driver, a hint for the common ones, and the
+ * number for what nobody names. */
+static void
+cuda_errors_have_names_and_hints(void **state)
+{
+	Fix *f = *state;
+	Driver d;
+
+	memset(&d, 0, sizeof d);
+	d.cu.GetErrorName = fake_name;
+	d.cu.GetErrorString = fake_string;
+	assert_int_equal(cuda_check(f->ctx, &d, CUDA_SUCCESS, "cuInit"), FG_OK);
+	cuda_says(f->ctx, &d, CUDA_ERROR_NO_DEVICE, "cuInit: "
+		"CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected); "
+		"no GPU is visible to this process (check nvidia-smi and "
+		"CUDA_VISIBLE_DEVICES)");
+	cuda_says(f->ctx, &d, CUDA_ERROR_INVALID_VALUE, "cuInit: "
+		"CUDA_ERROR_INVALID_VALUE (invalid argument)");
+	cuda_says(f->ctx, &d, (CUresult)12345, "cuInit: CUDA error 12345");
+	/* a driver that names nothing (the stub): fagen's own names */
+	d.cu.GetErrorName = stub_name;
+	d.cu.GetErrorString = stub_name;
+	cuda_says(f->ctx, &d, CUDA_ERROR_STUB_LIBRARY, "cuInit: "
+		"CUDA_ERROR_STUB_LIBRARY (CUDA driver is a stub library); "
+		"libcuda.so.1 is the toolkit's stub library, not a driver: "
+		"point FAGEN_DRIVER_LIB, fg_options.driver_lib or "
+		"LD_LIBRARY_PATH at the driver's libcuda.so.1, not at "
+		"lib64/stubs");
+	cuda_says(f->ctx, &d, (CUresult)35, "cuInit: "
+		"CUDA_ERROR_INSUFFICIENT_DRIVER (CUDA driver version is "
+		"insufficient for CUDA runtime version); the driver is older "
+		"than the CUDA toolkit: update the driver");
+	assert_int_equal(cuda_check(f->ctx, &d,
+		CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "cuInit"),
+		FG_ERR_CUDA);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "the driver is older than "
+		"the CUDA toolkit"));
+	memset(&d.cu, 0, sizeof d.cu);  /* no error functions at all */
+	cuda_says(f->ctx, &d, CUDA_ERROR_NO_DEVICE, "cuInit: "
+		"CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected); "
+		"no GPU is visible to this process (check nvidia-smi and "
+		"CUDA_VISIBLE_DEVICES)");
+	cuda_says(f->ctx, &d, (CUresult)777, "cuInit: CUDA error 777");
+}
+
+/* The toolkit's stub libcuda, loaded as the driver, is named for what it
+ * is (issue 25: it said "cuInit: CUDA error: unknown"). */
+static void
+stub_driver_is_named(void **state)
+{
+	(void)state;
+	const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"),
+		"/usr/local/cuda"};
+	char stub[512] = "";
+	TestAlloc ta = {0};
+	Driver *d;
+
+	for (size_t i = 0; i < COUNT(homes) && !stub[0]; i++) {
+		if (!homes[i] || !homes[i][0])
+			continue;
+		snprintf(stub, sizeof stub, "%s/lib64/stubs/libcuda.so",
+			homes[i]);
+		if (access(stub, R_OK))
+			stub[0] = '\0';
+	}
+	if (!stub[0])
+		skip();
+	fg_options o = {.alloc = test_alloc, .alloc_ud = &ta, .cache_dir = "",
+		.driver_lib = stub};
+	fg_ctx *c = NULL;
+	assert_int_equal(fg_ctx_create(&c, &o), FG_OK);
+	fails(c, cuda_get(c, &d), FG_ERR_NO_DEVICE, "no usable GPU: cuInit: "
+		"CUDA_ERROR_STUB_LIBRARY (");
+	fails(c, cuda_get(c, &d), FG_ERR_NO_DEVICE, "is the toolkit's stub "
+		"library, not a driver");
+	fg_ctx_destroy(c);
+	assert_int_equal(ta.live, 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int
@@ -443,6 +563,8 @@ main(void)
 		T(cache_entry_that_is_a_fifo_is_refused_at_once),
 		T(ptxas_that_hangs_is_killed_after_its_limit),
 		T(driver_jit_fallback_is_a_warning),
+		T(cuda_errors_have_names_and_hints),
+		T(stub_driver_is_named),
 	};
 
 	setenv("FAGEN_CACHE_DIR", "/nonexistent/fagen-test-cache", 1);

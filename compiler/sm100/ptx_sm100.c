@@ -3,7 +3,7 @@
  * tcgen05 and tensor memory, whose fences are single instructions.
  * Validated by ptxas only: no Blackwell GPU has run this output, so the
  * descriptor and layout facts below are from the PTX ISA, CUTLASS and
- * FlashAttention-4 ([doc] in shared/ptx/README.md sections 3-5). */
+ * FlashAttention-4's cute sources. */
 #include <stdio.h>
 
 #include "base/base.h"

@@ -3,7 +3,7 @@
  * Thread t of a warpgroup (warp w = t/32 % 4, lane l) holds, of an m64nN
  * accumulator, elements i = 0..N/2-1 at
  *     row = 16w + l/4 + 8*((i>>1)&1),   col = 8*(i>>2) + 2*(l%4) + (i&1)
- * (PTX ISA wgmma fragments; checked on an H200 in shared/ptx).  So each
+ * (the PTX ISA's wgmma fragments; checked on an H200).  So each
  * thread owns two rows ("slots" 0 and 1), spread over the 4 lanes of a
  * quad.  A 16-bit tile in this layout packs elements (2j, 2j+1) into b32
  * register j, and that is exactly the register A operand of the next

@@ -10,24 +10,25 @@
  * bound that perfect overlap would reach (the busiest of the upload copy
  * engine, the download copy engine and the SMs), and how much of the
  * possible saving the two streams reached.  Both runs must give the same
- * bits.
- *
- *	cc stream_pipeline.c $(pkg-config --cflags --libs fagen) -lcuda */
-#include <cuda.h>
+ * bits.  Needs a Hopper GPU; the driver is loaded with dlopen
+ * (cuda_dl.h), which also gives the exit status: 0 identical results, 1
+ * an error (no driver or GPU, a failed call), 2 the runs differ.  Build
+ * from the repository root as examples/attention.c says:
+ *	cc examples/stream_pipeline.c -o stream_pipeline \
+ *	    -I/usr/local/cuda/include \
+ *	    $(PKG_CONFIG_PATH=build/meson-uninstalled \
+ *	    pkg-config --cflags --libs fagen) -ldl
+ *	LD_LIBRARY_PATH=build ./stream_pipeline */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_dl.h"
 #include "fagen.h"
 
 enum { NB = 12, Z = 1, H = 16, S = 8192, D = 128 };
 #define IN ((size_t)Z * H * S * D * 2)    /* bytes of each of Q, K, V, O */
 #define LSE ((size_t)Z * H * S * 4)
-
-#define CU(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { \
-	fprintf(stderr, "%s: error %d\n", #x, (int)r_); exit(1); } } while (0)
-#define FG(x) do { if ((x) != FG_OK) { \
-	fprintf(stderr, "%s: %s\n", #x, fg_errmsg(ctx)); exit(1); } } while (0)
 
 static fg_ctx *ctx;
 static unsigned char *hin[NB], *hout[NB];   /* pinned: Q K V; O LSE */
@@ -44,16 +45,16 @@ batch(int b, CUstream s, CUdeviceptr d, CUevent ev[4])
 		.seq_q = S, .seq_k = S, .head_dim = D, .dtype = FG_DTYPE_BF16};
 
 	if (ev)
-		CU(cuEventRecord(ev[0], s));
-	CU(cuMemcpyHtoDAsync(d, hin[b], 3 * IN, s));
+		CU(cu.EventRecord(ev[0], s));
+	CU(cu.MemcpyHtoDAsync(d, hin[b], 3 * IN, s));
 	if (ev)
-		CU(cuEventRecord(ev[1], s));
-	FG(fg_attention_forward(ctx, &a, s));
+		CU(cu.EventRecord(ev[1], s));
+	FG(ctx, fg_attention_forward(ctx, &a, s));
 	if (ev)
-		CU(cuEventRecord(ev[2], s));
-	CU(cuMemcpyDtoHAsync(hout[b], d + 3 * IN, IN + LSE, s));
+		CU(cu.EventRecord(ev[2], s));
+	CU(cu.MemcpyDtoHAsync(hout[b], d + 3 * IN, IN + LSE, s));
 	if (ev)
-		CU(cuEventRecord(ev[3], s));
+		CU(cu.EventRecord(ev[3], s));
 }
 
 static float
@@ -61,50 +62,47 @@ ms(CUevent a, CUevent b)
 {
 	float t;
 
-	CU(cuEventElapsedTime(&t, a, b));
+	CU(cu.EventElapsedTime(&t, a, b));
 	return t;
 }
 
 int
 main(void)
 {
-	CUdevice dev;
-	CUcontext cuctx;
 	CUstream s[2];
 	CUevent ev[NB][4], t0, t1[2];
 	unsigned char *first = malloc(NB * (IN + LSE));
 	float up = 0, kern = 0, down = 0;
 	uint64_t rng = 1;
 
-	CU(cuInit(0));
-	CU(cuDeviceGet(&dev, 0));
-	CU(cuDevicePrimaryCtxRetain(&cuctx, dev));
-	CU(cuCtxSetCurrent(cuctx));
-	FG(fg_ctx_create(&ctx, NULL));
+	if (!first)
+		return fputs("out of memory\n", stderr), EXIT_ERROR;
+	cu_open();      /* device 0's primary context: fagen's too */
+	FG(ctx, fg_ctx_create(&ctx, NULL));
 	for (int i = 0; i < 2; i++) {
-		CU(cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
-		CU(cuMemAlloc(&dbuf[i], 4 * IN + LSE));
-		CU(cuEventCreate(&t1[i], 0));
+		CU(cu.StreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+		CU(cu.MemAlloc(&dbuf[i], 4 * IN + LSE));
+		CU(cu.EventCreate(&t1[i], 0));
 	}
-	CU(cuEventCreate(&t0, 0));
+	CU(cu.EventCreate(&t0, 0));
 	for (int b = 0; b < NB; b++) {
-		CU(cuMemHostAlloc((void **)&hin[b], 3 * IN, 0));
-		CU(cuMemHostAlloc((void **)&hout[b], IN + LSE, 0));
+		CU(cu.MemHostAlloc((void **)&hin[b], 3 * IN, 0));
+		CU(cu.MemHostAlloc((void **)&hout[b], IN + LSE, 0));
 		for (size_t i = 0; i < 3 * IN / 2; i++) {  /* bf16 in +-[1, 2) */
 			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 			((uint16_t *)hin[b])[i] = (uint16_t)((rng >> 33 & 0x807f) |
 				0x3f80);
 		}
 		for (int e = 0; e < 4; e++)
-			CU(cuEventCreate(&ev[b][e], 0));
+			CU(cu.EventCreate(&ev[b][e], 0));
 	}
 	batch(0, s[0], dbuf[0], NULL);  /* compile and load the kernel */
-	CU(cuStreamSynchronize(s[0]));
+	CU(cu.StreamSynchronize(s[0]));
 
 	/* one stream */
 	for (int b = 0; b < NB; b++)
 		batch(b, s[0], dbuf[0], ev[b]);
-	CU(cuStreamSynchronize(s[0]));
+	CU(cu.StreamSynchronize(s[0]));
 	for (int b = 0; b < NB; b++) {
 		up += ms(ev[b][0], ev[b][1]);
 		kern += ms(ev[b][1], ev[b][2]);
@@ -114,13 +112,13 @@ main(void)
 	float one = ms(ev[0][0], ev[NB - 1][3]);
 
 	/* two streams: s[1] starts with s[0] */
-	CU(cuEventRecord(t0, s[0]));
-	CU(cuStreamWaitEvent(s[1], t0, 0));
+	CU(cu.EventRecord(t0, s[0]));
+	CU(cu.StreamWaitEvent(s[1], t0, 0));
 	for (int b = 0; b < NB; b++)
 		batch(b, s[b % 2], dbuf[b % 2], NULL);
 	for (int i = 0; i < 2; i++)
-		CU(cuEventRecord(t1[i], s[i]));
-	CU(cuCtxSynchronize());
+		CU(cu.EventRecord(t1[i], s[i]));
+	CU(cu.CtxSynchronize());
 	float two = ms(t0, t1[0]) > ms(t0, t1[1]) ? ms(t0, t1[0]) :
 		ms(t0, t1[1]);
 	int same = 1;
@@ -140,5 +138,5 @@ main(void)
 		"results %s\n", one - two, one - bound, 100 * (one - two) /
 		(one - bound), same ? "identical" : "DIFFER");
 	fg_ctx_destroy(ctx);
-	return !same;
+	return same ? 0 : EXIT_WRONG;
 }

@@ -36,8 +36,9 @@
 # GPU stops at libfagen's FG_ERR_NO_DRIVER even on a GPU host.
 #
 # Also every repository path a document names in backquotes or a link
-# (docs/..., tests/..., ...) must exist.  The last line counts the
-# blocks that ran, those skipped and those only shown.
+# (docs/..., tests/..., ...), and every one that a comment of
+# schedules/*.fa or examples/* names, must exist.  The last line counts
+# the blocks that ran, those skipped and those only shown.
 set -uo pipefail
 
 if [ $# -lt 2 ]; then
@@ -60,6 +61,9 @@ ln -s "$fagen" "$tmp/bin/fagen"
 export PATH="$tmp/bin:$PATH"
 export FAGEN_DRIVER_LIB=/nonexistent/libcuda.so.1
 export FAGEN_CACHE_DIR=$tmp/cache
+# a path into the repository, as documents and comments name them
+tops='(docs|schedules|examples|tests|compiler|runtime|include|bench|scripts'
+tops=$tops'|python|grammar|reference|shared)'
 cuda_inc=
 for d in "${CUDA_HOME:-}" /usr/local/cuda; do
 	[ -n "$d" ] && [ -f "$d/include/cuda.h" ] && cuda_inc=$d/include &&
@@ -182,8 +186,8 @@ check_paths() {
 	"$src"/*) ;;
 	*) dir=$src ;;
 	esac
-	grep -noE '`(docs|schedules|examples|tests|compiler|runtime|include|bench|scripts|python|grammar|reference|shared)/[A-Za-z0-9_./-]*`' \
-		"$doc" | while IFS=: read -r line p; do
+	grep -noE "\`$tops/[A-Za-z0-9_./-]*\`" "$doc" |
+	while IFS=: read -r line p; do
 		p=${p//\`/}
 		[ -e "$src/$p" ] || echo "$doc:$line: '$p' is not in the repository"
 	done
@@ -319,6 +323,21 @@ for doc in "$@"; do
 		show "$tmp/out"
 	fi
 done
+
+# The comments of the shipped schedules and the examples, which users
+# read as documentation, cite no file that is not in the repository.
+for f in "$src"/schedules/*.fa "$src"/examples/*; do
+	grep -noE "$tops/[A-Za-z0-9_./-]*[A-Za-z0-9_]\.(md|fa|c|h|sh|py|txt)\b" \
+		"$f" | while IFS=: read -r line p; do
+		[ -e "$src/$p" ] ||
+			echo "${f#"$src"/}:$line: '$p' is not in the repository"
+	done
+done >"$tmp/paths"
+if [ -s "$tmp/paths" ]; then
+	fail "schedules/ and examples/ cite files that are not in the" \
+		"repository:"
+	show "$tmp/paths"
+fi
 
 echo "check-docs: $ndoc documents: $nrun blocks run, $nskip skipped," \
 	"$nshown shown only, $nfail failed"

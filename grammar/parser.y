@@ -524,6 +524,23 @@ tokname(Buf *b, const char *name)
 		buf_puts(b, name);
 }
 
+/* A keyword where a name is expected: the token is a word of the
+ * language (a declaration, statement or operation keyword). */
+static bool
+reserved_word(yysymbol_kind_t la, const char *t, uint32_t len)
+{
+	if (la == YYSYMBOL_IDENT || la == YYSYMBOL_YYEOF || !len || len > 24)
+		return false;
+	if (!(t[0] == '_' || (t[0] >= 'a' && t[0] <= 'z') ||
+	    (t[0] >= 'A' && t[0] <= 'Z')))
+		return false;
+	for (uint32_t i = 1; i < len; i++)
+		if (!(t[i] == '_' || (t[i] >= 'a' && t[i] <= 'z') ||
+		    (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= '0' && t[i] <= '9')))
+			return false;
+	return true;
+}
+
 static int
 yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 	void *scanner, Node **root)
@@ -539,6 +556,16 @@ yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 	if (ls->stop)
 		return 0;
 	buf_init(&b, &ls->ctx->scratch);
+	/* only a name would do: a keyword there is a name misspelt as one
+	 * (with other choices, a missing ';' before a keyword is likelier) */
+	if (n == 1 && exp[0] == YYSYMBOL_IDENT &&
+	    reserved_word(la, ls->ctx->src.text + sp.lo, sp.hi - sp.lo)) {
+		int len = (int)(sp.hi - sp.lo);
+		const char *t = ls->ctx->src.text + sp.lo;
+		diag_error(ls->ctx, sp, "expected identifier, found reserved "
+			"word '%.*s'; rename it, e.g. '%.*s_p'", len, t, len, t);
+		return 0;
+	}
 	if (n > 0 && n <= 5) {
 		buf_puts(&b, "expected ");
 		for (int i = 0; i < n; i++) {

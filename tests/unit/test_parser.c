@@ -545,7 +545,8 @@ keywords_are_not_names(void **state)
 {
 	parse(state, "mbar step count=1;");
 	assert_int_equal(nerr(state), 1);
-	assert_string_equal(first_msg(state), "expected identifier, found 'step'");
+	assert_string_equal(first_msg(state), "expected identifier, found "
+		"reserved word 'step'; rename it, e.g. 'step_p'");
 }
 
 /* ------------------------------------------------------------ bad bytes */

@@ -119,8 +119,9 @@ sg_convert(G *g, const Node *n)
 	if (!ok) {
 		if (v->lay->kind == LK_WGMMA_ACC && l->kind == LK_WGMMA_A)
 			diag_error(g->ctx, n->span, "'convert' to '%s' needs "
-				"16-bit values; write 'convert(cvt(x, bf16), %s)'",
-				sg_layname(l), sg_layname(l));
+				"16-bit values; write 'convert(cvt(%s, bf16), %s)'",
+				sg_layname(l), sg_text(g, n->kids.v[0]->span, "x"),
+				sg_layname(l));
 		else
 			diag_error(g->ctx, n->span, "no conversion from layout "
 				"'%s' to '%s' is available", sg_layname(v->lay),

@@ -75,6 +75,35 @@ sg_lookup(G *g, const char *name)
 	return NULL;
 }
 
+/* The source text of a span, as the user wrote it, for a diagnostic that
+ * names an operand; dflt when it is empty, long or spans lines. */
+const char *
+sg_text(G *g, Span sp, const char *dflt)
+{
+	const Src *src = &g->ctx->src;
+
+	if (sp.hi <= sp.lo || sp.hi > src->len || sp.hi - sp.lo > 40)
+		return dflt;
+	for (uint32_t i = sp.lo; i < sp.hi; i++)
+		if ((unsigned char)src->text[i] < 0x20)
+			return dflt;
+	return intern(g->ctx->strs, src->text + sp.lo, sp.hi - sp.lo);
+}
+
+/* Operand k (0 left, 1 right) of a binary operator or a two-argument
+ * call, as written. */
+static const char *
+opd_text(G *g, const Node *n, int k, const char *dflt)
+{
+	const Node *o = NULL;
+
+	if (n->kind == N_BINARY)
+		o = k ? n->b : n->a;
+	else if (n->kind == N_CALL && n->kids.n == 2)
+		o = n->kids.v[k];
+	return o ? sg_text(g, o->span, dflt) : dflt;
+}
+
 const char *
 sg_layname(const Layout *l)
 {
@@ -202,9 +231,11 @@ sg_frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 			    x->lay->kind == LK_WGMMA_A)
 				diag_error(g->ctx, n->span, "register tiles with "
 					"layouts '%s' and '%s' meet here; write "
-					"'convert(%s%s%s, %s)' on the right-hand one",
+					"'convert(%s%s%s%s%s, %s)' on the right-hand one",
 					sg_layname(x->lay), sg_layname(y->lay),
-					y->ety == TY_F32 ? "cvt(y, " : "y",
+					y->ety == TY_F32 ? "cvt(" : "",
+					opd_text(g, n, 1, "y"),
+					y->ety == TY_F32 ? ", " : "",
 					y->ety == TY_F32 ? ty_name(x->ety) : "",
 					y->ety == TY_F32 ? ")" : "",
 					sg_layname(x->lay));
@@ -212,9 +243,11 @@ sg_frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 			    y->lay->kind == LK_WGMMA_A)
 				diag_error(g->ctx, n->span, "register tiles with "
 					"layouts '%s' and '%s' meet here; write "
-					"'convert(%s%s%s, %s)' on the left-hand one",
+					"'convert(%s%s%s%s%s, %s)' on the left-hand one",
 					sg_layname(x->lay), sg_layname(y->lay),
-					x->ety == TY_F32 ? "cvt(x, " : "x",
+					x->ety == TY_F32 ? "cvt(" : "",
+					opd_text(g, n, 0, "x"),
+					x->ety == TY_F32 ? ", " : "",
 					x->ety == TY_F32 ? ty_name(y->ety) : "",
 					x->ety == TY_F32 ? ")" : "",
 					sg_layname(y->lay));

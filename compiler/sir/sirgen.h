@@ -28,6 +28,7 @@ Ref sg_const_f(G *, double, Span);
 void sg_bind(G *, const char *, Ref, Span);
 Bind *sg_lookup(G *, const char *);
 const char *sg_layname(const Layout *);
+const char *sg_text(G *, Span, const char *dflt);  /* the source text */
 bool sg_same_layout(const Layout *, const Layout *);
 Ref sg_expr(G *, const Node *);
 Ref sg_binop(G *, const Node *op, Ref, Ref);

@@ -190,8 +190,17 @@ box_matches(G *g, const Node *at, const Res *v, const Res *b)
 	for (int i = 0; ok && i < n; i++)
 		ok = ext[i] == bext[i];
 	if (!ok) {
-		diag_error(g->ctx, at->span, "the box of '%s' does not match "
-			"the tile of '%s'", v->name, b->name);
+		Buf bs, ts;
+		buf_init(&bs, &g->ctx->scratch);
+		buf_init(&ts, &g->ctx->scratch);
+		for (int i = 0; i < v->rank; i++)
+			buf_printf(&bs, "%s%lld", i ? ", " : "(",
+				(long long)v->shape[i]);
+		for (int i = 0; i < b->rank; i++)
+			buf_printf(&ts, "%s%lld", i ? ", " : "[",
+				(long long)b->shape[i]);
+		diag_error(g->ctx, at->span, "the box of '%s' is %s) but the "
+			"tile of '%s' is %s]", v->name, bs.p, b->name, ts.p);
 		diag_note(g->ctx, v->nspan, "'%s' declared here", v->name);
 		diag_note(g->ctx, b->nspan, "'%s' declared here", b->name);
 		return false;
@@ -533,8 +542,9 @@ op_mem(G *g, const Node *n)
 		if (sv->ty != TY_ERR && vt != r->ety && !(sv->isconst &&
 		    r->ety == TY_F32)) {
 			diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but "
-				"the value is %s; write 'cvt(x, %s)'", r->name,
-				ty_name(r->ety), ty_name(vt), ty_name(r->ety));
+				"the value is %s; write 'cvt(%s, %s)'", r->name,
+				ty_name(r->ety), ty_name(vt),
+				sg_text(g, n->kids.v[1]->span, "x"), ty_name(r->ety));
 			return;
 		}
 		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
@@ -585,7 +595,8 @@ op_mem(G *g, const Node *n)
 	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS && !rowvec) {
 		diag_error(g->ctx, fe->span, "tensor memory moves to and from "
 			"'tmem_rows' tiles and their row vectors; '%s' has layout "
-			"'%s'", v->name ? v->name : "x", sg_layname(v->lay));
+			"'%s'", sg_text(g, fe->span, v->name ? v->name : "the tile"),
+			sg_layname(v->lay));
 		return;
 	}
 	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
@@ -620,8 +631,9 @@ op_mem(G *g, const Node *n)
 	if (v->ety != r->ety && !(want == R_TMEM && r->packed &&
 	    v->ety == TY_F32 && !rowvec)) {
 		diag_error(g->ctx, fe->span, "'%s' holds %s but the tile is %s; "
-			"write 'cvt(x, %s)'", r->name, ty_name(r->ety),
-			ty_name(v->ety), ty_name(r->ety));
+			"write 'cvt(%s, %s)'", r->name, ty_name(r->ety),
+			ty_name(v->ety), sg_text(g, fe->span, "x"),
+			ty_name(r->ety));
 		return;
 	}
 	if (ld && !v->mut) {

@@ -108,9 +108,10 @@ mma_dims(G *g, const Node *n, SirIns *i, int64_t *m, int64_t *nn,
 		if (a->lay->kind != LK_WGMMA_A) {
 			diag_error(g->ctx, n->b->span, "a register A operand "
 				"needs layout 'wgmma_a'; '%s' has '%s': write "
-				"'convert(cvt(x, %s), <a wgmma_a layout>)'",
-				a->name ? a->name : "x", sg_layname(a->lay),
-				ty_name(b->ety));
+				"'convert(cvt(%s, %s), <a wgmma_a layout>)'",
+				sg_text(g, n->b->span, a->name ? a->name :
+				"the tile"), sg_layname(a->lay),
+				sg_text(g, n->b->span, "x"), ty_name(b->ety));
 			return false;
 		}
 		if (a->n != *k || a->ety != b->ety) {

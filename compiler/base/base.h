@@ -121,6 +121,16 @@ noreturn void fg_bug_at(const char *file, int line, const char *fmt, ...)
 #define fg_bug(...) fg_bug_at(__FILE__, __LINE__, __VA_ARGS__)
 #define MAXERRORS 20
 
+/* suggest.c: "'fulll' is not declared; did you mean 'full'?" */
+typedef struct Suggest {
+	const char *name;   /* the unknown name */
+	const char *best;   /* the closest candidate so far, or NULL */
+	int limit, dist;    /* the largest distance taken; best's */
+} Suggest;
+void diag_suggest_init(Suggest *, const char *name);
+void diag_suggest_add(Suggest *, const char *cand);
+void diag_undeclared(Ctx *, Span, const Suggest *);
+
 /* ---------------------------------------------------------------- ctx
  * One compilation.  perm holds the AST, IR, interned strings and output
  * and dies with the compilation; scratch is reset after every pass. */

@@ -244,6 +244,9 @@ Kernel *sema_kernel(Ctx *, const Node *module);
 void sema_budgets(Ctx *, Kernel *);  /* budget.c */
 const char *budget_pname(Ctx *, const Part *);  /* "p" or "p[i]" */
 Res *kernel_find(const Kernel *, const char *name);
+void kernel_suggest(const Kernel *, Suggest *, int kind);  /* 0: any */
+void kernel_undeclared(Ctx *, const Kernel *, Span, const char *name,
+	int kind);
 bool const_eval(Ctx *, const Kernel *, const Node *, Val *out);
 bool const_binary(Ctx *, const Node *op, const Val *, const Val *, Val *);
 

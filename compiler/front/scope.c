@@ -12,3 +12,25 @@ kernel_find(const Kernel *k, const char *name)
 			return r;
 	return NULL;
 }
+
+/* Offer the declared names of kind (0: any) to a "did you mean". */
+void
+kernel_suggest(const Kernel *k, Suggest *s, int kind)
+{
+	for (const Res *r = k ? k->res : NULL; r; r = r->next)
+		if (!kind || (int)r->kind == kind)
+			diag_suggest_add(s, r->name);
+}
+
+/* "'NAME' is not declared", with the closest declared name of kind
+ * (0: any) when one is close. */
+void
+kernel_undeclared(Ctx *c, const Kernel *k, Span sp, const char *name,
+	int kind)
+{
+	Suggest s;
+
+	diag_suggest_init(&s, name);
+	kernel_suggest(k, &s, kind);
+	diag_undeclared(c, sp, &s);
+}

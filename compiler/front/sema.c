@@ -102,7 +102,7 @@ want_int(S *s, const Node *e, const char *what, int64_t lo, int64_t hi,
 	if (!const_eval(s->ctx, s->k, e, &v))
 		return false;
 	if (v.ty == TY_WORD) {
-		diag_error(s->ctx, e->span, "'%s' is not declared", v.word);
+		kernel_undeclared(s->ctx, s->k, e->span, v.word, R_CONST);
 		return false;
 	}
 	if (v.ty != TY_I64) {
@@ -357,9 +357,13 @@ runtime_names(S *s, const Node *e)
 		return;
 	if (e->kind == N_NAME) {
 		Res *r = kernel_find(s->k, e->name);
-		if (!r)
-			diag_error(s->ctx, e->span, "'%s' is not declared",
-				e->name);
+		if (!r) {
+			Suggest sg;
+			diag_suggest_init(&sg, e->name);
+			kernel_suggest(s->k, &sg, R_PARAM);
+			kernel_suggest(s->k, &sg, R_CONST);
+			diag_undeclared(s->ctx, e->span, &sg);
+		}
 		else if (r->kind != R_PARAM && r->kind != R_CONST)
 			diag_error(s->ctx, e->span, "'%s' is not a 'param' or "
 				"a 'const'", e->name);
@@ -424,7 +428,7 @@ want_res(S *s, const Node *e, ResKind kind, const char *what)
 	}
 	r = kernel_find(s->k, e->name);
 	if (!r) {
-		diag_error(s->ctx, e->span, "'%s' is not declared", e->name);
+		kernel_undeclared(s->ctx, s->k, e->span, e->name, (int)kind);
 		return NULL;
 	}
 	if (r->kind != kind) {

@@ -453,7 +453,16 @@ name(G *g, const Node *n)
 			i->imm = (int64_t)k;
 			return d;
 		}
-	diag_error(g->ctx, n->span, "'%s' is not declared", n->name);
+	Suggest s;
+	diag_suggest_init(&s, n->name);
+	for (const Bind *b = g->scope; b; b = b->next)
+		diag_suggest_add(&s, b->name);
+	kernel_suggest(g->k, &s, R_PARAM);
+	kernel_suggest(g->k, &s, R_CONST);
+	diag_suggest_add(&s, "inf");
+	for (size_t k = 0; k < COUNT(specials); k++)
+		diag_suggest_add(&s, specials[k]);
+	diag_undeclared(g->ctx, n->span, &s);
 	return sg_err(g);
 }
 

@@ -31,8 +31,8 @@ resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
 		return NULL;
 	}
 	if (!(r = kernel_find(g->k, base->name))) {
-		diag_error(g->ctx, base->span, "'%s' is not declared",
-			base->name);
+		kernel_undeclared(g->ctx, g->k, base->span, base->name,
+			(int)want);
 		return NULL;
 	}
 	if (r->kind != want) {

@@ -378,6 +378,19 @@ reg(G *g, const Node *n)
 	sg_bind(g, n->name, d, n->nspan);
 }
 
+/* An assignment to an unknown name: the closest 'var' or 'reg'. */
+static void
+undeclared_var(G *g, const Node *n)
+{
+	Suggest s;
+
+	diag_suggest_init(&s, n->name);
+	for (const Bind *b = g->scope; b; b = b->next)
+		if (sg_val(g, b->ref)->mut)
+			diag_suggest_add(&s, b->name);
+	diag_undeclared(g->ctx, n->span, &s);
+}
+
 static void
 assign(G *g, const Node *n)
 {
@@ -387,8 +400,7 @@ assign(G *g, const Node *n)
 	if (!b || !sg_val(g, b->ref)->mut) {
 		if (n->a->kind == N_NAME && !b && !kernel_find(g->k,
 		    n->a->name))
-			diag_error(g->ctx, n->a->span, "'%s' is not declared",
-				n->a->name);
+			undeclared_var(g, n->a);
 		else
 			diag_error(g->ctx, n->a->span, "only 'var' and 'reg' "
 				"variables can be assigned");

@@ -234,6 +234,15 @@ mma(G *g, const Node *n)
 	*sg_emit(g, t.op, n->span) = t;
 }
 
+/* A declaration that failed its checks still binds its name, to an
+ * error value that later uses pass over silently: one mistake, one
+ * error (no "'c' is not declared" after a rejected 'reg c'). */
+static void
+bind_err(G *g, const Node *n)
+{
+	sg_bind(g, n->name, sg_err(g), n->nspan);
+}
+
 static void
 let(G *g, const Node *n)
 {
@@ -248,6 +257,7 @@ let(G *g, const Node *n)
 			    tv.ty != TY_DTYPE) {
 				diag_error(g->ctx, n->b->span, "'%s' is not a "
 					"scalar type", n->b->name);
+				bind_err(g, n);
 				return;
 			}
 			SirVal *v = sg_val(g, r);
@@ -258,6 +268,7 @@ let(G *g, const Node *n)
 					"value is %s", n->name, ty_name((Ty)tv.i),
 					v->ty == TY_FRAG ? "a register tile" :
 					ty_name(v->ty));
+				bind_err(g, n);
 				return;
 			}
 			r = sg_coerce(g, r, (Ty)tv.i, n->a->span);
@@ -277,6 +288,7 @@ let(G *g, const Node *n)
 		    v.i == TY_BOOL)) {
 			diag_error(g->ctx, n->b->span, "a 'var' is a scalar: "
 				"'i32', 'u32', 'i64', 'u64', 'f32' or 'bool'");
+			bind_err(g, n);
 			return;
 		}
 		t = (Ty)v.i;
@@ -285,6 +297,7 @@ let(G *g, const Node *n)
 		if (t == TY_FRAG || t == TY_TILE) {
 			diag_error(g->ctx, n->span, "a 'var' is a scalar; "
 				"declare register tiles with 'reg'");
+			bind_err(g, n);
 			return;
 		}
 	}
@@ -297,6 +310,7 @@ let(G *g, const Node *n)
 				"initial value is %s", n->name, ty_name(t),
 				iv->ty == TY_FRAG ? "a register tile" :
 				ty_name(iv->ty));
+			bind_err(g, n);
 			return;
 		}
 		r = sg_coerce(g, r, t, n->a->span);
@@ -328,11 +342,14 @@ reg(G *g, const Node *n)
 	}
 	if (!la) {
 		diag_error(g->ctx, n->nspan, "a 'reg' tile needs 'layout=L'");
+		bind_err(g, n);
 		return;
 	}
 	l = sg_layout_ref(g, la);
-	if (!l)
+	if (!l) {
+		bind_err(g, n);
 		return;
+	}
 	Ty ety = TY_ERR;
 	Val v;
 	Node tn = *n->b;
@@ -342,6 +359,7 @@ reg(G *g, const Node *n)
 	if (ety != TY_F32 && ety != TY_BF16 && ety != TY_F16) {
 		diag_error(g->ctx, n->b->span, "a register tile holds f32, bf16 "
 			"or f16");
+		bind_err(g, n);
 		return;
 	}
 	int want = l->kind == LK_ROWS ? 1 : 2;
@@ -350,17 +368,21 @@ reg(G *g, const Node *n)
 			"dimension%s, e.g. '%s'", sg_layname(l), want,
 			want == 1 ? "" : "s", want == 1 ? "f32[64]" :
 			"f32[64, 128]");
+		bind_err(g, n);
 		return;
 	}
 	int64_t sh[2] = {0, 1};
 	for (int i = 0; i < want; i++)
 		if (!sg_const_arg(g, n->b->kids.v[0]->kids.v[i], "a tile extent", 1,
-		    512, &sh[i]))
+		    512, &sh[i])) {
+			bind_err(g, n);
 			return;
+		}
 	if (l->kind != LK_ROWS && (l->m != sh[0] || (l->n && l->n != sh[1]))) {
 		diag_error(g->ctx, n->b->span, "layout '%s' is %dx%d but the "
 			"tile is %lldx%lld", sg_layname(l), l->m, l->n,
 			(long long)sh[0], (long long)sh[1]);
+		bind_err(g, n);
 		return;
 	}
 	Ref d = sir_val(g->ctx, g->p, TY_FRAG, n->name);
@@ -397,6 +419,10 @@ assign(G *g, const Node *n)
 	Bind *b = n->a->kind == N_NAME ? sg_lookup(g, n->a->name) : NULL;
 	Ref r;
 
+	if (b && sg_val(g, b->ref)->ty == TY_ERR) {  /* reported already */
+		sg_expr(g, n->b);
+		return;
+	}
 	if (!b || !sg_val(g, b->ref)->mut) {
 		if (n->a->kind == N_NAME && !b && !kernel_find(g->k,
 		    n->a->name))

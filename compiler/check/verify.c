@@ -291,6 +291,7 @@ deadlock(Sim *s)
 		}
 		vf_note_traces(s, p);
 	}
+	vf_why_deadlock(s, first);
 }
 static void
 setup(Sim *s, const SirMod *m)

@@ -206,6 +206,9 @@ Rec *vf_acc_write(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	bool tma, int64_t geo, int64_t r0, int64_t r1);
 void vf_retire_reads(Sim *, Proc *, bool bulk, int upto);
 
+/* verify_why.c */
+void vf_why_deadlock(Sim *, const Proc *first);
+
 /* verify_skip.c */
 void vf_skips(Sim *, const SirMod *);
 Skip *vf_skip_slot(const Sim *, const SirBlock *);

@@ -127,6 +127,10 @@ vf_mbar_arrive(Sim *s, Proc *p, const SirIns *in, int b, int64_t n)
 	if (p) {  /* a release: publish, then advance the own clock */
 		vf_join(s, s->acc[b], p->vc);
 		p->vc[p - s->p]++;
+		if (in) {
+			m->last = in;
+			m->last_proc = (int)(p - s->p);
+		}
 	}
 
 	m->pending -= n;
@@ -344,7 +348,7 @@ setup(Sim *s, const SirMod *m)
 		if (r->kind == R_MBAR)
 			for (int i = 0; i < r->count && s->nmb < MAXBAR; i++)
 				s->mb[s->nmb++] = (Mbar){r, i, r->mcount, r->mcount,
-					0, 0, 0};
+					0, 0, 0, NULL, -1};
 		if (r->kind == R_NBAR)
 			for (int i = 0; i < r->count && r->bar_id + i < 16; i++)
 				s->nb[r->bar_id + i] = (Nbar){r->threads, 0, 0, 0};

@@ -26,6 +26,8 @@ typedef struct Mbar {
 	const Res *r;
 	int idx;
 	int64_t count, pending, tx, phase, bytes;  /* bytes: this phase's */
+	const SirIns *last;   /* the last arrive by a process, or NULL */
+	int last_proc;
 } Mbar;
 
 typedef struct Nbar {

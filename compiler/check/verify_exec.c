@@ -274,15 +274,22 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		    obs == last))
 			snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
 		if (last == -2 ? obs > 0 : obs > last + 1) {
-			vf_fail(s, in->span, "phase-skip", "this wait on '%s' passed "
-				"%s: an arriver got two phases ahead of it", a,
-				last == -2 ? "after the first two phases" :
+			char w[160];
+			snprintf(w, sizeof w, "'%s' passed this wait on '%s' on "
+				"phase %lld", vf_pname(s, p), a, (long long)obs);
+			vf_fail(s, in->span, "phase-skip", "%s, %s: an arriver got "
+				"two phases ahead of it", w, last == -2 ?
+				"after the first two phases" :
 				"two phases after the one it saw last");
 			vf_note_traces(s, p);
+			if (m->last && m->last_proc >= 0)
+				diag_note(s->ctx, m->last->span, "the last arrival "
+					"on '%s' was by '%s', here", a,
+					vf_pname(s, &s->p[m->last_proc]));
 		} else if (last != -2 && obs == last) {
-			vf_fail(s, in->span, "phase-reuse", "this wait on '%s' passed "
-				"on the phase it had already seen%s: its parity "
-				"did not flip", a, "");
+			vf_fail(s, in->span, "phase-reuse", "'%s' passed this wait "
+				"on '%s' on the phase it had already seen: its parity "
+				"did not flip", vf_pname(s, p), a);
 			vf_note_traces(s, p);
 		}
 		p->seen[b] = obs;

@@ -4,11 +4,13 @@ unfused baseline, side by side in one process (issue 7's grid).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench.py \
         [--out DIR] [--quick] [--reps N] [--dims 64,128,256] \
-        [--seqs 1024,...] [--causal both|yes|no] [--extra NAME=FILE ...]
+        [--seqs 1024,...] [--causal both|yes|no] [--extra NAME=FILE ...] \
+        [--heads H] [--gqa G]
     python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
 
 For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
-16k; batch 16384/S, heads 2048/D; bf16) it runs, on fresh random inputs:
+16k; batch 16384/S, heads 2048/D or --heads; bf16; with --gqa G, k and v
+have H/G heads, grouped-query attention) it runs, on fresh random inputs:
 
   fagen     fagen.attention's default: the fastest shipped schedule
             (fa_fwd_sm90.fa at D=128, fa_fwd_baseline_sm90.fa at D=64)
@@ -60,15 +62,18 @@ def flops(b, h, s, d, causal):
     return f / 2 if causal else f
 
 
-def make_fns(d, causal, extra=()):
+def make_fns(d, causal, extra=(), gqa=1):
     """name -> fn(q, k, v, out) returning the output tensor, for the
     methods that take this head dim; extra: (name, schedule file) pairs
-    timed like 'fagen' (A/B experiments)."""
+    timed like 'fagen' (A/B experiments).  gqa > 1: k and v have that many
+    times fewer heads than q (SDPA with enable_gqa: cuDNN's native GQA)."""
+    kw = {"enable_gqa": True} if gqa > 1 else {}
+
     def sdpa(backend):
         def fn(q, k, v, out):
             with sdpa_kernel([backend]):
                 return F.scaled_dot_product_attention(q, k, v,
-                                                      is_causal=causal)
+                                                      is_causal=causal, **kw)
         return fn
 
     fns = {}
@@ -93,8 +98,10 @@ def make_fns(d, causal, extra=()):
 def reference64(q, k, v, causal, idx):
     """float64 attention of the (batch, head) slices in idx."""
     outs = []
+    g = q.shape[1] // k.shape[1]       # query heads per K/V head
     for b, h in idx:
-        qq, kk, vv = (t[b, h].double() for t in (q, k, v))
+        qq = q[b, h].double()
+        kk, vv = k[b, h // g].double(), v[b, h // g].double()
         s = qq @ kk.T / math.sqrt(q.shape[-1])
         if causal:
             n = s.shape[0]
@@ -131,18 +138,20 @@ def gemm_rate(reps):
     return 2.0 * n ** 3 / t / 1e12
 
 
-def bench_point(d, causal, s, reps, fns, gen):
-    b, h = 16384 // s, 2048 // d
-    shape = (b, h, s, d)
-    sets = [tuple(torch.randn(shape, device="cuda", dtype=torch.bfloat16,
-                              generator=gen) for _ in range(3))
+def bench_point(d, causal, s, reps, fns, gen, gqa=1, heads=None):
+    b, h = 16384 // s, heads or 2048 // d
+    shape, kvshape = (b, h, s, d), (b, h // gqa, s, d)
+    sets = [tuple(torch.randn(sh, device="cuda", dtype=torch.bfloat16,
+                              generator=gen) for sh in (shape, kvshape,
+                                                        kvshape))
             for _ in range(SETS)]
     outs = [torch.empty(shape, device="cuda", dtype=torch.bfloat16)
             for _ in range(SETS)]
     idx = [(0, 0), (b - 1, h - 1)]
     ref = reference64(*sets[0], causal, idx)
     fl = flops(b, h, s, d, causal)
-    row = {"D": d, "causal": int(causal), "S": s, "B": b, "H": h}
+    row = {"D": d, "causal": int(causal), "S": s, "B": b, "H": h,
+           "Hk": h // gqa}
     errs, ok = {}, {}
     for name, fn in fns.items():                        # check first
         if name == "unfused" and s > 4096:
@@ -249,6 +258,11 @@ def main():
                     "1k to 16k)")
     ap.add_argument("--causal", choices=["both", "yes", "no"],
                     default="both")
+    ap.add_argument("--heads", type=int, default=None, metavar="H",
+                    help="query heads (default: 2048 / D, hidden 2048)")
+    ap.add_argument("--gqa", type=int, default=1, metavar="G",
+                    help="grouped-query attention: G query heads per K/V "
+                    "head (k, v have H/G heads; SDPA gets enable_gqa)")
     ap.add_argument("--extra", action="append", default=[],
                     metavar="NAME=FILE",
                     help="also time the schedule FILE (a file name in "
@@ -289,7 +303,7 @@ def main():
         torch.cuda.get_device_name(), torch.__version__,
         torch.backends.cudnn.version(), fagen.version()))
     rows = []
-    keys = ["D", "causal", "S", "B", "H", "gemm"]
+    keys = ["D", "causal", "S", "B", "H", "Hk", "gemm"]
     for m in METHODS:
         keys += [m, m + "_err"]
     f = open(os.path.join(args.out, "bench.csv"), "w", newline="")
@@ -301,10 +315,11 @@ def main():
         for d in dims:
             for causal in {"both": (False, True), "yes": (True,),
                            "no": (False,)}[args.causal]:
-                fns = make_fns(d, causal, extra)
+                fns = make_fns(d, causal, extra, args.gqa)
                 for s in seqs:
                     t0 = time.time()
-                    row = bench_point(d, causal, s, args.reps, fns, gen)
+                    row = bench_point(d, causal, s, args.reps, fns, gen,
+                                      args.gqa, args.heads)
                     row["gemm"] = gemm
                     rows.append(row)
                     w.writerow(row)

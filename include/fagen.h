@@ -324,6 +324,11 @@ typedef struct fg_attention_args {
 				   * shipped attention schedule taking the
 				   * same parameters, e.g.
 				   * "fa_fwd_baseline_sm90.fa" */
+	int64_t heads_k;          /* K/V heads (k and v are [batch, heads_k,
+				   * seq_k, head_dim]): each is shared by
+				   * heads / heads_k query heads, query head
+				   * h reading K/V head h / (heads /
+				   * heads_k); 1 is MQA; 0 means heads */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

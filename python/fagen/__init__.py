@@ -64,6 +64,7 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("dtype", ctypes.c_int), ("causal", ctypes.c_int),
         ("scale", ctypes.c_double),
         ("schedule", ctypes.c_char_p),
+        ("heads_k", ctypes.c_int64),
     ]
 
 
@@ -169,12 +170,15 @@ def _check(torch, q, k, v):
         raise ValueError("q, k, v are %s, %s, %s: they must share a dtype"
                          % (q.dtype, k.dtype, v.dtype))
     b, h, _, d = q.shape
-    if k.shape != v.shape or k.shape[0] != b or k.shape[1] != h or \
-            k.shape[3] != d:
-        raise ValueError("q is %s, k %s, v %s: k and v must be (B, H, Sk, D) "
-                         "with q's B, H and D" % (tuple(q.shape),
+    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d:
+        raise ValueError("q is %s, k %s, v %s: k and v must be (B, Hk, Sk, "
+                         "D) with q's B and D" % (tuple(q.shape),
                                                   tuple(k.shape),
                                                   tuple(v.shape)))
+    if k.shape[1] < 1 or h % k.shape[1]:
+        raise ValueError("q has %d heads and k, v %d: the query heads must "
+                         "be a multiple of the K/V heads (grouped-query "
+                         "attention)" % (h, k.shape[1]))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         raise RuntimeError("fagen.attention has no backward; call it under "
                            "torch.no_grad() or torch.inference_mode()")
@@ -210,6 +214,7 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
     a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
               o=out.data_ptr(), lse=lse.data_ptr(),
               batch=b, heads=h, seq_q=sq, seq_k=k.shape[2], head_dim=d,
+              heads_k=k.shape[1],
               dtype=_DTYPE_BF16 if q.dtype == torch.bfloat16 else _DTYPE_F16,
               causal=1 if causal else 0,
               scale=0.0 if scale is None else float(scale),
@@ -231,8 +236,10 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
               lse=None):
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
-    q: (B, H, Sq, D), k and v: (B, H, Sk, D), bfloat16 or float16 CUDA
-    tensors with a contiguous last dimension; D 64, 128 or 256.  causal:
+    q: (B, H, Sq, D), k and v: (B, Hk, Sk, D), bfloat16 or float16 CUDA
+    tensors with a contiguous last dimension; D 64, 128 or 256.  Hk
+    divides H: Hk < H is grouped-query attention (query head i reads K/V
+    head i // (H // Hk); Hk = 1 is MQA), with no copy of K or V.  causal:
     bottom-right aligned.  scale: None for 1/sqrt(D).  Runs on torch's
     current stream.  Raises FagenError with libfagen's message when it
     refuses the arguments (alignment, strides, sizes) or cannot run.

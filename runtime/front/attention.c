@@ -68,6 +68,15 @@ sizes(fg_ctx *c, const char *fn, const fg_attention_args *a, bool tma)
 				"indexing (at most 2^31 - 1)", s[i].name,
 				(long long)s[i].v);
 	}
+	if (a->heads_k < 0 || a->heads_k > a->heads)
+		return bad(c, fn, "heads_k is %lld: the K/V heads must be "
+			"between 1 and heads (%lld), or 0 for heads",
+			(long long)a->heads_k, (long long)a->heads);
+	if (a->heads_k && a->heads % a->heads_k)
+		return bad(c, fn, "heads (%lld) is not a multiple of heads_k "
+			"(%lld): grouped-query attention shares each K/V head "
+			"among heads / heads_k query heads",
+			(long long)a->heads, (long long)a->heads_k);
 	if (tma && a->head_dim != 64 && a->head_dim != 128 &&
 	    a->head_dim != 256)
 		return bad(c, fn, "head_dim is %lld; the fused kernel "
@@ -105,10 +114,10 @@ scalars(fg_ctx *c, const char *fn, const fg_attention_args *a, Attn *out)
 /* Dense strides for extents n (batch, heads, seq, head_dim), innermost
  * 1; FG_ERR_INVALID naming the extents whose product overflows. */
 static fg_status
-dense(fg_ctx *c, const char *fn, const char *name, const char *seqname,
-	const int64_t n[4], int64_t *st)
+dense(fg_ctx *c, const char *fn, const char *name, const char *heads,
+	const char *seq, const int64_t n[4], int64_t *st)
 {
-	const char *dn[4] = {"batch", "heads", seqname, "head_dim"};
+	const char *dn[4] = {"batch", heads, seq, "head_dim"};
 
 	st[3] = 1;
 	for (int i = 2; i >= 0; i--)
@@ -128,8 +137,8 @@ tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
 	const int64_t *given, bool q_rows, const fg_attention_args *a,
 	bool tma, int64_t *st)
 {
-	const int64_t n[4] = {a->batch, a->heads, q_rows ? a->seq_q :
-		a->seq_k, a->head_dim};
+	const int64_t n[4] = {a->batch, q_rows ? a->heads : attn_heads_k(a),
+		q_rows ? a->seq_q : a->seq_k, a->head_dim};
 	int64_t span = 0, x;
 	bool isdense = !given[0] && !given[1] && !given[2] && !given[3];
 	fg_status rs;
@@ -140,8 +149,8 @@ tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
 		return bad(c, fn, "%s = 0x%llx is not %d-byte aligned%s", name,
 			(unsigned long long)ptr, tma ? 16 : 2, tma ?
 			", as TMA requires" : "");
-	if (isdense && (rs = dense(c, fn, name, q_rows ? "seq_q" : "seq_k",
-	    n, st)))
+	if (isdense && (rs = dense(c, fn, name, q_rows || !a->heads_k ?
+	    "heads" : "heads_k", q_rows ? "seq_q" : "seq_k", n, st)))
 		return rs;
 	for (int i = 0; i < 4 && !isdense; i++)
 		st[i] = given[i];
@@ -354,8 +363,14 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	return st;
 }
 
+int64_t
+attn_heads_k(const fg_attention_args *a)
+{
+	return a->heads_k ? a->heads_k : a->heads;
+}
+
 void
-attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[10])
+attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 {
 	static const char *const names[] = {"Q", "K", "V", "O"};
 	const uint64_t ptrs[] = {a->q, a->k, a->v, a->o};
@@ -371,13 +386,14 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[10])
 			.t = {.ptr = ptrs[i], .strides = {t->st[i][0],
 			t->st[i][2], t->st[i][1], 1}}};
 	args[9] = FG_PTR("LSE", a->lse);
+	args[10] = FG_INT("G", a->heads / attn_heads_k(a));
 }
 
 fg_status
 fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 {
 	static const char fn[] = "fg_attention_forward";
-	fg_arg args[10];
+	fg_arg args[ATTN_NARGS];
 	fg_kernel *k;
 	Driver *d;
 	Attn t;
@@ -391,7 +407,7 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k)))
 		return st;
 	attn_bind(a, &t, args);
-	return fg_launch(k, stream, args, 10);
+	return fg_launch(k, stream, args, ATTN_NARGS);
 }
 
 void

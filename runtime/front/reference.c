@@ -26,7 +26,7 @@ typedef struct RefParams {
 	int64_t st[4][4];       /* q, k, v, o: (batch, head, seq, dim) */
 	int32_t h, sq, sk, d, causal, bh0;
 	float scale;
-	int32_t pad;
+	int32_t g;            /* query heads per K/V head */
 } RefParams;
 _Static_assert(sizeof(RefParams) == 208, "RefParams must match struct P");
 
@@ -38,7 +38,7 @@ static const char ref_src[] =
 "	i64 st[4][4];\n"
 "	int h, sq, sk, d, causal, bh0;\n"
 "	float scale;\n"
-"	int pad;\n"
+"	int g;\n"
 "};\n"
 "#define T 16\n"
 "__device__ float ld_bf16(u16 x) { return __uint_as_float((unsigned)x << 16); }\n"
@@ -60,7 +60,7 @@ static const char ref_src[] =
 "	int i = blockIdx.y * T + ty, j = blockIdx.x * T + tx;\\\n"
 "	int kj = blockIdx.x * T + ty;\\\n"
 "	const u16 *q = p.q + b * p.st[0][0] + h * p.st[0][1];\\\n"
-"	const u16 *k = p.k + b * p.st[1][0] + h * p.st[1][1];\\\n"
+"	const u16 *k = p.k + b * p.st[1][0] + h / p.g * p.st[1][1];\\\n"
 "	float acc = 0;\\\n"
 "	for (int d0 = 0; d0 < p.d; d0 += T) {\\\n"
 "		int d = d0 + tx;\\\n"
@@ -85,7 +85,7 @@ static const char ref_src[] =
 "	int z = blockIdx.z, bh = p.bh0 + z, b = bh / p.h, h = bh % p.h;\\\n"
 "	int tx = threadIdx.x, ty = threadIdx.y;\\\n"
 "	int i = blockIdx.y * T + ty, d = blockIdx.x * T + tx;\\\n"
-"	const u16 *v = p.v + b * p.st[2][0] + h * p.st[2][1];\\\n"
+"	const u16 *v = p.v + b * p.st[2][0] + h / p.g * p.st[2][1];\\\n"
 "	const float *s = p.s + (i64)z * p.sq * p.sk;\\\n"
 "	float acc = 0;\\\n"
 "	for (int j0 = 0; j0 < p.sk; j0 += T) {\\\n"
@@ -295,6 +295,7 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 	chunk = chunk < nbh ? chunk : nbh;
 	RefParams p = {.q = a->q, .k = a->k, .v = a->v, .o = a->o,
 		.lse = a->lse, .h = (int32_t)a->heads,
+		.g = (int32_t)(a->heads / attn_heads_k(a)),
 		.sq = (int32_t)a->seq_q, .sk = (int32_t)a->seq_k,
 		.d = (int32_t)a->head_dim, .causal = a->causal != 0,
 		.scale = (float)t.scale};

@@ -15,17 +15,19 @@ static const char *const layouts[] = {"B,H,S,D", "B,S,H,D", "packed QKV"};
 typedef struct Case {
 	int layout, z, h, sq, sk, d;
 	bool causal, f16;
+	int hk;  /* K/V heads (GQA); 0: h.  Not with PACKED */
 } Case;
 
 static fg_ctx *ctx;
 static CUstream stream;
 
-/* Strides (batch, head, seq, dim) of a tensor of seq rows; n gets the
- * elements to allocate. */
+/* Strides (batch, head, seq, dim) of a tensor of seq rows and h heads;
+ * n gets the elements to allocate. */
 static void
-strides(int layout, const Case *c, int seq, int64_t st[4], size_t *n)
+strides(int layout, const Case *c, int seq, int64_t h, int64_t st[4],
+	size_t *n)
 {
-	int64_t h = c->h, d = c->d;
+	int64_t d = c->d;
 
 	if (layout == BHSD) {
 		st[0] = h * seq * d, st[1] = seq * d, st[2] = d;
@@ -41,14 +43,17 @@ strides(int layout, const Case *c, int seq, int64_t st[4], size_t *n)
 static int
 run(const Case *c)
 {
-	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}}};
+	int hk = c->hk ? c->hk : c->h;
+	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}},
+		c->h / hk};
 	size_t nq, nk, nl = (size_t)c->z * c->h * c->sq, nqkv;
 	int bad = 0;
 
-	strides(c->layout, c, c->sq, p.st[0], &nq);
-	strides(c->layout, c, c->sk, p.st[1], &nk);
+	strides(c->layout, c, c->sq, c->h, p.st[0], &nq);
+	strides(c->layout, c, c->sk, hk, p.st[1], &nk);
 	memcpy(p.st[2], p.st[1], sizeof p.st[1]);
-	strides(c->layout == PACKED ? BSHD : c->layout, c, c->sq, p.st[3], &nq);
+	strides(c->layout == PACKED ? BSHD : c->layout, c, c->sq, c->h,
+		p.st[3], &nq);
 	nqkv = c->layout == PACKED ? nk : 0;  /* sq == sk */
 	uint16_t *q, *k, *v, *o = malloc(nq * 2), *o2 = malloc(nq * 2);
 	uint16_t *qkv = nqkv ? malloc(nqkv * 2) : NULL;
@@ -86,7 +91,7 @@ run(const Case *c)
 		.q = Q, .k = K, .v = V, .o = O, .lse = L,
 		.batch = c->z, .heads = c->h, .seq_q = c->sq, .seq_k = c->sk,
 		.head_dim = c->d, .causal = c->causal,
-		.dtype = c->f16 ? FG_DTYPE_F16 : FG_DTYPE_BF16,
+		.dtype = c->f16 ? FG_DTYPE_F16 : FG_DTYPE_BF16, .heads_k = c->hk,
 	};
 	memcpy(a.q_strides, p.st[0], sizeof a.q_strides);
 	memcpy(a.k_strides, p.st[1], sizeof a.k_strides);
@@ -111,9 +116,9 @@ run(const Case *c)
 			bad |= 1;
 	RefErr e = ref_compare(&p, q, k, v, o, lse);
 	bad |= e.bad;
-	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s: rel err %.2e, LSE err "
-		"%.1e over %ld rows; call %.1f ms, again %.2f ms%s%s%s -> %s\n",
-		layouts[c->layout], c->z, c->h, c->sq, c->sk, c->d, c->causal ?
+	printf("%s Z=%d H=%d HK=%d SQ=%d SK=%d D=%d %s %s: rel err %.2e, LSE "
+		"err %.1e over %ld rows; call %.1f ms, again %.2f ms%s%s%s -> "
+		"%s\n", layouts[c->layout], c->z, c->h, hk, c->sq, c->sk, c->d, c->causal ?
 		"causal" : "full", c->f16 ? "f16" : "bf16", e.rel, e.lerr,
 		e.rows, ms[0], ms[1], bad & 1 ? ", NaN in O" : "", bad & 2 ?
 		", NaN in LSE" : "", bad & 4 ? ", runs differ" : "", bad ?
@@ -133,16 +138,20 @@ int
 main(void)
 {
 	static const Case cases[] = {
-		{BHSD, 2, 3, 128, 128, 64, false, false},
-		{BSHD, 2, 3, 128, 128, 64, false, false},
-		{BHSD, 1, 4, 300, 1000, 128, true, true},
-		{BSHD, 1, 4, 300, 1000, 128, true, true},
-		{BSHD, 2, 2, 1000, 300, 64, true, false},  /* rows see none */
-		{BHSD, 2, 2, 1000, 300, 64, true, false},
-		{BSHD, 1, 2, 17, 4097, 128, false, true},
-		{BHSD, 3, 5, 1000, 1000, 128, true, false},
-		{PACKED, 2, 4, 777, 777, 64, true, true},
-		{PACKED, 1, 8, 2048, 2048, 128, false, false},
+		{BHSD, 2, 3, 128, 128, 64, false, false, 0},
+		{BSHD, 2, 3, 128, 128, 64, false, false, 0},
+		{BHSD, 1, 4, 300, 1000, 128, true, true, 0},
+		{BSHD, 1, 4, 300, 1000, 128, true, true, 0},
+		{BSHD, 2, 2, 1000, 300, 64, true, false, 0},  /* rows see none */
+		{BHSD, 2, 2, 1000, 300, 64, true, false, 0},
+		{BSHD, 1, 2, 17, 4097, 128, false, true, 0},
+		{BHSD, 3, 5, 1000, 1000, 128, true, false, 0},
+		{PACKED, 2, 4, 777, 777, 64, true, true, 0},
+		{PACKED, 1, 8, 2048, 2048, 128, false, false, 0},
+		/* GQA and MQA through heads_k */
+		{BSHD, 2, 8, 1000, 1000, 128, true, false, 2},
+		{BHSD, 1, 6, 333, 2049, 64, false, true, 1},
+		{BSHD, 3, 4, 63, 63, 256, true, true, 2},
 	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;

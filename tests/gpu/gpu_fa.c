@@ -18,6 +18,7 @@ typedef struct Case {
 	int z, h, sq, sk, d;
 	bool causal, f16;
 	const char *extra;  /* one more -D for fa_fwd_sm90, or NULL */
+	int g;              /* query heads per K/V head; 0: 1 (MHA) */
 } Case;
 
 /* A schedule under test: both take the same arguments. */
@@ -79,16 +80,17 @@ run(const Sched *sc, const Case *c)
 	fg_program *prog;
 	fg_kernel *fk;
 	size_t nq = (size_t)c->z * c->sq * c->h * c->d;
-	size_t nk = (size_t)c->z * c->sk * c->h * c->d;
+	int g = c->g > 1 ? c->g : 1, hk = c->h / g;  /* K/V heads */
+	size_t nk = (size_t)c->z * c->sk * hk * c->d;
 	size_t nl = (size_t)c->z * c->h * c->sq;
 	int bad = 0;
 	/* B,S,H,D, dense: the schedule's [Z, S, H, D] */
 	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {
 		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
-		{(int64_t)c->sk * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
-		{(int64_t)c->sk * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
+		{(int64_t)c->sk * hk * c->d, c->d, (int64_t)hk * c->d, 1},
+		{(int64_t)c->sk * hk * c->d, c->d, (int64_t)hk * c->d, 1},
 		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
-	}};
+	}, g};
 
 	snprintf(d1, sizeof d1, "D=%d", c->d);
 	snprintf(d2, sizeof d2, "CAUSAL=%s", c->causal ? "true" : "false");
@@ -116,26 +118,26 @@ run(const Sched *sc, const Case *c)
 	CK(cu.MemcpyHtoD(V, v, nk * 2));
 	float sl2 = (float)(1.4426950408889634 / sqrt((double)c->d));
 	fg_arg args[] = {
-		FG_INT("Z", c->z), FG_INT("H", c->h), FG_INT("SQ", c->sq),
-		FG_INT("SK", c->sk), FG_FLOAT("scale_log2", sl2),
-		FG_PTR("Q", Q), FG_PTR("K", K), FG_PTR("V", V), FG_PTR("O", O),
-		FG_PTR("LSE", L),
+		FG_INT("Z", c->z), FG_INT("H", c->h), FG_INT("G", g),
+		FG_INT("SQ", c->sq), FG_INT("SK", c->sk),
+		FG_FLOAT("scale_log2", sl2), FG_PTR("Q", Q), FG_PTR("K", K),
+		FG_PTR("V", V), FG_PTR("O", O), FG_PTR("LSE", L),
 	};
 	int64_t tiles[3];
-	FG(ctx, fg_kernel_check(fk, args, 10, tiles));
+	FG(ctx, fg_kernel_check(fk, args, 11, tiles));
 	int64_t nt = tiles[0] * tiles[1] * tiles[2];
 	int grid = (int)(sc->persistent && nt > gpu.nsm ? gpu.nsm : nt);
 	for (int rep = 0; rep < 2; rep++) {
 		CK(cu.MemsetD8(O, 0xff, nq * 2));
 		CK(cu.MemsetD8(L, 0xff, nl * 4));
 		CK(cu.CtxSynchronize());
-		FG(ctx, fg_launch(fk, stream, args, 10));
+		FG(ctx, fg_launch(fk, stream, args, 11));
 		CK(cu.StreamSynchronize(stream));
 		CK(cu.MemcpyDtoH(rep ? o2 : o, O, nq * 2));
 	}
 	double tflops = 0;
 	if (bench) {  /* CUDA events, warm-up excluded, median of 20 */
-		float ms = time_kernel(fk, args, 10);
+		float ms = time_kernel(fk, args, 11);
 		double fl = 4.0 * c->z * c->h * (double)c->sq * c->sk * c->d;
 		tflops = fl / (c->causal ? 2 : 1) / (ms * 1e-3) / 1e12;
 	}
@@ -147,9 +149,9 @@ run(const Sched *sc, const Case *c)
 			bad |= 1;
 	RefErr e = ref_compare(&p, q, k, v, o, lse);
 	bad |= e.bad;
-	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s%s%s grid=%d: rel err "
-		"%.2e, LSE err %.1e over %ld rows%s%s%s -> %s", sc->kernel, c->z,
-		c->h, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
+	printf("%s Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s grid=%d: rel "
+		"err %.2e, LSE err %.1e over %ld rows%s%s%s -> %s", sc->kernel,
+		c->z, c->h, g, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
 		c->f16 ? "f16" : "bf16", extra ? " " : "", extra ? d4 : "",
 		grid, e.rel, e.lerr, e.rows,
 		bad & 1 ? ", NaN in O" : "", bad & 2 ? ", NaN in LSE" : "",
@@ -169,34 +171,41 @@ int
 main(int argc, char **argv)
 {
 	static const Case cases[] = {
-		{1, 1, 1, 1, 64, false, false, NULL},
-		{1, 1, 17, 17, 128, true, false, NULL},
-		{1, 5, 128, 128, 64, true, true, NULL},
-		{3, 5, 1000, 1000, 128, false, false, NULL},
-		{3, 5, 1000, 1000, 128, true, false, NULL},
-		{1, 5, 1000, 4097, 128, true, false, NULL},
-		{3, 1, 4097, 17, 64, false, false, NULL},
-		{1, 5, 1000, 17, 128, true, false, NULL},
-		{3, 16, 1, 128, 128, true, false, NULL},
-		{1, 5, 128, 1000, 64, false, true, NULL},
-		{1, 16, 4097, 4097, 64, false, true, NULL},
-		{1, 16, 4097, 4097, 128, true, false, NULL},
-		{1, 1, 17, 8192, 128, true, true, NULL},
-		{1, 1, 8192, 8192, 128, false, false, NULL},
-		{1, 1, 8192, 8192, 64, true, true, NULL},
-		{3, 16, 1000, 1000, 64, true, false, NULL},
+		{1, 1, 1, 1, 64, false, false, NULL, 1},
+		{1, 1, 17, 17, 128, true, false, NULL, 1},
+		{1, 5, 128, 128, 64, true, true, NULL, 1},
+		{3, 5, 1000, 1000, 128, false, false, NULL, 1},
+		{3, 5, 1000, 1000, 128, true, false, NULL, 1},
+		{1, 5, 1000, 4097, 128, true, false, NULL, 1},
+		{3, 1, 4097, 17, 64, false, false, NULL, 1},
+		{1, 5, 1000, 17, 128, true, false, NULL, 1},
+		{3, 16, 1, 128, 128, true, false, NULL, 1},
+		{1, 5, 128, 1000, 64, false, true, NULL, 1},
+		{1, 16, 4097, 4097, 64, false, true, NULL, 1},
+		{1, 16, 4097, 4097, 128, true, false, NULL, 1},
+		{1, 1, 17, 8192, 128, true, true, NULL, 1},
+		{1, 1, 8192, 8192, 128, false, false, NULL, 1},
+		{1, 1, 8192, 8192, 64, true, true, NULL, 1},
+		{3, 16, 1000, 1000, 64, true, false, NULL, 1},
 		/* causal head groups of 2 (15 planes: 8 groups, the last of
 		 * one) and of 1 */
-		{3, 5, 1000, 1000, 128, true, false, "L2KV=1048576"},
-		{1, 16, 4097, 4097, 64, true, true, "L2KV=1"},
+		{3, 5, 1000, 1000, 128, true, false, "L2KV=1048576", 1},
+		{1, 16, 4097, 4097, 64, true, true, "L2KV=1", 1},
 		/* head dim 256: 64-key blocks, O over Q */
-		{1, 5, 1000, 1000, 256, false, false, NULL},
-		{2, 3, 777, 1500, 256, true, true, NULL},
-		{1, 2, 4097, 4097, 256, true, false, NULL},
+		{1, 5, 1000, 1000, 256, false, false, NULL, 1},
+		{2, 3, 777, 1500, 256, true, true, NULL, 1},
+		{1, 2, 4097, 4097, 256, true, false, NULL, 1},
 		/* every exp2 of the unmasked blocks by polynomial */
-		{3, 5, 1000, 1000, 128, false, false, "POLY=8"},
-		{1, 16, 4097, 4097, 64, true, true, "POLY=8"},
-		{1, 5, 1000, 4097, 64, false, false, "POLY=3"},
+		{3, 5, 1000, 1000, 128, false, false, "POLY=8", 1},
+		{1, 16, 4097, 4097, 64, true, true, "POLY=8", 1},
+		{1, 5, 1000, 4097, 64, false, false, "POLY=3", 1},
+		/* GQA (G query heads per K/V head) and MQA (G = H) */
+		{1, 8, 1000, 1000, 128, false, false, NULL, 4},
+		{2, 32, 333, 2049, 128, true, false, NULL, 8},
+		{1, 4, 4097, 4097, 64, true, true, NULL, 4},
+		{3, 6, 63, 63, 256, false, true, NULL, 2},
+		{1, 32, 2049, 2049, 128, true, true, "L2KV=1048576", 32},
+		{2, 2, 1, 3333, 64, false, false, NULL, 2},
 	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;
@@ -207,10 +216,10 @@ main(int argc, char **argv)
 	CK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 	if (bench) {  /* 16k tokens, hidden 2048: issue #7's grid, S = 8k */
 		static const Case b[] = {
-			{2, 16, 8192, 8192, 128, false, false, NULL},
-			{2, 16, 8192, 8192, 128, true, false, NULL},
-			{2, 32, 8192, 8192, 64, false, false, NULL},
-			{2, 32, 8192, 8192, 64, true, false, NULL},
+			{2, 16, 8192, 8192, 128, false, false, NULL, 1},
+			{2, 16, 8192, 8192, 128, true, false, NULL, 1},
+			{2, 32, 8192, 8192, 64, false, false, NULL, 1},
+			{2, 32, 8192, 8192, 64, true, false, NULL, 1},
 		};
 		for (size_t s = 0; s < COUNT(scheds); s++)
 			for (size_t i = 0; i < COUNT(b); i++)

@@ -57,11 +57,13 @@ from16(uint16_t h, bool f16)
 }
 
 /* A problem: sizes and the strides of Q, K, V, O, in elements, indexed
- * (batch, head, seq, dim). */
+ * (batch, head, seq, dim).  g query heads share each K/V head (GQA; 0 or
+ * 1: one K/V head per query head): query head h reads K/V head h / g. */
 typedef struct RefProb {
 	int z, h, sq, sk, d;
 	bool causal, f16;
 	int64_t st[4][4];
+	int g;
 } RefProb;
 
 static inline size_t
@@ -79,6 +81,7 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 {
 	double scale = 1 / sqrt((double)c->d), m = -INFINITY, l = 0;
 	int lim = c->causal ? r + c->sk - c->sq : c->sk - 1;
+	int hk = hh / (c->g > 1 ? c->g : 1);  /* the K/V head */
 
 	for (int j = 0; j < c->sk; j++) {
 		double acc = 0;
@@ -87,7 +90,7 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 			continue;
 		}
 		const uint16_t *qr = q + ref_at(c->st[0], z, hh, r, 0);
-		const uint16_t *kr = k + ref_at(c->st[1], z, hh, j, 0);
+		const uint16_t *kr = k + ref_at(c->st[1], z, hk, j, 0);
 		for (int d = 0; d < c->d; d++)
 			acc += from16(qr[d], c->f16) * from16(kr[d], c->f16);
 		sbuf[j] = acc * scale;
@@ -101,7 +104,7 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	}
 	for (int j = 0; j <= lim && j < c->sk; j++) {
 		double p = exp(sbuf[j] - m);
-		const uint16_t *vr = v + ref_at(c->st[2], z, hh, j, 0);
+		const uint16_t *vr = v + ref_at(c->st[2], z, hk, j, 0);
 		l += p;
 		for (int d = 0; d < c->d; d++)
 			o[d] += p * from16(vr[d], c->f16);

@@ -14,15 +14,16 @@ typedef struct Case {
 	bool bshd;
 	int z, h, sq, sk, d;
 	bool causal, f16;
+	int hk;  /* K/V heads (GQA); 0: h */
 } Case;
 
 static fg_ctx *ctx;
 static CUstream stream;
 
 static void
-strides(const Case *c, int seq, int64_t st[4])
+strides(const Case *c, int seq, int64_t h, int64_t st[4])
 {
-	int64_t h = c->h, d = c->d;
+	int64_t d = c->d;
 
 	if (c->bshd)
 		st[0] = seq * h * d, st[1] = d, st[2] = h * d;
@@ -56,15 +57,17 @@ static int
 run(const Case *c, bool host_ref)
 {
 	size_t nq = (size_t)c->z * c->h * c->sq * c->d;
-	size_t nk = (size_t)c->z * c->h * c->sk * c->d;
+	int hk = c->hk ? c->hk : c->h;
+	size_t nk = (size_t)c->z * hk * c->sk * c->d;
 	size_t nl = (size_t)c->z * c->h * c->sq;
-	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}}};
+	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}},
+		c->h / hk};
 	int bad = 0;
 
-	strides(c, c->sq, p.st[0]);
-	strides(c, c->sk, p.st[1]);
-	strides(c, c->sk, p.st[2]);
-	strides(c, c->sq, p.st[3]);
+	strides(c, c->sq, c->h, p.st[0]);
+	strides(c, c->sk, hk, p.st[1]);
+	strides(c, c->sk, hk, p.st[2]);
+	strides(c, c->sq, c->h, p.st[3]);
 	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
 	uint16_t *o[3] = {malloc(nq * 2), malloc(nq * 2), malloc(nq * 2)};
 	float *l[2] = {malloc(nl * 4), malloc(nl * 4)};
@@ -86,6 +89,7 @@ run(const Case *c, bool host_ref)
 	fg_attention_args a = {
 		.q = Q, .k = K, .v = V, .o = O, .lse = L,
 		.batch = c->z, .heads = c->h, .seq_q = c->sq, .seq_k = c->sk,
+		.heads_k = c->hk,
 		.head_dim = c->d, .causal = c->causal,
 		.dtype = c->f16 ? FG_DTYPE_F16 : FG_DTYPE_BF16,
 	};
@@ -142,10 +146,10 @@ run(const Case *c, bool host_ref)
 		}
 	}
 	double fl = 4.0 * c->z * c->h * pairs * c->d;
-	printf("%s Z=%d H=%d SQ=%d SK=%d D=%d %s %s: fagen vs reference: rel "
-		"err %.2e, LSE err %.1e over all %zu rows; reference %.2f ms, "
+	printf("%s Z=%d H=%d HK=%d SQ=%d SK=%d D=%d %s %s: fagen vs reference: "
+		"rel err %.2e, LSE err %.1e over all %zu rows; reference %.2f ms, "
 		"fagen %.2f ms (%.0f TFLOP/s)", c->bshd ? "B,S,H,D" : "B,H,S,D",
-		c->z, c->h, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
+		c->z, c->h, hk, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
 		c->f16 ? "f16" : "bf16", rel, lerr, nl, ms_ref, ms_fa,
 		fl / (ms_fa * 1e-3) / 1e12);
 	if (host_ref) {  /* the reference itself, against float64 */
@@ -168,17 +172,21 @@ int
 main(void)
 {
 	static const Case small[] = {
-		{false, 2, 3, 128, 128, 64, false, false},
-		{true, 1, 4, 300, 1000, 128, true, true},
-		{true, 2, 2, 1000, 300, 64, true, false},
+		{false, 2, 3, 128, 128, 64, false, false, 0},
+		{true, 1, 4, 300, 1000, 128, true, true, 0},
+		{true, 2, 2, 1000, 300, 64, true, false, 0},
+		{false, 1, 8, 200, 333, 64, true, false, 2},  /* GQA */
+		{true, 2, 4, 129, 129, 128, false, true, 1},  /* MQA */
 	};
 	static const Case big[] = {
-		{false, 2, 16, 4096, 4096, 128, false, false},
-		{true, 2, 16, 4096, 4096, 128, true, false},
-		{false, 1, 32, 8192, 8192, 64, true, true},
-		{true, 4, 8, 1000, 8192, 128, true, true},
-		{false, 2, 8, 8192, 2048, 64, true, false},
-		{true, 1, 16, 16384, 16384, 128, false, false},
+		{false, 2, 16, 4096, 4096, 128, false, false, 0},
+		{true, 2, 16, 4096, 4096, 128, true, false, 0},
+		{false, 1, 32, 8192, 8192, 64, true, true, 0},
+		{true, 4, 8, 1000, 8192, 128, true, true, 0},
+		{false, 2, 8, 8192, 2048, 64, true, false, 0},
+		{true, 1, 16, 16384, 16384, 128, false, false, 0},
+		{true, 2, 32, 2048, 2048, 128, true, false, 8},  /* Llama 3 */
+		{false, 1, 32, 4096, 4096, 128, false, true, 8},
 	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;

@@ -7,9 +7,12 @@ reference (fagen's must be within 2x SDPA's, or within the dtype's
 tolerance), and lse with logsumexp in float64.  Problems: (B, H, S, D)
 contiguous, (B, S, H, D) transposed, slices of a packed QKV tensor,
 causal with Sq != Sk both ways (bottom-right, with rows that see no key),
-a given scale, a side stream and the default stream.  Then a 2-layer
+a given scale, a side stream and the default stream, grouped-query and
+multi-query attention (k, v with fewer heads than q).  Then a 2-layer
 transformer with random weights runs its forward pass with SDPA and with
-fagen.attention, and the outputs are compared.  Then bad arguments are
+fagen.attention, and the outputs are compared; so does a transformers
+Llama model with grouped-query attention (random weights), against a
+float64 copy.  Then bad arguments are
 refused with libfagen's messages, and fagen and SDPA (each backend PyTorch
 has here) are timed at 8k tokens.  Exit 77 (SKIP) without PyTorch or a
 Hopper GPU.
@@ -40,6 +43,9 @@ def f64_ref(q, k, v, causal, scale):
     """out (float64) and lse (float64); bottom-right causal; rows with no
     key get 0 and -inf."""
     q, k, v = q.double(), k.double(), v.double()
+    if k.shape[1] != q.shape[1]:       # GQA: each K/V head serves a group
+        g = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
     sq, sk = q.shape[2], k.shape[2]
     s = (q @ k.transpose(-1, -2)) * scale
     if causal:
@@ -52,12 +58,13 @@ def f64_ref(q, k, v, causal, scale):
 
 def sdpa(q, k, v, causal, scale):
     sq, sk = q.shape[2], k.shape[2]
+    gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
     if causal and sq != sk:   # SDPA's is_causal is top-left: mask instead
         keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keep.tril(
-            sk - sq), scale=scale)
+            sk - sq), scale=scale, **gqa)
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                          scale=scale)
+                                          scale=scale, **gqa)
 
 
 def rel(x, ref):
@@ -65,23 +72,25 @@ def rel(x, ref):
     return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-def make(layout, b, h, sq, sk, d, dtype):
+def make(layout, b, h, sq, sk, d, dtype, hk=None):
+    hk = hk or h     # K/V heads
     if layout == "bhsd":
         q = torch.randn(b, h, sq, d, device=dev, dtype=dtype)
-        k = torch.randn(b, h, sk, d, device=dev, dtype=dtype)
-        v = torch.randn(b, h, sk, d, device=dev, dtype=dtype)
+        k = torch.randn(b, hk, sk, d, device=dev, dtype=dtype)
+        v = torch.randn(b, hk, sk, d, device=dev, dtype=dtype)
     elif layout == "bshd":
         q = torch.randn(b, sq, h, d, device=dev, dtype=dtype).transpose(1, 2)
-        k = torch.randn(b, sk, h, d, device=dev, dtype=dtype).transpose(1, 2)
-        v = torch.randn(b, sk, h, d, device=dev, dtype=dtype).transpose(1, 2)
+        k = torch.randn(b, sk, hk, d, device=dev, dtype=dtype).transpose(1, 2)
+        v = torch.randn(b, sk, hk, d, device=dev, dtype=dtype).transpose(1, 2)
     else:   # packed (B, S, 3, H, D), sq == sk
         qkv = torch.randn(b, sq, 3, h, d, device=dev, dtype=dtype)
         q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))
     return q, k, v
 
 
-def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None):
-    q, k, v = make(layout, b, h, sq, sk, d, dtype)
+def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None,
+          hk=None):
+    q, k, v = make(layout, b, h, sq, sk, d, dtype, hk)
     sc = scale if scale is not None else 1 / math.sqrt(d)
     if stream is None:
         out, lse = fagen.attention(q, k, v, causal=causal, scale=scale)
@@ -101,8 +110,8 @@ def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None):
     tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
     ok = (e_fa <= max(2 * e_sd, tol) and e_lse < 1e-3 and empty_ok and
           out.shape == (b, h, sq, d) and lse.shape == (b, h, sq))
-    name = "%s B=%d H=%d Sq=%d Sk=%d D=%d %s %s%s%s" % (
-        layout, b, h, sq, sk, d, str(dtype)[6:], "causal" if causal else
+    name = "%s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s%s" % (
+        layout, b, h, hk or h, sq, sk, d, str(dtype)[6:], "causal" if causal else
         "full", "" if scale is None else " scale=%g" % scale,
         "" if stream is None else " side stream")
     print("%s: rel err fagen %.2e, sdpa %.2e; lse err %.1e; %d rows see no "
@@ -162,6 +171,49 @@ def model_check(dm, nh, s, dtype):
                                          "ok" if ok else "FAIL"))
     if not ok:
         failures.append("model %d/%d" % (dm, nh))
+
+
+def llama_check(dtype):
+    """A transformers Llama (random weights, 2 layers, 8 query heads over
+    2 K/V heads, D 128) with fagen as its attention: logits against a
+    float64 copy of the model, next to SDPA's."""
+    try:
+        from transformers import (AttentionInterface, LlamaConfig,
+                                  LlamaForCausalLM)
+    except ImportError as e:
+        print("llama: transformers without AttentionInterface (%s): "
+              "skipped" % e)
+        return
+
+    def fagen_attn(module, query, key, value, attention_mask, scaling=None,
+                   dropout=0.0, **kwargs):
+        # key, value: (B, Hk, S, D), not repeated to q's heads
+        out, _ = fagen.attention(query, key, value, causal=True,
+                                 scale=scaling)
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("fagen", fagen_attn)
+    cfg = dict(hidden_size=1024, num_attention_heads=8, num_key_value_heads=2,
+               head_dim=128, intermediate_size=2048, num_hidden_layers=2,
+               vocab_size=1000, max_position_embeddings=2048)
+    torch.manual_seed(2)
+    ids = torch.randint(0, 1000, (2, 777), device=dev)
+    logits = {}
+    with torch.no_grad():
+        for impl, dt in (("eager", torch.float64), ("sdpa", dtype),
+                         ("fagen", dtype)):
+            torch.manual_seed(3)
+            m = LlamaForCausalLM(LlamaConfig(attn_implementation=impl,
+                                             **cfg)).to(dev, dt).eval()
+            logits[impl] = m(ids).logits.double()
+    e_fa = rel(logits["fagen"], logits["eager"])
+    e_sd = rel(logits["sdpa"], logits["eager"])
+    ok = e_fa <= max(2 * e_sd, 1e-2)
+    print("llama 2 layers, 8 heads / 2 K/V heads, D=128, seq 777 %s: logits "
+          "rel err vs float64: fagen %.2e, sdpa %.2e -> %s" % (
+              str(dtype)[6:], e_fa, e_sd, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("llama")
 
 
 def reference_check():
@@ -224,15 +276,17 @@ def bench():
             ms.append(a.elapsed_time(b))
         return sorted(ms)[n // 2]
 
-    for b, h, s, d, causal in ((2, 16, 8192, 128, False),
-                               (2, 16, 8192, 128, True),
-                               (2, 32, 8192, 64, False),
-                               (2, 32, 8192, 64, True)):
-        q, k, v = make("bhsd", b, h, s, s, d, torch.bfloat16)
+    for b, h, hk, s, d, causal in ((2, 16, 16, 8192, 128, False),
+                                   (2, 16, 16, 8192, 128, True),
+                                   (2, 32, 32, 8192, 64, False),
+                                   (2, 32, 32, 8192, 64, True),
+                                   (8, 32, 8, 2048, 128, False),  # GQA
+                                   (8, 32, 8, 2048, 128, True)):
+        q, k, v = make("bhsd", b, h, s, s, d, torch.bfloat16, hk)
+        gqa = {"enable_gqa": True} if hk != h else {}
         fl = 4 * b * h * s * s * d / (2 if causal else 1)
-        line = "bench B=%d H=%d S=%d D=%d %s:" % (b, h, s, d,
-                                                  "causal" if causal else
-                                                  "full")
+        line = "bench B=%d H=%d Hk=%d S=%d D=%d %s:" % (
+            b, h, hk, s, d, "causal" if causal else "full")
         with torch.no_grad():
             ms = t(lambda: fagen.attention(q, k, v, causal=causal))
             line += " fagen %.3f ms %.0f TFLOP/s;" % (ms, fl / ms / 1e9)
@@ -242,7 +296,7 @@ def bench():
                 try:
                     with sdpa_kernel([be]):
                         ms = t(lambda: F.scaled_dot_product_attention(
-                            q, k, v, is_causal=causal))
+                            q, k, v, is_causal=causal, **gqa))
                     line += " %s %.3f ms %.0f TFLOP/s;" % (
                         be.name.lower(), ms, fl / ms / 1e9)
                 except RuntimeError as e:
@@ -270,7 +324,12 @@ def main():
         check("bshd", 2, 4, 512, 512, 128, bf, True,
               stream=torch.cuda.Stream())
         check("bhsd", 4, 16, 2048, 2048, 64, hf, True)
+        check("bshd", 2, 32, 1000, 1000, 128, bf, True, hk=8)   # GQA
+        check("bhsd", 1, 8, 333, 2049, 64, hf, False, hk=1)     # MQA
+        check("bshd", 2, 4, 63, 63, 256, bf, False, hk=2)
+        check("bhsd", 1, 32, 2049, 3333, 128, hf, True, hk=1)      # G = 32
         reference_check()
+        llama_check(torch.bfloat16)
     model_check(1024, 8, 1024, torch.bfloat16)
     model_check(512, 8, 777, torch.float16)
     errors()

@@ -62,14 +62,20 @@ problem(void)
 	};
 }
 
-/* B,S,H,D strides for seq s: (batch, head, seq, dim). */
+/* B,S,H,D strides for seq s and h heads: (batch, head, seq, dim). */
+static void
+bshd_h(int64_t st[4], const fg_attention_args *a, int64_t s, int64_t h)
+{
+	st[0] = s * h * a->head_dim;
+	st[1] = a->head_dim;
+	st[2] = h * a->head_dim;
+	st[3] = 1;
+}
+
 static void
 bshd(int64_t st[4], const fg_attention_args *a, int64_t s)
 {
-	st[0] = s * a->heads * a->head_dim;
-	st[1] = a->head_dim;
-	st[2] = a->heads * a->head_dim;
-	st[3] = 1;
+	bshd_h(st, a, s, a->heads);
 }
 
 static void
@@ -189,6 +195,49 @@ head_dim_dtype_and_scale_must_be_supported(void **state)
 	invalid(f, &a, "scale is inf");
 	a = problem(), a.scale = 1e300;
 	invalid(f, &a, "scale is 1e+300");
+}
+
+/* GQA/MQA: heads_k K/V heads, each shared by heads / heads_k query
+ * heads; 0 means heads (MHA).  Dense K/V strides follow heads_k, and the
+ * kernel gets G = heads / heads_k. */
+static void
+kv_heads_must_divide_the_query_heads(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a;
+	fg_arg args[ATTN_NARGS];
+	Attn t;
+
+	a = problem(), a.heads = 32, a.heads_k = 8;
+	valid(f, &a);
+	a = problem(), a.heads = 6, a.heads_k = 4;
+	invalid(f, &a, "heads (6) is not a multiple of heads_k (4): "
+		"grouped-query attention shares each K/V head among heads / "
+		"heads_k query heads");
+	a = problem(), a.heads_k = 5;
+	invalid(f, &a, "heads_k is 5: the K/V heads must be between 1 and "
+		"heads (4), or 0 for heads");
+	a = problem(), a.heads_k = -1;
+	invalid(f, &a, "heads_k is -1");
+	/* dense K/V strides use heads_k; Q and O keep heads */
+	a = problem(), a.heads = 8, a.heads_k = 2;
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_int_equal(t.st[0][0], 8 * 100 * 64);
+	assert_int_equal(t.st[1][0], 2 * 300 * 64);
+	assert_int_equal(t.st[2][0], 2 * 300 * 64);
+	assert_int_equal(t.st[3][0], 8 * 100 * 64);
+	attn_bind(&a, &t, args);
+	int g = -1;
+	for (int i = 0; i < ATTN_NARGS; i++)
+		if (!strcmp(args[i].name, "G"))
+			g = (int)args[i].i;
+	assert_int_equal(g, 4);
+	/* an overflow names heads_k, not heads */
+	a = problem(), a.heads = INT32_MAX, a.heads_k = INT32_MAX;
+	a.seq_q = 1, a.seq_k = INT32_MAX, a.head_dim = 64, a.batch = 1;
+	invalid(f, &a, "k: its dense strides overflow 64-bit addressing: "
+		"heads_k * seq_k * head_dim");
 }
 
 static void
@@ -311,12 +360,13 @@ every_variant_binds_both_layouts(void **state)
 {
 	Fix *f = *state;
 	fg_kernel *k, *again;
-	fg_arg args[10];
+	fg_arg args[ATTN_NARGS];
 	int64_t tiles[3];
 	Attn t;
 
 	for (int v = 0; v < 12; v++) {
 		fg_attention_args a = problem();
+		a.heads_k = v % 3 == 2 ? 1 : v % 3 == 1 ? 2 : 0;  /* GQA, MQA */
 		a.head_dim = v >= 8 ? 256 : v & 1 ? 128 : 64;
 		a.dtype = v & 2 ? FG_DTYPE_F16 : FG_DTYPE_BF16;
 		a.causal = (v & 4) != 0;
@@ -329,13 +379,15 @@ every_variant_binds_both_layouts(void **state)
 			if (layout) {
 				bshd(a.q_strides, &a, a.seq_q);
 				bshd(a.o_strides, &a, a.seq_q);
-				bshd(a.k_strides, &a, a.seq_k);
-				bshd(a.v_strides, &a, a.seq_k);
+				bshd_h(a.k_strides, &a, a.seq_k,
+					attn_heads_k(&a));
+				bshd_h(a.v_strides, &a, a.seq_k,
+					attn_heads_k(&a));
 			}
 			assert_int_equal(attn_check(f->ctx, FWD, &a,
 				FAKE_STREAM, true, &t), FG_OK);
 			attn_bind(&a, &t, args);
-			if (fg_kernel_check(k, args, 10, tiles) != FG_OK)
+			if (fg_kernel_check(k, args, ATTN_NARGS, tiles) != FG_OK)
 				fail_msg("variant %d layout %d: %s", v, layout,
 					fg_errmsg(f->ctx));
 			/* 100 queries: one 128-row tile per (batch, head)
@@ -476,6 +528,7 @@ main(void)
 		T(null_args_and_the_legacy_stream_are_refused),
 		T(sizes_must_be_positive_and_fit_32_bits),
 		T(head_dim_dtype_and_scale_must_be_supported),
+		T(kv_heads_must_divide_the_query_heads),
 		T(pointers_must_be_set_and_aligned),
 		T(strides_must_suit_tma),
 		T(the_reference_checks_only_what_it_needs),

@@ -42,9 +42,9 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 232, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 240, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
-    assert a.schedule.offset == 224
+    assert a.schedule.offset == 224 and a.heads_k.offset == 232
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     assert fagen.version().count(".") == 2, fagen.version()
 
@@ -64,8 +64,11 @@ def with_torch(torch):
            "q has 3 dimensions")
     expect(ValueError, lambda: fagen.attention(c.transpose(2, 3), c, c),
            "stride 64 in its last dimension")
-    expect(ValueError, lambda: fagen.attention(c, c[:, :1], c[:, :1]),
-           "with q's B, H and D")
+    expect(ValueError, lambda: fagen.attention(c, c[..., :32], c[..., :32]),
+           "with q's B and D")
+    c3 = torch.zeros(1, 3, 8, 64, dtype=torch.bfloat16).cuda()
+    expect(ValueError, lambda: fagen.attention(c3, c, c),
+           "the query heads must be a multiple of the K/V heads")
     expect(ValueError, lambda: fagen.attention(c, c, c, scale=-1.0),
            "scale is -1.0")
     expect(ValueError, lambda: fagen.attention(c, c, c, out=c[:, :1]),

@@ -511,7 +511,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 	int nd[64], np = 0;
 	long combos = 1;
 
-	if (ctx->no_verify || !producers(ctx, m))
+	if (ctx->no_verify || !producers(ctx, m) || !vf_loads(ctx, m))
 		return;
 	int nbar = 0, nmres = 0;
 	for (const Res *r = m->k->res; r; r = r->next)

@@ -1,7 +1,8 @@
 /* verify.h: state shared by the schedule verifier's files (verify.c:
  * the runs, the scheduler and the shape classes; verify_exec.c: a
  * process's steps; verify_vc.c: vector clocks and the shared-memory race
- * checks; verify_skip.c: the pure instructions a run steps over). */
+ * checks; verify_skip.c: the pure instructions a run steps over;
+ * verify_load.c: where values loaded from global memory may go). */
 #ifndef VERIFY_H
 #define VERIFY_H
 
@@ -214,5 +215,8 @@ void vf_why_deadlock(Sim *, const Proc *first);
 /* verify_skip.c */
 void vf_skips(Sim *, const SirMod *);
 Skip *vf_skip_slot(const Sim *, const SirBlock *);
+
+/* verify_load.c */
+bool vf_loads(Ctx *, const SirMod *);  /* loaded values steer nothing */
 
 #endif

@@ -220,6 +220,11 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_param:
 		p->v[in->dst] = s->params[in->r[0]->index];
 		return true;
+	case SOP_gload:
+		/* unknown; vf_loads() checked that it steers nothing */
+		p->v[in->dst] = 0;
+		p->lanevar[in->dst] = p->lanevar[in->a[0]];
+		return true;
 	case SOP_special:
 		p->v[in->dst] = in->imm == SP_WARP ? p->warp : in->imm == SP_TID ?
 			p->warp * 32 : 0;

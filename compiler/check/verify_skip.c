@@ -35,7 +35,7 @@ static bool
 coords(int op)
 {
 	return op == SOP_tma_load || op == SOP_tma_store || op == SOP_gstore ||
-		op == SOP_wgmma || op == SOP_tc_mma;
+		op == SOP_wgmma || op == SOP_tc_mma || op == SOP_gload;
 }
 
 static void
@@ -70,7 +70,8 @@ mark_uses(const SirBlock *b, bool *rel)
 
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
-		if (sir_ops[in->op].eff == E_PURE && in->dst && rel[in->dst])
+		if ((sir_ops[in->op].eff == E_PURE || in->op == SOP_gload) &&
+		    in->dst && rel[in->dst])
 			for (int k = 0; k < in->na; k++)
 				if (!rel[in->a[k]])
 					grew = rel[in->a[k]] = true;
@@ -204,8 +205,10 @@ skippable(const SirIns *in, const bool *rel, const bool *wg,
 {
 	if (in->op == SOP_const_i && isk[in->dst] && !wg[in->dst])
 		return true;
-	if (sir_ops[in->op].eff != E_PURE || in->op == SOP_all_eq ||
-	    in->body || (in->dst && (rel[in->dst] || wg[in->dst])))
+	/* a load is pure to a run: it reads no state the run keeps */
+	if ((sir_ops[in->op].eff != E_PURE && in->op != SOP_gload) ||
+	    in->op == SOP_all_eq || in->body || (in->dst && (rel[in->dst] ||
+	    wg[in->dst])))
 		return false;
 	for (int k = 0; k < in->na; k++)
 		if (wg[in->a[k]])

@@ -200,7 +200,9 @@ elem_type(S *s, const Node *t, bool scalar_ok, bool data_ok)
 	if ((data && data_ok) || (scal && scalar_ok))
 		return ty;
 	diag_error(s->ctx, t->nspan, "type '%s' is not allowed here; use %s",
-		ty_name(ty), data_ok ? "'bf16', 'f16' or 'f32'" :
+		ty_name(ty), data_ok && scalar_ok ? "'bf16', 'f16', 'f32', "
+		"'i32', 'u32', 'i64' or 'u64'" : data_ok ?
+		"'bf16', 'f16' or 'f32'" :
 		"'i32', 'u32', 'i64', 'u64', 'f32' or 'bool'");
 	return TY_ERR;
 }
@@ -403,7 +405,14 @@ decl_global(S *s, const Node *d)
 			"one list of dimensions, e.g. 'bf16[M, N]'", d->name);
 		return;
 	}
-	r->ety = elem_type(s, d->b, false, true);
+	/* integer elements too: indices a kernel loads (G[i]) or stores */
+	r->ety = elem_type(s, d->b, true, true);
+	if (r->ety == TY_BOOL) {
+		diag_error(s->ctx, d->b->nspan, "type 'bool' is not allowed "
+			"here; use 'bf16', 'f16', 'f32', 'i32', 'u32', 'i64' or "
+			"'u64'");
+		r->ety = TY_ERR;
+	}
 	const Node *dims = d->b->kids.v[0];
 	if (dims->kids.n > 5) {
 		diag_error(s->ctx, dims->span, "a global tensor has at most 5 "

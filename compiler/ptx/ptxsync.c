@@ -1,7 +1,8 @@
-/* ptxsync.c: barriers, fences, TMA, tensor-memory management and MMA
- * group operations to PTX.  One emit function per multi-instruction
- * feature (STYLE B6).  Shared-memory addresses are 32-bit .shared::cta
- * addresses; tensor maps are read from the .param space. */
+/* ptxsync.c: barriers, fences, TMA, tensor-memory management, MMA
+ * group operations and loads from global memory to PTX.  One emit
+ * function per multi-instruction feature (STYLE B6).  Shared-memory
+ * addresses are 32-bit .shared::cta addresses; tensor maps are read
+ * from the .param space. */
 #include <stdio.h>
 #include <string.h>
 
@@ -269,6 +270,31 @@ emit_tmem(PG *g, const SirIns *in)
 		t, (int64_t)(g->k->tmem_cols ? g->k->tmem_cols : 512));
 }
 
+/* G[i...] as a value: the element at the row-major linear index, read
+ * through the non-coherent path (a kernel never writes a global it
+ * loads: sir/sirload.c); 16-bit floats widen to f32. */
+static void
+emit_gload(PG *g, const SirIns *in)
+{
+	const Res *r = in->r[0];
+	PReg ptr = ptx_reg(g->f, RB64), d = pg_reg(g, in->dst);
+	int esz = ty_bytes(r->ety);
+
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", ptr,
+		pg_u32(g, in->a[0]), (int64_t)esz, ptr);
+	if (esz == 2) {
+		PReg h = ptx_reg(g->f, RB16);
+		ptx_emit(g->f, "ld.global.nc.b16 %R, [%R];", h, ptr);
+		ptx_emit(g->f, "cvt.f32.%S %R, %R;", r->ety == TY_BF16 ?
+			"bf16" : "f16", d, h);
+		return;
+	}
+	ptx_emit(g->f, "ld.global.nc.%S %R, [%R];", r->ety == TY_F32 ? "f32" :
+		esz == 8 ? "b64" : "b32", d, ptr);
+}
+
 void
 pg_sync(PG *g, const SirIns *in)
 {
@@ -294,6 +320,9 @@ pg_sync(PG *g, const SirIns *in)
 		break;
 	case SOP_tmem_alloc: case SOP_tmem_free:
 		emit_tmem(g, in);
+		break;
+	case SOP_gload:
+		emit_gload(g, in);
 		break;
 	default:
 		/* wgmma and tcgen05.mma, tensor-memory loads and stores and

@@ -572,18 +572,8 @@ sg_expr(G *g, const Node *n)
 		return sg_call(g, n);
 	case N_FIELD:
 		return field(g, n);
-	case N_INDEX: {
-		Res *r = n->a->kind == N_NAME ? kernel_find(g->k, n->a->name) :
-			NULL;
-		if (r)
-			diag_error(g->ctx, n->span, "'%s' is a resource; it is "
-				"used by operations such as 'wait' or "
-				"'tma_load', not as a value", r->name);
-		else
-			diag_error(g->ctx, n->span, "only resources are "
-				"indexed");
-		return sg_err(g);
-	}
+	case N_INDEX:
+		return sg_gload(g, n);  /* G[i, ...]: an element of a global */
 	default:
 		diag_error(g->ctx, n->span, "expected a value");
 		return sg_err(g);

@@ -1,5 +1,6 @@
 /* sirgen.h: state shared by sirgen.c (expressions), sircall.c (built-in
- * functions), sirstmt.c (statements) and sirops.c (operations). */
+ * functions), sirstmt.c (statements), sirops.c (operations) and
+ * sirload.c (loads from global memory). */
 #ifndef SIRGEN_H
 #define SIRGEN_H
 
@@ -54,5 +55,9 @@ bool sg_const_arg(G *, const Node *, const char *what, int64_t lo, int64_t hi,
 const Node *sg_opattr(G *, const Node *, const char *name, bool flag);
 bool sg_resource_tmem(G *, const Node *, Ref *idx);
 const Layout *sg_layout_ref(G *, const Node *);
+Ref sg_lin_index(G *, const Node *index, const Res *global, Ref *last);
+
+Ref sg_gload(G *, const Node *);              /* sirload.c */
+void sg_check_loads(Ctx *, const SirMod *);
 
 #endif

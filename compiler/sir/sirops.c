@@ -88,6 +88,38 @@ int_arg(G *g, const Node *e, const char *what)
 	return r;
 }
 
+/* The row-major linear index of G[i0, i1, ...], ((i0*d1 + i1)*d2 + ...),
+ * so that a store or load needs no extents; *last is the last index.
+ * 0 after a diagnostic: a count of indices other than G's rank, or one
+ * that is not an integer. */
+Ref
+sg_lin_index(G *g, const Node *d, const Res *r, Ref *last)
+{
+	Ref lin = 0;
+
+	if (d->kids.n != r->rank) {
+		diag_error(g->ctx, d->span, "'%s' has %d dimensions; "
+			"give %d indices", r->name, r->rank, r->rank);
+		return 0;
+	}
+	for (int k = 0; k < d->kids.n; k++) {
+		Ref ik = int_arg(g, d->kids.v[k], "an index");
+		Ty t = sg_val(g, ik)->ty;
+		if (!ty_isint(t) && !(t == TY_BOOL && sg_val(g, ik)->isconst))
+			return 0;
+		*last = ik;
+		if (!lin) {
+			lin = ik;
+			continue;
+		}
+		Node mul = {.kind = N_BINARY, .op = '*', .span = d->span};
+		Node add = {.kind = N_BINARY, .op = '+', .span = d->span};
+		lin = sg_binop(g, &mul, lin, sg_expr(g, r->dims[k]));
+		lin = sg_binop(g, &add, lin, ik);
+	}
+	return sg_val(g, lin)->ty == TY_ERR ? 0 : lin;
+}
+
 bool
 sg_const_arg(G *g, const Node *e, const char *what, int64_t lo, int64_t hi,
 	int64_t *out)
@@ -513,28 +545,9 @@ op_mem(G *g, const Node *n)
 		}
 		Node base = *d->a;
 		Res *r = resource(g, &base, R_GLOBAL, "a global tensor", &idx);
-		if (!r)
+		Ref last = 0, lin = r ? sg_lin_index(g, d, r, &last) : 0;
+		if (!lin)
 			return;
-		if (d->kids.n != r->rank) {
-			diag_error(g->ctx, d->span, "'%s' has %d dimensions; "
-				"give %d indices", r->name, r->rank, r->rank);
-			return;
-		}
-		/* the row-major linear index ((i0*d1 + i1)*d2 + i2)..., so
-		 * that the instruction needs no extents */
-		Ref lin = 0, last = 0;
-		for (int k = 0; k < d->kids.n; k++) {
-			Ref ik = int_arg(g, d->kids.v[k], "an index");
-			last = ik;
-			if (!lin) {
-				lin = ik;
-				continue;
-			}
-			Node mul = {.kind = N_BINARY, .op = '*', .span = d->span};
-			Node add = {.kind = N_BINARY, .op = '+', .span = d->span};
-			lin = sg_binop(g, &mul, lin, sg_expr(g, r->dims[k]));
-			lin = sg_binop(g, &add, lin, ik);
-		}
 		tmp.a[tmp.na++] = lin;
 		Ref v = sg_expr(g, n->kids.v[1]);
 		SirVal *sv = sg_val(g, v);

@@ -716,5 +716,6 @@ sirgen(Ctx *ctx, Kernel *k)
 		m->parts[i++] = sp;
 	}
 	m->nparts = i;
+	sg_check_loads(ctx, m);
 	return m;
 }

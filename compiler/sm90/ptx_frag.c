@@ -378,7 +378,8 @@ gstore(PG *g, const SirIns *in)
 	const SirVal *v = &g->sp->vals[in->a[1]];
 	PReg ptr = ptx_reg(g->f, RB64), off = ptx_reg(g->f, RB64);
 	int esz = ty_bytes(r->ety);
-	const char *st = r->ety == TY_F32 ? "f32" : esz == 2 ? "b16" : "b32";
+	const char *st = r->ety == TY_F32 ? "f32" : esz == 2 ? "b16" :
+		esz == 8 ? "b64" : "b32";
 
 	if (v->ty == TY_FRAG && !is_rows(v)) {
 		pg_unsupported(g, in);

@@ -13,7 +13,10 @@ tensor: log(sum(exp(q k^T * scale))), the natural log.  scale None means
 1/sqrt(D).  Causal attention is aligned to the bottom right (query i sees
 keys j <= i + Sk - Sq), as in FlashAttention; scaled_dot_product_attention
 aligns is_causal to the top left, which differs only when Sq != Sk.  A
-row that sees no key gets zeros and lse = -inf.
+row that sees no key gets zeros and lse = -inf.  sinks, a float32 (H,)
+tensor, adds gpt-oss's attention sinks: sinks[h] (a logit in the units of
+the scaled scores) joins the softmax denominator of every row of head h,
+and a row that sees no key then gets lse = sinks[h].
 
 The kernel runs asynchronously on torch's current stream; on the legacy
 default stream (stream 0), which libfagen never launches on, it runs on
@@ -65,6 +68,7 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("scale", ctypes.c_double),
         ("schedule", ctypes.c_char_p),
         ("heads_k", ctypes.c_int64),
+        ("sinks", ctypes.c_uint64),
     ]
 
 
@@ -184,10 +188,24 @@ def _check(torch, q, k, v):
                            "torch.no_grad() or torch.inference_mode()")
 
 
+def _check_sinks(torch, sinks, q):
+    h = q.shape[1]
+    if not isinstance(sinks, torch.Tensor) or sinks.shape != (h,) or \
+            sinks.dtype != torch.float32 or sinks.device != q.device or \
+            not sinks.is_contiguous():
+        raise ValueError("sinks must be a contiguous float32 (H,) = (%d,) "
+                         "tensor on q's device" % h)
+    if torch.is_grad_enabled() and sinks.requires_grad:
+        raise RuntimeError("fagen.attention has no backward; call it under "
+                           "torch.no_grad() or torch.inference_mode()")
+
+
 def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
-          lse=None):
+          lse=None, sinks=None):
     torch = _torch()
     _check(torch, q, k, v)
+    if sinks is not None:
+        _check_sinks(torch, sinks, q)
     if scale is not None and not scale > 0:
         raise ValueError("scale is %r: it must be > 0 (None: 1/sqrt(D))"
                          % (scale,))
@@ -218,7 +236,8 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
               dtype=_DTYPE_BF16 if q.dtype == torch.bfloat16 else _DTYPE_F16,
               causal=1 if causal else 0,
               scale=0.0 if scale is None else float(scale),
-              schedule=None if schedule is None else schedule.encode())
+              schedule=None if schedule is None else schedule.encode(),
+              sinks=0 if sinks is None else sinks.data_ptr())
     a.q_strides[:] = q.stride()
     a.k_strides[:] = k.stride()
     a.v_strides[:] = v.stride()
@@ -233,7 +252,7 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
 
 
 def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
-              lse=None):
+              lse=None, sinks=None):
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
     q: (B, H, Sq, D), k and v: (B, Hk, Sk, D), bfloat16 or float16 CUDA
@@ -247,13 +266,17 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     non-specialized "fa_fwd_baseline_sm90.fa" at head dim 64, the
     warp-specialized "fa_fwd_sm90.fa" at 128), or the file name of another
     shipped attention schedule taking the same parameters.  out, lse:
-    tensors to write the results into (None: new ones)."""
+    tensors to write the results into (None: new ones).  sinks: None, or
+    a contiguous float32 (H,) tensor of gpt-oss's per-head sink logits
+    (not multiplied by scale), which join each row's softmax
+    denominator."""
     return _call("fg_attention_forward", q, k, v, causal, scale, schedule,
-                 out, lse)
+                 out, lse, sinks)
 
 
-def reference(q, k, v, causal=False, scale=None, out=None, lse=None):
+def reference(q, k, v, causal=False, scale=None, out=None, lse=None,
+              sinks=None):
     """The same result from libfagen's unfused float32 baseline (compiled
     with nvrtc): any D up to 512 and 2-byte alignment; for checking."""
     return _call("fg_attention_reference", q, k, v, causal, scale, None,
-                 out, lse)
+                 out, lse, sinks)

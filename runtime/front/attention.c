@@ -2,8 +2,8 @@
  *
  * The caller describes the problem (fg_attention_args); this file checks
  * every argument before anything needs the GPU, picks the schedule for
- * the device (sm_90a: fa_fwd_sm90.fa with -D D, DT and CAUSAL; no other
- * arch has one yet), compiles and creates its kernel on first use, keeps
+ * the device (sm_90a: fa_fwd_sm90.fa with -D D, DT and CAUSAL, and
+ * SINKS=true when sinks are given; no other arch has one yet), compiles and creates its kernel on first use, keeps
  * it in the context per variant, and launches it through fg_launch with
  * the caller's strides mapped onto the schedule's [Z, S, H, D] tensors.
  *
@@ -27,6 +27,7 @@
 
 struct AttnVariant {
 	int cc, d, causal;    /* compute capability: 90 */
+	int sinks;            /* -D SINKS=true */
 	fg_dtype dt;
 	char file[64];        /* the schedule's file name */
 	fg_kernel *k;
@@ -214,6 +215,9 @@ attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
 	if (a->lse % 4)
 		return bad(c, fn, "lse = 0x%llx is not aligned to its f32 "
 			"elements", (unsigned long long)a->lse);
+	if (a->sinks % 4)
+		return bad(c, fn, "sinks = 0x%llx is not aligned to its f32 "
+			"elements", (unsigned long long)a->sinks);
 	return FG_OK;
 }
 
@@ -308,8 +312,9 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
 	char path[4096], d1[16], d2[16], d3[16];
-	const char *defs[] = {d1, d2, d3};
-	fg_compile_options o = {.defines = defs, .ndefines = 3};
+	const char *defs[] = {d1, d2, d3, "SINKS=true"};
+	/* SINKS only when asked: a schedule without sinks stays valid */
+	fg_compile_options o = {.defines = defs, .ndefines = v->sinks ? 4 : 3};
 	fg_program *p;
 	fg_status st;
 
@@ -323,8 +328,9 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	if (st == FG_OK)
 		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
 	else if (st == FG_ERR_COMPILE)
-		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D %s) "
+		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D %s%s) "
 			"does not compile:\n%s", fn, path, d1, d2, d3,
+			v->sinks ? " -D SINKS=true" : "",
 			fg_program_diagnostics(p));
 	fg_program_free(p);
 	return st;
@@ -335,7 +341,8 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	fg_kernel **out)
 {
 	AttnVariant want = {.cc = cc, .d = (int)a->head_dim,
-		.causal = a->causal != 0, .dt = a->dtype}, *v;
+		.causal = a->causal != 0, .sinks = a->sinks != 0,
+		.dt = a->dtype}, *v;
 	const char *file = NULL;
 	fg_status st;
 
@@ -345,7 +352,8 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
 		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
-		    v->causal == want.causal && !strcmp(v->file, want.file))
+		    v->causal == want.causal && v->sinks == want.sinks &&
+		    !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
 		if ((v = rt_alloc(c, sizeof *v))) {
@@ -369,7 +377,7 @@ attn_heads_k(const fg_attention_args *a)
 	return a->heads_k ? a->heads_k : a->heads;
 }
 
-void
+int
 attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 {
 	static const char *const names[] = {"Q", "K", "V", "O"};
@@ -387,6 +395,10 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 			t->st[i][2], t->st[i][1], 1}}};
 	args[9] = FG_PTR("LSE", a->lse);
 	args[10] = FG_INT("G", a->heads / attn_heads_k(a));
+	if (!a->sinks)
+		return 11;
+	args[11] = FG_PTR("SINK", a->sinks);  /* f32 [heads] */
+	return 12;
 }
 
 fg_status
@@ -406,8 +418,8 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	    (st = cuda_get(c, &d)) ||
 	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k)))
 		return st;
-	attn_bind(a, &t, args);
-	return fg_launch(k, stream, args, ATTN_NARGS);
+	int n = attn_bind(a, &t, args);
+	return fg_launch(k, stream, args, n);
 }
 
 void

@@ -1,8 +1,8 @@
 /* reference.c: fg_attention_reference, the unfused baseline that checks
  * fagen's kernels on the GPU: S = Q K^T * scale (masked when causal),
- * P = softmax(S) with LSE, O = P V, three kernels in float32 written as
- * CUDA C below and compiled at run time by nvrtc (nvrtc.c) for the
- * device's arch, once per context.
+ * P = softmax(S) with LSE (and the sinks, when given), O = P V, three
+ * kernels in float32 written as CUDA C below and compiled at run time by
+ * nvrtc (nvrtc.c) for the device's arch, once per context.
  *
  * S lives in scratch memory taken stream-ordered from a pool of the
  * context's (cuMemAllocFromPoolAsync, freed with cuMemFreeAsync on the
@@ -23,18 +23,20 @@ enum { TILE = 16 };
  * for field (pointers and int64 first, so there is no padding). */
 typedef struct RefParams {
 	uint64_t q, k, v, o, lse, s;
+	uint64_t sinks;         /* f32 [h], or 0 */
 	int64_t st[4][4];       /* q, k, v, o: (batch, head, seq, dim) */
 	int32_t h, sq, sk, d, causal, bh0;
 	float scale;
 	int32_t g;            /* query heads per K/V head */
 } RefParams;
-_Static_assert(sizeof(RefParams) == 208, "RefParams must match struct P");
+_Static_assert(sizeof(RefParams) == 216, "RefParams must match struct P");
 
 static const char ref_src[] =
 "typedef unsigned short u16;\n"
 "typedef long long i64;\n"
 "struct P {\n"
 "	const u16 *q, *k, *v; u16 *o; float *lse, *s;\n"
+"	const float *sinks;\n"
 "	i64 st[4][4];\n"
 "	int h, sq, sk, d, causal, bh0;\n"
 "	float scale;\n"
@@ -105,7 +107,9 @@ static const char ref_src[] =
 "PV(bf16)\n"
 "PV(f16)\n"
 /* one block of 256 threads per row: P = exp(S - m) / l in place, and
- * LSE = m + log(l); a row with no key gets P = 0, LSE = -inf */
+ * LSE = m + log(l); a row with no key gets P = 0, LSE = -inf.  A sink
+ * logit (its head's, not scaled) joins the maximum and l, not P: a row
+ * with no key then gets P = 0 and LSE = the sink */
 "__device__ float block_reduce(float x, bool max, float *red) {\n"
 "	for (int o = 16; o; o >>= 1) {\n"
 "		float y = __shfl_xor_sync(0xffffffffu, x, o);\n"
@@ -125,12 +129,15 @@ static const char ref_src[] =
 "	int z = blockIdx.y, i = blockIdx.x;\n"
 "	float *s = p.s + ((i64)z * p.sq + i) * p.sk;\n"
 "	float ninf = -__int_as_float(0x7f800000), m = ninf, l = 0;\n"
+"	float sink = p.sinks ? p.sinks[(p.bh0 + z) % p.h] : ninf;\n"
 "	for (int j = threadIdx.x; j < p.sk; j += blockDim.x)\n"
 "		m = fmaxf(m, s[j]);\n"
-"	m = block_reduce(m, true, red);\n"
+"	m = fmaxf(block_reduce(m, true, red), sink);\n"
 "	for (int j = threadIdx.x; j < p.sk && m != ninf; j += blockDim.x)\n"
 "		l += expf(s[j] - m);\n"
 "	l = block_reduce(l, false, red);\n"
+"	if (sink != ninf)\n"
+"		l += expf(sink - m);\n"
 "	for (int j = threadIdx.x; j < p.sk; j += blockDim.x)\n"
 "		s[j] = m == ninf ? 0.f : expf(s[j] - m) / l;\n"
 "	if (threadIdx.x == 0)\n"
@@ -294,7 +301,7 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 	chunk = chunk < 1 ? 1 : chunk > 65535 ? 65535 : chunk;
 	chunk = chunk < nbh ? chunk : nbh;
 	RefParams p = {.q = a->q, .k = a->k, .v = a->v, .o = a->o,
-		.lse = a->lse, .h = (int32_t)a->heads,
+		.lse = a->lse, .sinks = a->sinks, .h = (int32_t)a->heads,
 		.g = (int32_t)(a->heads / attn_heads_k(a)),
 		.sq = (int32_t)a->seq_q, .sk = (int32_t)a->seq_k,
 		.d = (int32_t)a->head_dim, .causal = a->causal != 0,

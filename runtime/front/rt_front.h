@@ -31,11 +31,11 @@ fg_status attn_schedule(fg_ctx *, const char *file, char *path, size_t n);
  * an arch without a schedule. */
 fg_status attn_variant(fg_ctx *, const char *fn, int cc,
 	const fg_attention_args *a, fg_kernel **out);
-/* The kernel's arguments for a checked problem. */
-/* The schedules' arguments for a: Z, H, G (query heads per K/V head),
- * SQ, SK, scale_log2, Q, K, V, O, LSE. */
-enum { ATTN_NARGS = 11 };
-void attn_bind(const fg_attention_args *a, const Attn *,
+/* The schedules' arguments for a checked problem: Z, H, G (query heads
+ * per K/V head), SQ, SK, scale_log2, Q, K, V, O, LSE, and SINK when
+ * a->sinks is set (the SINKS=true variant); returns how many. */
+enum { ATTN_NARGS = 12 };
+int attn_bind(const fg_attention_args *a, const Attn *,
 	fg_arg args[ATTN_NARGS]);
 int64_t attn_heads_k(const fg_attention_args *a);  /* heads_k, 0: heads */
 void attn_free(fg_ctx *);

@@ -6,7 +6,9 @@
  * twice and compared bit for bit.  Every element of O is checked for NaN
  * (an unwritten one); the float64 comparison covers every row of small
  * problems and 48 rows per (batch, head) of large ones (the first 8, the
- * last 8 and 32 at random).  Compiles, assembles and launches through
+ * last 8 and 32 at random).  Cases with attention sinks (-D SINKS=true,
+ * a random f32 logit per head, some large enough to dominate their rows)
+ * run on both schedules too.  Compiles, assembles and launches through
  * libfagen.  `gpu_fa bench` times each kernel with CUDA events on the
  * test's stream.  Exit 77 (SKIP) without a Hopper GPU. */
 #include "gpu_runtime.h"
@@ -70,13 +72,14 @@ time_kernel(fg_kernel *k, const fg_arg *args, int n)
 	return ms[10];
 }
 
+/* sinks: with -D SINKS=true and a SINK tensor */
 static int
-run(const Sched *sc, const Case *c)
+run(const Sched *sc, const Case *c, bool sinks)
 {
 	char d1[32], d2[32], d3[32], d4[32];
-	const char *defs[] = {d1, d2, d3, d4};
+	const char *defs[5] = {d1, d2, d3};
 	bool extra = c->extra && !strcmp(sc->kernel, "fa_fwd");
-	fg_compile_options opt = {.defines = defs, .ndefines = extra ? 4 : 3};
+	fg_compile_options opt = {.defines = defs, .ndefines = 3};
 	fg_program *prog;
 	fg_kernel *fk;
 	size_t nq = (size_t)c->z * c->sq * c->h * c->d;
@@ -90,24 +93,36 @@ run(const Sched *sc, const Case *c)
 		{(int64_t)c->sk * hk * c->d, c->d, (int64_t)hk * c->d, 1},
 		{(int64_t)c->sk * hk * c->d, c->d, (int64_t)hk * c->d, 1},
 		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
-	}, g};
+	}, g, NULL};
 
 	snprintf(d1, sizeof d1, "D=%d", c->d);
 	snprintf(d2, sizeof d2, "CAUSAL=%s", c->causal ? "true" : "false");
 	snprintf(d3, sizeof d3, "DT=%s", c->f16 ? "f16" : "bf16");
 	snprintf(d4, sizeof d4, "%s", c->extra ? c->extra : "");
+	if (extra)
+		defs[opt.ndefines++] = d4;
+	if (sinks)
+		defs[opt.ndefines++] = "SINKS=true";
 	FG(ctx, fg_compile_file(ctx, gpu_src(sc->file), &opt, &prog));
 	FG(ctx, fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &fk));
 	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
 	uint16_t *o = malloc(nq * 2), *o2 = malloc(nq * 2);
-	float *lse = malloc(nl * 4);
+	float *lse = malloc(nl * 4), *sink = calloc((size_t)c->h, 4);
+	/* every third head's sink dominates its rows; drawn only with
+	 * sinks, so that the other cases keep their inputs */
+	for (int i = 0; sinks && i < c->h; i++)
+		sink[i] = (float)(3 * urand() + (i % 3 == 2 ? 6 : 0));
+	if (sinks)
+		p.sinks = sink;
 	for (size_t i = 0; i < nq; i++)
 		q[i] = to16(2 * urand(), c->f16);
 	for (size_t i = 0; i < nk; i++) {
 		k[i] = to16(2 * urand(), c->f16);
 		v[i] = to16(urand(), c->f16);
 	}
-	CUdeviceptr Q, K, V, O, L;
+	CUdeviceptr Q, K, V, O, L, S;
+	CK(cu.MemAlloc(&S, (size_t)c->h * 4));
+	CK(cu.MemcpyHtoD(S, sink, (size_t)c->h * 4));
 	CK(cu.MemAlloc(&Q, nq * 2));
 	CK(cu.MemAlloc(&K, nk * 2));
 	CK(cu.MemAlloc(&V, nk * 2));
@@ -122,22 +137,24 @@ run(const Sched *sc, const Case *c)
 		FG_INT("SQ", c->sq), FG_INT("SK", c->sk),
 		FG_FLOAT("scale_log2", sl2), FG_PTR("Q", Q), FG_PTR("K", K),
 		FG_PTR("V", V), FG_PTR("O", O), FG_PTR("LSE", L),
+		FG_PTR("SINK", S),
 	};
+	int nargs = sinks ? 12 : 11;
 	int64_t tiles[3];
-	FG(ctx, fg_kernel_check(fk, args, 11, tiles));
+	FG(ctx, fg_kernel_check(fk, args, nargs, tiles));
 	int64_t nt = tiles[0] * tiles[1] * tiles[2];
 	int grid = (int)(sc->persistent && nt > gpu.nsm ? gpu.nsm : nt);
 	for (int rep = 0; rep < 2; rep++) {
 		CK(cu.MemsetD8(O, 0xff, nq * 2));
 		CK(cu.MemsetD8(L, 0xff, nl * 4));
 		CK(cu.CtxSynchronize());
-		FG(ctx, fg_launch(fk, stream, args, 11));
+		FG(ctx, fg_launch(fk, stream, args, nargs));
 		CK(cu.StreamSynchronize(stream));
 		CK(cu.MemcpyDtoH(rep ? o2 : o, O, nq * 2));
 	}
 	double tflops = 0;
 	if (bench) {  /* CUDA events, warm-up excluded, median of 20 */
-		float ms = time_kernel(fk, args, 11);
+		float ms = time_kernel(fk, args, nargs);
 		double fl = 4.0 * c->z * c->h * (double)c->sq * c->sk * c->d;
 		tflops = fl / (c->causal ? 2 : 1) / (ms * 1e-3) / 1e12;
 	}
@@ -149,19 +166,19 @@ run(const Sched *sc, const Case *c)
 			bad |= 1;
 	RefErr e = ref_compare(&p, q, k, v, o, lse);
 	bad |= e.bad;
-	printf("%s Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s grid=%d: rel "
+	printf("%s Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s%s grid=%d: rel "
 		"err %.2e, LSE err %.1e over %ld rows%s%s%s -> %s", sc->kernel,
 		c->z, c->h, g, c->sq, c->sk, c->d, c->causal ? "causal" : "full",
 		c->f16 ? "f16" : "bf16", extra ? " " : "", extra ? d4 : "",
-		grid, e.rel, e.lerr, e.rows,
+		sinks ? " sinks" : "", grid, e.rel, e.lerr, e.rows,
 		bad & 1 ? ", NaN in O" : "", bad & 2 ? ", NaN in LSE" : "",
 		bad & 4 ? ", runs differ" : "", bad ? "FAIL" : "ok");
 	if (bench)
 		printf(", %.0f TFLOP/s", tflops);
 	printf("\n");
-	free(q), free(k), free(v), free(o), free(o2), free(lse);
+	free(q), free(k), free(v), free(o), free(o2), free(lse), free(sink);
 	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(O);
-	cu.MemFree(L);
+	cu.MemFree(L), cu.MemFree(S);
 	fg_kernel_free(fk);
 	fg_program_free(prog);
 	return bad;
@@ -207,6 +224,16 @@ main(int argc, char **argv)
 		{1, 32, 2049, 2049, 128, true, true, "L2KV=1048576", 32},
 		{2, 2, 1, 3333, 64, false, false, NULL, 2},
 	};
+	/* attention sinks: a row that sees no key (SQ > SK, causal) gets
+	 * O = 0 and LSE = its head's sink */
+	static const Case sink_cases[] = {
+		{1, 5, 1000, 1000, 128, false, false, NULL, 1},
+		{2, 3, 777, 1500, 64, true, true, NULL, 1},
+		{1, 4, 1000, 17, 128, true, false, NULL, 1},
+		{1, 8, 333, 2049, 256, true, false, NULL, 4},
+		{1, 6, 1, 1, 64, false, true, NULL, 3},
+		{1, 16, 4097, 4097, 64, true, false, "POLY=8", 1},
+	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;
 
@@ -223,11 +250,14 @@ main(int argc, char **argv)
 		};
 		for (size_t s = 0; s < COUNT(scheds); s++)
 			for (size_t i = 0; i < COUNT(b); i++)
-				bad |= run(&scheds[s], &b[i]);
+				bad |= run(&scheds[s], &b[i], false);
 	} else {
-		for (size_t s = 0; s < COUNT(scheds); s++)
+		for (size_t s = 0; s < COUNT(scheds); s++) {
 			for (size_t i = 0; i < COUNT(cases); i++)
-				bad |= run(&scheds[s], &cases[i]);
+				bad |= run(&scheds[s], &cases[i], false);
+			for (size_t i = 0; i < COUNT(sink_cases); i++)
+				bad |= run(&scheds[s], &sink_cases[i], true);
+		}
 	}
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);

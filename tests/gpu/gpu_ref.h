@@ -2,7 +2,8 @@
  * random numbers, 16-bit floats, and softmax(Q K^T * scale) V with its
  * LSE for one query row, over tensors laid out by (batch, head, seq, dim)
  * element strides.  Causal attention is aligned to the bottom right, as
- * in the schedules.  Header-only; one includer per program. */
+ * in the schedules; optional attention sinks (gpt-oss) join each row's
+ * denominator.  Header-only; one includer per program. */
 #ifndef GPU_REF_H
 #define GPU_REF_H
 
@@ -58,12 +59,17 @@ from16(uint16_t h, bool f16)
 
 /* A problem: sizes and the strides of Q, K, V, O, in elements, indexed
  * (batch, head, seq, dim).  g query heads share each K/V head (GQA; 0 or
- * 1: one K/V head per query head): query head h reads K/V head h / g. */
+ * 1: one K/V head per query head): query head h reads K/V head h / g.
+ * sinks: NULL, or a logit per query head (in the units of the scaled
+ * scores) that joins the softmax's denominator: a row then has
+ * O = sum_j e^(s_j - m) V_j / (sum_j e^(s_j - m) + e^(sink - m)) and
+ * LSE = log(sum_j e^s_j + e^sink); with no key, O = 0 and LSE = sink. */
 typedef struct RefProb {
 	int z, h, sq, sk, d;
 	bool causal, f16;
 	int64_t st[4][4];
 	int g;
+	const float *sinks;
 } RefProb;
 
 static inline size_t
@@ -80,6 +86,7 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	double *sbuf)
 {
 	double scale = 1 / sqrt((double)c->d), m = -INFINITY, l = 0;
+	double sink = c->sinks ? c->sinks[hh] : -INFINITY;
 	int lim = c->causal ? r + c->sk - c->sq : c->sk - 1;
 	int hk = hh / (c->g > 1 ? c->g : 1);  /* the K/V head */
 
@@ -98,10 +105,12 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	}
 	for (int d = 0; d < c->d; d++)
 		o[d] = 0;
+	m = fmax(m, sink);
 	if (m == -INFINITY) {
 		*lse = -INFINITY;
 		return;
 	}
+	l = exp(sink - m);  /* 0 without a sink */
 	for (int j = 0; j <= lim && j < c->sk; j++) {
 		double p = exp(sbuf[j] - m);
 		const uint16_t *vr = v + ref_at(c->st[2], z, hk, j, 0);

@@ -8,7 +8,9 @@ tolerance), and lse with logsumexp in float64.  Problems: (B, H, S, D)
 contiguous, (B, S, H, D) transposed, slices of a packed QKV tensor,
 causal with Sq != Sk both ways (bottom-right, with rows that see no key),
 a given scale, a side stream and the default stream, grouped-query and
-multi-query attention (k, v with fewer heads than q).  Then a 2-layer
+multi-query attention (k, v with fewer heads than q), attention sinks
+(gpt-oss: a float64 reference with the sink as an extra softmax column,
+both schedules and fagen.reference).  Then a 2-layer
 transformer with random weights runs its forward pass with SDPA and with
 fagen.attention, and the outputs are compared; so does a transformers
 Llama model with grouped-query attention (random weights), against a
@@ -54,6 +56,51 @@ def f64_ref(q, k, v, causal, scale):
     lse = torch.logsumexp(s, -1)
     p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
     return p @ v, lse
+
+
+def f64_ref_sinks(q, k, v, causal, scale, sinks):
+    """f64_ref with gpt-oss's sinks: sinks[h] (not scaled) is one more
+    column of every row's softmax, dropped afterwards; a row with no key
+    gets 0 and lse = sinks[h]."""
+    q, k, v = q.double(), k.double(), v.double()
+    if k.shape[1] != q.shape[1]:
+        g = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    sq, sk = q.shape[2], k.shape[2]
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+        s = s.masked_fill(~keep.tril(sk - sq), -math.inf)
+    col = sinks.double()[None, :, None, None].expand(*s.shape[:3], 1)
+    lse = torch.logsumexp(torch.cat([s, col], -1), -1)
+    return torch.exp(s - lse[..., None]) @ v, lse
+
+
+def sinks_check(layout, b, h, sq, sk, d, dtype, causal, hk=None,
+                schedule=None):
+    """fagen.attention(..., sinks=) and fagen.reference against the float64
+    reference; every third head's sink dominates its rows."""
+    q, k, v = make(layout, b, h, sq, sk, d, dtype, hk)
+    sinks = torch.randn(h, device=dev, dtype=torch.float32) * 2
+    sinks[2::3] += 6
+    sc = 1 / math.sqrt(d)
+    out, lse = fagen.attention(q, k, v, causal=causal, sinks=sinks,
+                               schedule=schedule)
+    rout, rlse = fagen.reference(q, k, v, causal=causal, sinks=sinks)
+    ref, flse = f64_ref_sinks(q, k, v, causal, sc, sinks)
+    tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
+    e_fa, e_rf = rel(out, ref), rel(rout, ref)
+    e_lse = (lse.double() - flse).abs().max().item()
+    e_rl = (rlse.double() - flse).abs().max().item()
+    ok = e_fa <= tol and e_rf <= tol and e_lse < 1e-3 and e_rl < 1e-3
+    name = "sinks %s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s" % (
+        layout, b, h, hk or h, sq, sk, d, str(dtype)[6:],
+        "causal" if causal else "full", "" if schedule is None else
+        " " + schedule)
+    print("%s: rel err fagen %.2e, reference %.2e; lse err %.1e, %.1e -> %s"
+          % (name, e_fa, e_rf, e_lse, e_rl, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
 
 
 def sdpa(q, k, v, causal, scale):
@@ -248,6 +295,8 @@ def errors():
                                              dtype=torch.bfloat16)[..., :64],
                                  q, q), fagen.FagenError,
          "q_strides[2] (seq) is 68 elements; TMA needs a multiple of 8"),
+        (lambda: fagen.attention(q, q, q, sinks=torch.zeros(3, device=dev)),
+         ValueError, "sinks must be a contiguous float32 (H,) = (2,)"),
     ]
     for fn, exc, want in cases:
         try:
@@ -328,6 +377,12 @@ def main():
         check("bhsd", 1, 8, 333, 2049, 64, hf, False, hk=1)     # MQA
         check("bshd", 2, 4, 63, 63, 256, bf, False, hk=2)
         check("bhsd", 1, 32, 2049, 3333, 128, hf, True, hk=1)      # G = 32
+        sinks_check("bhsd", 2, 6, 1000, 1000, 128, bf, False)
+        sinks_check("bshd", 1, 6, 1000, 300, 128, bf, True)  # rows see none
+        sinks_check("bshd", 2, 8, 333, 2049, 64, hf, True, hk=2)
+        sinks_check("bhsd", 1, 4, 777, 777, 128, hf, True,
+                    schedule="fa_fwd_baseline_sm90.fa")
+        sinks_check("bhsd", 1, 3, 256, 256, 256, bf, False)
         reference_check()
         llama_check(torch.bfloat16)
     model_check(1024, 8, 1024, torch.bfloat16)

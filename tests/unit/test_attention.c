@@ -227,9 +227,9 @@ kv_heads_must_divide_the_query_heads(void **state)
 	assert_int_equal(t.st[1][0], 2 * 300 * 64);
 	assert_int_equal(t.st[2][0], 2 * 300 * 64);
 	assert_int_equal(t.st[3][0], 8 * 100 * 64);
-	attn_bind(&a, &t, args);
+	int n = attn_bind(&a, &t, args);
 	int g = -1;
-	for (int i = 0; i < ATTN_NARGS; i++)
+	for (int i = 0; i < n; i++)
 		if (!strcmp(args[i].name, "G"))
 			g = (int)args[i].i;
 	assert_int_equal(g, 4);
@@ -353,6 +353,49 @@ defaults_are_dense_bhsd_and_one_over_sqrt_d(void **state)
 	assert_true(t.scale == 0.5);
 }
 
+/* Sinks (gpt-oss): an f32 per head, 4-byte aligned, or 0 for none.  With
+ * them the SINKS=true variant is compiled (a variant of its own) and the
+ * pointer is bound as its SINK tensor. */
+static void
+sinks_pick_their_variant_and_bind_as_sink(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	fg_kernel *plain, *sinks;
+	fg_arg args[ATTN_NARGS];
+	int64_t tiles[3];
+	Attn t;
+
+	a.sinks = X0 + 2;
+	invalid(f, &a, "sinks = 0x7f0000000002 is not aligned to its f32 "
+		"elements");
+	a.sinks = X0 + 0x50000004;
+	valid(f, &a);
+	for (int d = 64; d <= 128; d += 64) {
+		a = problem(), a.head_dim = d;  /* the baseline, fa_fwd_sm90 */
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &plain),
+			FG_OK);
+		a.sinks = X0 + 0x50000000;
+		if (attn_variant(f->ctx, FWD, 90, &a, &sinks) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		assert_ptr_not_equal(plain, sinks);
+		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
+			&t), FG_OK);
+		int n = attn_bind(&a, &t, args);
+		assert_int_equal(n, 12);
+		assert_string_equal(args[11].name, "SINK");
+		assert_int_equal(args[11].t.ptr, X0 + 0x50000000);
+		if (fg_kernel_check(sinks, args, n, tiles) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		/* the plain kernel has no SINK; without sinks, no SINK arg */
+		assert_int_not_equal(fg_kernel_check(plain, args, n, tiles),
+			FG_OK);
+		a.sinks = 0;
+		assert_int_equal(attn_bind(&a, &t, args), 11);
+		assert_int_equal(fg_kernel_check(plain, args, 11, tiles), FG_OK);
+	}
+}
+
 /* Every variant compiles from the shipped schedule, and the arguments
  * fg_attention_forward passes satisfy the kernel for both layouts. */
 static void
@@ -386,8 +429,8 @@ every_variant_binds_both_layouts(void **state)
 			}
 			assert_int_equal(attn_check(f->ctx, FWD, &a,
 				FAKE_STREAM, true, &t), FG_OK);
-			attn_bind(&a, &t, args);
-			if (fg_kernel_check(k, args, ATTN_NARGS, tiles) != FG_OK)
+			int n = attn_bind(&a, &t, args);
+			if (fg_kernel_check(k, args, n, tiles) != FG_OK)
 				fail_msg("variant %d layout %d: %s", v, layout,
 					fg_errmsg(f->ctx));
 			/* 100 queries: one 128-row tile per (batch, head)
@@ -534,6 +577,7 @@ main(void)
 		T(the_reference_checks_only_what_it_needs),
 		T(defaults_are_dense_bhsd_and_one_over_sqrt_d),
 		T(every_variant_binds_both_layouts),
+		T(sinks_pick_their_variant_and_bind_as_sink),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(only_sm90_has_a_schedule),
 		T(schedule_must_be_a_shipped_file_name),

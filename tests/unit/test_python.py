@@ -4,8 +4,8 @@ fagen imports without PyTorch and without a GPU; its ctypes structures
 have the C layouts (sizes and offsets of fg_attention_args and
 fg_options); it loads libfagen ($FAGEN_LIB) and reports its version;
 attention() without PyTorch says it needs it; with PyTorch, bad arguments
-(CPU tensors, wrong dtype, shapes, strides, gradients) are refused before
-libfagen is called.  Exits 77 (SKIP) after the checks that need no
+(CPU tensors, wrong dtype, shapes, strides, gradients, sinks) are refused
+before libfagen is called.  Exits 77 (SKIP) after the checks that need no
 PyTorch when PyTorch is missing.
 """
 import importlib
@@ -42,9 +42,10 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 240, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 248, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
+    assert a.sinks.offset == 240
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     assert fagen.version().count(".") == 2, fagen.version()
 
@@ -80,6 +81,13 @@ def with_torch(torch):
            "give the file name of a shipped schedule")
     g = c.clone().requires_grad_()
     expect(RuntimeError, lambda: fagen.attention(g, c, c), "no backward")
+    s = torch.zeros(2, dtype=torch.float32, device=c.device)
+    strided = torch.zeros(4, device=c.device)[::2]
+    for bad in (s[:1], s.double(), s.cpu(), strided):
+        expect(ValueError, lambda: fagen.attention(c, c, c, sinks=bad),
+               "sinks must be a contiguous float32 (H,) = (2,)")
+    expect(RuntimeError, lambda: fagen.attention(
+        c, c, c, sinks=s.clone().requires_grad_()), "no backward")
 
 
 def main():

@@ -329,9 +329,10 @@ typedef struct fg_attention_args {
 				   * heads / heads_k query heads, query head
 				   * h reading K/V head h / (heads /
 				   * heads_k); 1 is MQA; 0 means heads */
-	uint64_t sinks;           /* f32 [heads]: a sink logit per head (gpt-oss),
-				   * in the scaled scores' units, joining each
-				   * row's softmax denominator; 0: none */
+	uint64_t sinks;           /* f32 [heads]: a sink logit per head
+				   * (gpt-oss), in the scaled scores' units,
+				   * joining each row's softmax denominator;
+				   * 0: none */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

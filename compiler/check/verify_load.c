@@ -101,7 +101,8 @@ check(Ctx *ctx, const SirPart *sp, const SirBlock *b, const SirIns **src)
 		const SirIns *in = &b->v[i], *from = NULL;
 		int k = 0;
 		if (in->op == SOP_if) {
-			if (src[in->a[0]] && (!inert(in->body) || !inert(in->els)))
+			if (src[in->a[0]] && (!inert(in->body) ||
+			    !inert(in->els)))
 				from = src[in->a[0]];
 		} else if (sir_ops[in->op].eff != E_PURE) {
 			for (k = 0; k < in->na && !unread(in->op); k++)
@@ -113,11 +114,12 @@ check(Ctx *ctx, const SirPart *sp, const SirBlock *b, const SirIns **src)
 					k = 6 + j;
 		}
 		if (from) {
-			diag_error(ctx, in->span, "%s depends on '%s', loaded from "
-				"global memory: the verifier does not know loaded "
-				"values, so they may not steer loops, barriers or "
-				"branches that synchronize [loaded-value]",
-				role(in, k, buf, sizeof buf), from->r[0]->name);
+			diag_error(ctx, in->span, "%s depends on '%s', loaded "
+				"from global memory: the verifier does not know "
+				"loaded values, so they may not steer loops, "
+				"barriers or branches that synchronize "
+				"[loaded-value]", role(in, k, buf, sizeof buf),
+				from->r[0]->name);
 			diag_note(ctx, from->span, "'%s' is loaded here",
 				from->r[0]->name);
 			return false;

@@ -28,10 +28,11 @@ sg_gload(G *g, const Node *n)
 			diag_error(g->ctx, n->span, "'%s' is a scalar; only a "
 				"'global' tensor is indexed", r->name);
 		else if (r)
-			diag_error(g->ctx, n->span, "'%s' is not a global tensor: "
-				"only a 'global' is read as a value, 'G[i, ...]'; "
-				"other resources are operands of operations such "
-				"as 'wait' or 'tma_load'", r->name);
+			diag_error(g->ctx, n->span, "'%s' is not a global "
+				"tensor: only a 'global' is read as a value, "
+				"'G[i, ...]'; other resources are operands of "
+				"operations such as 'wait' or 'tma_load'",
+				r->name);
 		else
 			diag_error(g->ctx, n->span, "only a 'global' tensor is "
 				"indexed in an expression");
@@ -95,10 +96,10 @@ sg_check_loads(Ctx *ctx, const SirMod *m)
 		if (r->kind != R_GLOBAL || r->index >= n || !ld[r->index] ||
 		    !wr[r->index])
 			continue;
-		diag_error(ctx, ld[r->index]->span, "this kernel loads '%s' and "
-			"also writes it: nothing orders a write to global memory "
-			"before another thread's load, so a global the kernel "
-			"loads must be read-only", r->name);
+		diag_error(ctx, ld[r->index]->span, "this kernel loads '%s' "
+			"and also writes it: nothing orders a write to global "
+			"memory before another thread's load, so a global the "
+			"kernel loads must be read-only", r->name);
 		diag_note(ctx, wr[r->index]->span, "'%s' is written here",
 			r->name);
 	}

@@ -3,9 +3,10 @@
  * The caller describes the problem (fg_attention_args); this file checks
  * every argument before anything needs the GPU, picks the schedule for
  * the device (sm_90a: fa_fwd_sm90.fa with -D D, DT and CAUSAL, and
- * SINKS=true when sinks are given; no other arch has one yet), compiles and creates its kernel on first use, keeps
- * it in the context per variant, and launches it through fg_launch with
- * the caller's strides mapped onto the schedule's [Z, S, H, D] tensors.
+ * SINKS=true when sinks are given; no other arch has one yet), compiles
+ * and creates its kernel on first use, keeps it in the context per
+ * variant, and launches it through fg_launch with the caller's strides
+ * mapped onto the schedule's [Z, S, H, D] tensors.
  *
  * Variants are compiled under ctx->attn_mu, so two threads asking for the
  * same one compile it once; loading and launching need no lock of ours

@@ -210,8 +210,9 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	}
 	case SOP_const_f: case SOP_cvt: case SOP_exp2: case SOP_log2:
-	case SOP_rcp: case SOP_rowmax: case SOP_rowsum: case SOP_convert:
-	case SOP_mask_cols: case SOP_mask_causal: case SOP_fill:
+	case SOP_rcp: case SOP_tanh: case SOP_rowmax: case SOP_rowsum:
+	case SOP_convert: case SOP_mask_cols: case SOP_mask_causal:
+	case SOP_mask_below: case SOP_fill:
 	case SOP_gstore: case SOP_tmem_load:
 	case SOP_tmem_store: case SOP_tmem_alloc: case SOP_tmem_free:
 		if (in->op == SOP_cvt && dv && ty_isint(dv->ty))

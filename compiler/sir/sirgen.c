@@ -393,9 +393,16 @@ unary(G *g, const Node *n)
 	if (x->isconst) {
 		if (x->ty == TY_F32 && n->op == '-')
 			return sg_const_f(g, -x->cf, n->span);
-		if (ty_isint(x->ty) && n->op != '!')
-			return sg_const_i(g, n->op == '-' ? -x->ci : ~x->ci, x->ty,
-				n->span);
+		if (ty_isint(x->ty) && n->op != '!') {
+			int64_t r = ~x->ci;
+			if (n->op == '-' && !ck_neg(x->ci, &r)) {
+				diag_error(g->ctx, n->span, "integer overflow in "
+					"a constant expression");
+				return sg_err(g);
+			}
+			return sg_const_i(g, r, x->ty == TY_I32 && (r > INT32_MAX ||
+				r < INT32_MIN) ? TY_I64 : x->ty, n->span);
+		}
 		if (x->ty == TY_BOOL && n->op == '!')
 			return sg_const_i(g, !x->ci, TY_BOOL, n->span);
 	}

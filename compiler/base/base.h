@@ -69,6 +69,23 @@ Intern *intern_new(Arena *);
 const char *intern(Intern *, const char *s, size_t n);
 const char *intern_cstr(Intern *, const char *s);
 
+/* A map keyed by an interned name's address, for scopes: open addressing
+ * in an arena, grown by doubling; constant-time get and put.  A zeroed
+ * NameMap is empty.  namemap_put returns the value it replaces (NULL when
+ * none); putting NULL back unbinds the name. */
+typedef struct NameSlot {
+	const char *name;   /* NULL: empty */
+	void *val;
+} NameSlot;
+
+typedef struct NameMap {
+	NameSlot *tab;
+	uint32_t size, count;
+} NameMap;
+
+void *namemap_get(const NameMap *, const char *name);
+void *namemap_put(Arena *, NameMap *, const char *name, void *val);
+
 /* ---------------------------------------------------------------- ckint
  * Checked 64-bit integer arithmetic, the one way constants, extents and
  * sizes are combined (consteval, sirgen's folding, declaration extents,

@@ -51,6 +51,8 @@ declare(S *s, ResKind kind, const Node *d)
 	else
 		s->k->res = r;
 	s->k->res_last = r;
+	if (r->name)
+		kernel_bind(s->ctx, s->k, r);
 	return r;
 }
 

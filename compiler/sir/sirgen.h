@@ -7,7 +7,8 @@ typedef struct Bind {
 	const char *name;
 	Ref ref;
 	Span span;
-	struct Bind *next;
+	struct Bind *next;   /* the scope, newest first */
+	struct Bind *shadow; /* the binding of the same name this one hides */
 } Bind;
 
 typedef struct G {
@@ -16,6 +17,7 @@ typedef struct G {
 	SirPart *p;
 	SirBlock *cur;
 	Bind *scope;
+	NameMap names;       /* the newest Bind of each name in scope */
 	int in_elect;
 	int loop_depth;
 } G;
@@ -27,6 +29,7 @@ Ref sg_const_i(G *, int64_t, Ty, Span);
 Ref sg_const_f(G *, double, Span);
 void sg_bind(G *, const char *, Ref, Span);
 Bind *sg_lookup(G *, const char *);
+void sg_unscope(G *, Bind *saved);  /* drops the bindings made since */
 const char *sg_layname(const Layout *);
 const char *sg_text(G *, Span, const char *dflt);  /* the source text */
 bool sg_same_layout(const Layout *, const Layout *);

@@ -552,7 +552,7 @@ for_stmt(G *g, const Node *n)
 		tmp.body = sub(g, n->b);
 		*sg_emit(g, SOP_tile, n->span) = tmp;
 		g->loop_depth--;
-		g->scope = saved;
+		sg_unscope(g, saved);
 		return;
 	}
 	if (n->a->kind != N_RANGE) {
@@ -582,7 +582,7 @@ for_stmt(G *g, const Node *n)
 	tmp.body = sub(g, n->b);
 	*sg_emit(g, SOP_for, n->span) = tmp;
 	g->loop_depth--;
-	g->scope = saved;
+	sg_unscope(g, saved);
 }
 
 static void
@@ -629,7 +629,7 @@ static_stmt(G *g, const Node *n)
 		Bind *saved = g->scope;
 		sg_bind(g, n->name, sg_const_i(g, i, TY_I32, n->span), n->nspan);
 		block(g, n->b);
-		g->scope = saved;
+		sg_unscope(g, saved);
 	}
 }
 
@@ -692,7 +692,7 @@ block(G *g, const Node *b)
 	Bind *saved = g->scope;
 
 	stmts(g, &b->kids);
-	g->scope = saved;
+	sg_unscope(g, saved);
 }
 
 SirMod *

@@ -11,6 +11,17 @@ typedef struct Bind {
 	struct Bind *shadow; /* the binding of the same name this one hides */
 } Bind;
 
+/* The expansion budget (issue #29): statements expanded ('static for'
+ * bodies once per iteration) plus SIR values created, over the whole
+ * kernel.  The largest shipped schedule uses about 1,400. */
+#define MAXEXPAND 131072
+
+typedef struct Expand {
+	int64_t stmts;       /* statements expanded so far */
+	int64_t vals;        /* values of the partitions already done */
+	bool blown;          /* reported: stop expanding */
+} Expand;
+
 typedef struct G {
 	Ctx *ctx;
 	Kernel *k;
@@ -20,6 +31,8 @@ typedef struct G {
 	NameMap names;       /* the newest Bind of each name in scope */
 	int in_elect;
 	int loop_depth;
+	Expand *exp;         /* shared by the partitions */
+	const Node *sfor;    /* the innermost 'static for' unrolling */
 } G;
 
 SirVal *sg_val(G *, Ref);

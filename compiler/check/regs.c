@@ -54,11 +54,15 @@ typedef struct Retire {
 
 /* A set of values, with the registers of its tiles and of its scalars
  * kept up to date as it changes: an instruction costs O(1), not a scan
- * of every value (that made long bodies quadratic, issue #29). */
+ * of every value (that made long bodies quadratic, issue #29).  Every
+ * change is logged (value << 1 | was it in), so that a branch or a loop
+ * body can be walked on the set itself and undone, in time proportional
+ * to what it changed rather than to the size of the set. */
 typedef struct Set {
 	uint64_t *w;
 	int regs[2];         /* [0] scalars, [1] tiles */
-	struct Set *nextfree;
+	uint32_t *log;
+	int nlog, caplog;
 } Set;
 
 /* Where report() wants the live set: measure() only remembers the
@@ -80,7 +84,10 @@ typedef struct Est {
 	const SirIns **def;  /* the first definition of each value */
 	Retire *ret;         /* sorted by wait for the lookup */
 	int nret, capret;
-	Set *free;           /* sets given back, for reuse */
+	uint32_t *rm, *seen; /* join(): stamps, one epoch per walk */
+	uint32_t epoch;
+	uint32_t *adds;      /* split(): value << 1 | removed, a stack */
+	int nadds, capadds;
 	Capture cap[2];      /* report()'s second walk: tiles, est */
 	/* wgmma groups open and committed, for the retire walk */
 	const SirIns **open, **queue;
@@ -137,29 +144,13 @@ val_regs(const SirVal *v)
 	}
 }
 
-/* An empty set; set_free gives it back, so the walk holds as many sets
- * as the program nests, not one per branch or loop. */
 static Set *
 set_new(Est *e)
 {
-	Set *s = e->free;
+	Set *s = NEW(&e->ctx->scratch, Set);
 
-	if (s) {
-		e->free = s->nextfree;
-		memset(s->w, 0, (size_t)e->words * sizeof *s->w);
-		s->regs[0] = s->regs[1] = 0;
-		return s;
-	}
-	s = NEW(&e->ctx->scratch, Set);
 	s->w = NEWARR(&e->ctx->scratch, uint64_t, (size_t)e->words);
 	return s;
-}
-
-static void
-set_free(Est *e, Set *s)
-{
-	s->nextfree = e->free;
-	e->free = s;
 }
 
 static void
@@ -177,44 +168,101 @@ set_has(const Set *s, Ref r)
 }
 
 static void
+set_flip(const Est *e, Set *s, Ref r, bool was)
+{
+	if (s->nlog == s->caplog) {
+		int cap = s->caplog ? 2 * s->caplog : 256;
+		s->log = arena_realloc(&e->ctx->scratch, s->log,
+			(size_t)s->caplog * sizeof *s->log, (size_t)cap *
+			sizeof *s->log);
+		s->caplog = cap;
+	}
+	s->log[s->nlog++] = r << 1 | was;
+	s->w[r / 64] ^= (uint64_t)1 << (r % 64);
+	s->regs[e->istile[r]] += was ? -e->size[r] : e->size[r];
+}
+
+static void
 set_add(const Est *e, Set *s, Ref r)
 {
-	if (!r || set_has(s, r))
-		return;
-	s->w[r / 64] |= (uint64_t)1 << (r % 64);
-	s->regs[e->istile[r]] += e->size[r];
+	if (r && !set_has(s, r))
+		set_flip(e, s, r, false);
 }
 
 static void
 set_del(const Est *e, Set *s, Ref r)
 {
-	if (!set_has(s, r))
-		return;
-	s->w[r / 64] &= ~((uint64_t)1 << (r % 64));
-	s->regs[e->istile[r]] -= e->size[r];
+	if (set_has(s, r))
+		set_flip(e, s, r, true);
 }
 
-static bool
-set_or(const Est *e, Set *d, const Set *s)  /* changed? */
+/* Undoes the changes logged since mark. */
+static void
+set_undo(const Est *e, Set *s, int mark)
 {
-	bool ch = false;
-
-	for (int i = 0; i < e->words; i++) {
-		uint64_t nw = s->w[i] & ~d->w[i];
-		if (!nw)
-			continue;
-		ch = true;
-		for (; nw; nw &= nw - 1)
-			set_add(e, d, (Ref)(i * 64 + __builtin_ctzll(nw)));
+	while (s->nlog > mark) {
+		uint32_t x = s->log[--s->nlog];
+		Ref r = x >> 1;
+		s->w[r / 64] ^= (uint64_t)1 << (r % 64);
+		s->regs[e->istile[r]] += x & 1 ? e->size[r] : -e->size[r];
 	}
-	return ch;
 }
 
 static void
 set_clear(const Est *e, Set *s)
 {
-	memset(s->w, 0, (size_t)e->words * sizeof *s->w);
-	s->regs[0] = s->regs[1] = 0;
+	for (int i = 0; i < e->words; i++)
+		for (uint64_t w = s->w[i]; w; w &= w - 1)
+			set_flip(e, s, (Ref)(i * 64 + __builtin_ctzll(w)), true);
+}
+
+static void
+push_add(Est *e, uint32_t r)
+{
+	if (e->nadds == e->capadds) {
+		int cap = e->capadds ? 2 * e->capadds : 64;
+		e->adds = arena_realloc(&e->ctx->scratch, e->adds,
+			(size_t)e->capadds * sizeof *e->adds, (size_t)cap *
+			sizeof *e->adds);
+		e->capadds = cap;
+	}
+	e->adds[e->nadds++] = r;
+}
+
+/* After a walk from set L to set T logged since mark: pushes onto
+ * e->adds the values of T that L lacks but 'skip' (value << 1) and those
+ * L had and T lost (value << 1 | 1), and undoes the walk.  Returns the
+ * stack height before the pushes; a nested walk leaves the stack as it
+ * found it. */
+static int
+split(Est *e, Set *s, int mark, Ref skip)
+{
+	uint32_t ep = ++e->epoch;
+	int base = e->nadds;
+
+	for (int k = mark; k < s->nlog; k++) {
+		Ref r = s->log[k] >> 1;
+		if (e->seen[r] == ep)
+			continue;
+		e->seen[r] = ep;  /* the first change: L's state */
+		if (set_has(s, r) && !(s->log[k] & 1) && r != skip)
+			push_add(e, r << 1);
+		else if (!set_has(s, r) && (s->log[k] & 1))
+			push_add(e, r << 1 | 1);
+	}
+	set_undo(e, s, mark);
+	return base;
+}
+
+/* Adds the values split() and join() pushed since base. */
+static void
+add_back(Est *e, Set *live, int base)
+{
+	while (e->nadds > base) {
+		uint32_t x = e->adds[--e->nadds];
+		if (!(x & 1))
+			set_add(e, live, x >> 1);
+	}
 }
 
 static int
@@ -427,25 +475,57 @@ capture(Est *e, const SirIns *in, const Set *live, bool after)
 			set_copy(e, e->cap[k].out, live);
 }
 
+/* live := then(live) | els(live), where els is the identity when there
+ * is no else block, walked in place: then's changes are split off and
+ * undone, els runs on live, and then's values are added back, with
+ * those els removed but then kept. */
+static void
+join(Est *e, const SirBlock *then, const SirBlock *els, Set *live,
+	bool meas)
+{
+	int mark = live->nlog, base, top;
+
+	block(e, then, live, meas);
+	base = split(e, live, mark, 0);
+	if (els) {
+		mark = live->nlog;
+		block(e, els, live, meas);
+		/* stamped only now: the walk of els stamps with its own */
+		uint32_t rm = ++e->epoch, ep = ++e->epoch;
+		top = e->nadds;
+		for (int k = base; k < top; k++)
+			if (e->adds[k] & 1)
+				e->rm[e->adds[k] >> 1] = rm;
+		for (int k = mark; k < live->nlog; k++) {
+			Ref r = live->log[k] >> 1;
+			if (e->seen[r] == ep)
+				continue;
+			e->seen[r] = ep;  /* the first change: L's state */
+			if ((live->log[k] & 1) && !set_has(live, r) &&
+			    e->rm[r] != rm)
+				push_add(e, r << 1);  /* then kept it */
+		}
+	}
+	add_back(e, live, base);
+}
+
+/* Liveness is a gen/kill problem, so a loop's fixed point is reached in
+ * one walk: head = live | (body(live) - dst).  The measuring walk, from
+ * head, is undone. */
 static void
 loop(Est *e, const SirIns *in, Set *live, bool meas)
 {
-	Set *head = set_new(e), *t = set_new(e);
+	int mark = live->nlog, base;
 
-	set_copy(e, head, live);
-	do {
-		set_copy(e, t, head);
-		block(e, in->body, t, false);
-		set_del(e, t, in->dst);
-	} while (set_or(e, head, t));
+	block(e, in->body, live, false);
+	base = split(e, live, mark, in->dst);
+	add_back(e, live, base);
 	if (meas) {
-		set_copy(e, t, head);
-		block(e, in->body, t, true);
+		mark = live->nlog;
+		block(e, in->body, live, true);
+		set_undo(e, live, mark);
 	}
-	set_copy(e, live, head);
 	set_del(e, live, in->dst);
-	set_free(e, head);
-	set_free(e, t);
 }
 
 static void
@@ -461,24 +541,12 @@ uses(const Est *e, Set *live, const SirIns *in)
 static void
 ins(Est *e, const SirIns *in, Set *live, bool meas, int hoist)
 {
-	Set *t;
-
 	switch (in->op) {
 	case SOP_if:
-		t = set_new(e);
-		set_copy(e, t, live);
-		block(e, in->body, t, meas);
-		if (in->els)
-			block(e, in->els, live, meas);
-		set_or(e, live, t);
-		set_free(e, t);
+		join(e, in->body, in->els ? in->els : NULL, live, meas);
 		break;
 	case SOP_elect:
-		t = set_new(e);
-		set_copy(e, t, live);
-		block(e, in->body, t, meas);
-		set_or(e, live, t);
-		set_free(e, t);
+		join(e, in->body, NULL, live, meas);
 		break;
 	case SOP_for:
 	case SOP_tile:
@@ -673,6 +741,8 @@ estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
 		e.size[r] = val_regs(&sp->vals[r]);
 	}
 	e.uniform = NEWARR(&ctx->scratch, bool, nv);
+	e.rm = NEWARR(&ctx->scratch, uint32_t, nv);
+	e.seen = NEWARR(&ctx->scratch, uint32_t, nv);
 	for (uint32_t r = 1; r < sp->nvals; r++)
 		e.uniform[r] = e.istile[r];
 	while (find_defs(&e, &sp->body))

@@ -329,6 +329,17 @@ typedef struct fg_attention_args {
 				   * heads / heads_k query heads, query head
 				   * h reading K/V head h / (heads /
 				   * heads_k); 1 is MQA; 0 means heads */
+	int window;               /* nonzero: sliding-window (local)
+				   * attention: query i sees keys j with
+				   * i' - window_left <= j <= i' +
+				   * window_right, i' = i + seq_k - seq_q
+				   * (bottom right, as causal); with causal,
+				   * window_right is 0 */
+	int64_t window_left;      /* keys left of the diagonal; -1: all */
+	int64_t window_right;     /* keys right of it; -1: all */
+	double softcap;           /* > 0: each score s = (q.k) * scale
+				   * becomes softcap * tanh(s / softcap)
+				   * (Gemma 2); 0: none */
 	uint64_t sinks;           /* f32 [heads]: a sink logit per head
 				   * (gpt-oss), in the scaled scores' units,
 				   * joining each row's softmax denominator;

@@ -69,6 +69,63 @@ Intern *intern_new(Arena *);
 const char *intern(Intern *, const char *s, size_t n);
 const char *intern_cstr(Intern *, const char *s);
 
+/* A map keyed by an interned name's address, for scopes: open addressing
+ * in an arena, grown by doubling; constant-time get and put.  A zeroed
+ * NameMap is empty.  namemap_put returns the value it replaces (NULL when
+ * none); putting NULL back unbinds the name. */
+typedef struct NameSlot {
+	const char *name;   /* NULL: empty */
+	void *val;
+} NameSlot;
+
+typedef struct NameMap {
+	NameSlot *tab;
+	uint32_t size, count;
+} NameMap;
+
+void *namemap_get(const NameMap *, const char *name);
+void *namemap_put(Arena *, NameMap *, const char *name, void *val);
+
+/* ---------------------------------------------------------------- ckint
+ * Checked 64-bit integer arithmetic, the one way constants, extents and
+ * sizes are combined (consteval, sirgen's folding, declaration extents,
+ * layout byte sizes).  Each returns false on overflow, leaving *r
+ * unspecified; the caller reports an error at the operation. */
+static inline bool
+ck_add(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_add_overflow(a, b, r);
+}
+
+static inline bool
+ck_sub(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_sub_overflow(a, b, r);
+}
+
+static inline bool
+ck_mul(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_mul_overflow(a, b, r);
+}
+
+static inline bool
+ck_neg(int64_t a, int64_t *r)
+{
+	return !__builtin_sub_overflow((int64_t)0, a, r);
+}
+
+/* a << b as multiplication by 2^b: the bits shifted out, and the sign,
+ * must survive the trip back.  b must be in 0..63. */
+static inline bool
+ck_shl(int64_t a, int64_t b, int64_t *r)
+{
+	if (b < 0 || b > 63)
+		return false;
+	*r = (int64_t)((uint64_t)a << b);
+	return *r >> b == a;
+}
+
 /* ---------------------------------------------------------------- diag.c
  * Span: byte offsets [lo, hi) into ctx->src.  Line and column are computed
  * only when printing, from a line table built once per file. */

@@ -1,4 +1,5 @@
-/* intern.c: interned strings, so that equal names are equal pointers.
+/* intern.c: interned strings, so that equal names are equal pointers,
+ * and NameMap, the scopes' maps keyed by them.
  *
  * An open-addressing table (linear probing, FNV-1a hashes, power-of-two
  * size, at most 3/4 full) lives in the arena together with the strings.
@@ -100,4 +101,54 @@ const char *
 intern_cstr(Intern *t, const char *s)
 {
 	return intern(t, s, strlen(s));
+}
+
+/* NameMap: the name's address, multiplied by the golden ratio, picks the
+ * slot; at most half full.  A slot never empties again (unbinding stores
+ * NULL), so linear probing needs no tombstones.  The old slot array of a
+ * growth stays in the arena. */
+enum { MAPMIN = 64 };
+
+static NameSlot *
+map_probe(const NameMap *m, const char *name)
+{
+	uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
+	uint32_t i = (uint32_t)(h >> 32) & (m->size - 1);
+
+	while (m->tab[i].name && m->tab[i].name != name)
+		i = (i + 1) & (m->size - 1);
+	return &m->tab[i];
+}
+
+void *
+namemap_get(const NameMap *m, const char *name)
+{
+	if (!m->size || !name)
+		return NULL;
+	return map_probe(m, name)->val;
+}
+
+void *
+namemap_put(Arena *a, NameMap *m, const char *name, void *val)
+{
+	NameSlot *s = m->size ? map_probe(m, name) : NULL;
+	void *old;
+
+	if (!s || !s->name) {
+		if (2 * (m->count + 1) > m->size) {
+			NameSlot *ot = m->tab;
+			uint32_t osize = m->size;
+			m->size = osize ? 2 * osize : MAPMIN;
+			m->tab = NEWARR(a, NameSlot, m->size);
+			for (uint32_t i = 0; i < osize; i++)
+				if (ot[i].name)
+					*map_probe(m, ot[i].name) = ot[i];
+		}
+		s = map_probe(m, name);
+		s->name = name;
+		m->count++;
+	}
+	old = s->val;
+	s->val = val;
+	return old;
 }

@@ -33,6 +33,7 @@
  * spilled.  The error needs no calibration: the tiles of the first rule
  * alone, with results reusing dying operands, already exceed the budget. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -51,6 +52,27 @@ typedef struct Retire {
 	Ref r;               /* a tile it releases */
 } Retire;
 
+/* A set of values, with the registers of its tiles and of its scalars
+ * kept up to date as it changes: an instruction costs O(1), not a scan
+ * of every value (that made long bodies quadratic, issue #29).  Every
+ * change is logged (value << 1 | was it in), so that a branch or a loop
+ * body can be walked on the set itself and undone, in time proportional
+ * to what it changed rather than to the size of the set. */
+typedef struct Set {
+	uint64_t *w;
+	int regs[2];         /* [0] scalars, [1] tiles */
+	uint32_t *log;
+	int nlog, caplog;
+} Set;
+
+/* Where report() wants the live set: measure() only remembers the
+ * instruction, and a second walk copies the set there. */
+typedef struct Capture {
+	const SirIns *at;
+	bool after;          /* the set after the instruction, not before */
+	Set *out;
+} Capture;
+
 typedef struct Est {
 	Ctx *ctx;
 	const SirPart *sp;
@@ -60,8 +82,13 @@ typedef struct Est {
 	bool *uniform;       /* a tile of one value (find_defs) */
 	bool budgeted;       /* the partition has a setmaxnreg budget */
 	const SirIns **def;  /* the first definition of each value */
-	Retire *ret;
+	Retire *ret;         /* sorted by wait for the lookup */
 	int nret, capret;
+	uint32_t *rm, *seen; /* join(): stamps, one epoch per walk */
+	uint32_t epoch;
+	uint32_t *adds;      /* split(): value << 1 | removed, a stack */
+	int nadds, capadds;
+	Capture cap[2];      /* report()'s second walk: tiles, est */
 	/* wgmma groups open and committed, for the retire walk */
 	const SirIns **open, **queue;
 	int nopen, nqueue, *qgroup, ngroups;
@@ -71,9 +98,9 @@ typedef struct Est {
 	int at_tiles;        /* tiles and temporaries at the peak */
 	int temps;           /* of which temporaries */
 	const SirIns *at;    /* where est peaks */
-	uint64_t *at_set;    /* what is live there */
+	bool at_after;       /* at the set after it, not before */
 	const SirIns *tiles_at;  /* where the tiles alone peak */
-	uint64_t *tiles_set;
+	bool tiles_after;
 } Est;
 
 /* Registers per thread of a register tile: elements x bytes / 4 / the
@@ -117,58 +144,150 @@ val_regs(const SirVal *v)
 	}
 }
 
-static uint64_t *
+static Set *
 set_new(Est *e)
 {
-	return NEWARR(&e->ctx->scratch, uint64_t, (size_t)e->words);
+	Set *s = NEW(&e->ctx->scratch, Set);
+
+	s->w = NEWARR(&e->ctx->scratch, uint64_t, (size_t)e->words);
+	return s;
 }
 
 static void
-set_copy(const Est *e, uint64_t *d, const uint64_t *s)
+set_copy(const Est *e, Set *d, const Set *s)
 {
-	memcpy(d, s, (size_t)e->words * sizeof *d);
+	memcpy(d->w, s->w, (size_t)e->words * sizeof *d->w);
+	d->regs[0] = s->regs[0];
+	d->regs[1] = s->regs[1];
 }
 
 static bool
-set_or(const Est *e, uint64_t *d, const uint64_t *s)  /* changed? */
+set_has(const Set *s, Ref r)
 {
-	bool ch = false;
+	return s->w[r / 64] >> (r % 64) & 1;
+}
 
-	for (int i = 0; i < e->words; i++) {
-		ch |= (s[i] & ~d[i]) != 0;
-		d[i] |= s[i];
+static void
+set_flip(const Est *e, Set *s, Ref r, bool was)
+{
+	if (s->nlog == s->caplog) {
+		int cap = s->caplog ? 2 * s->caplog : 256;
+		s->log = arena_realloc(&e->ctx->scratch, s->log,
+			(size_t)s->caplog * sizeof *s->log, (size_t)cap *
+			sizeof *s->log);
+		s->caplog = cap;
 	}
-	return ch;
+	s->log[s->nlog++] = r << 1 | was;
+	s->w[r / 64] ^= (uint64_t)1 << (r % 64);
+	s->regs[e->istile[r]] += was ? -e->size[r] : e->size[r];
 }
 
 static void
-set_add(uint64_t *s, Ref r)
+set_add(const Est *e, Set *s, Ref r)
 {
-	if (r)
-		s[r / 64] |= (uint64_t)1 << (r % 64);
+	if (r && !set_has(s, r))
+		set_flip(e, s, r, false);
 }
 
 static void
-set_del(uint64_t *s, Ref r)
+set_del(const Est *e, Set *s, Ref r)
 {
-	s[r / 64] &= ~((uint64_t)1 << (r % 64));
+	if (set_has(s, r))
+		set_flip(e, s, r, true);
 }
 
-static bool
-set_has(const uint64_t *s, Ref r)
+/* Undoes the changes logged since mark. */
+static void
+set_undo(const Est *e, Set *s, int mark)
 {
-	return s[r / 64] >> (r % 64) & 1;
+	while (s->nlog > mark) {
+		uint32_t x = s->log[--s->nlog];
+		Ref r = x >> 1;
+		s->w[r / 64] ^= (uint64_t)1 << (r % 64);
+		s->regs[e->istile[r]] += x & 1 ? e->size[r] : -e->size[r];
+	}
+}
+
+static void
+set_clear(const Est *e, Set *s)
+{
+	for (int i = 0; i < e->words; i++)
+		for (uint64_t w = s->w[i]; w; w &= w - 1)
+			set_flip(e, s, (Ref)(i * 64 + __builtin_ctzll(w)), true);
+}
+
+static void
+push_add(Est *e, uint32_t r)
+{
+	if (e->nadds == e->capadds) {
+		int cap = e->capadds ? 2 * e->capadds : 64;
+		e->adds = arena_realloc(&e->ctx->scratch, e->adds,
+			(size_t)e->capadds * sizeof *e->adds, (size_t)cap *
+			sizeof *e->adds);
+		e->capadds = cap;
+	}
+	e->adds[e->nadds++] = r;
+}
+
+/* After a walk from set L to set T logged since mark: pushes onto
+ * e->adds the values of T that L lacks but 'skip' (value << 1) and those
+ * L had and T lost (value << 1 | 1), and undoes the walk.  Returns the
+ * stack height before the pushes; a nested walk leaves the stack as it
+ * found it. */
+static int
+split(Est *e, Set *s, int mark, Ref skip)
+{
+	uint32_t ep = ++e->epoch;
+	int base = e->nadds;
+
+	for (int k = mark; k < s->nlog; k++) {
+		Ref r = s->log[k] >> 1;
+		if (e->seen[r] == ep)
+			continue;
+		e->seen[r] = ep;  /* the first change: L's state */
+		if (set_has(s, r) && !(s->log[k] & 1) && r != skip)
+			push_add(e, r << 1);
+		else if (!set_has(s, r) && (s->log[k] & 1))
+			push_add(e, r << 1 | 1);
+	}
+	set_undo(e, s, mark);
+	return base;
+}
+
+/* Adds the values split() and join() pushed since base. */
+static void
+add_back(Est *e, Set *live, int base)
+{
+	while (e->nadds > base) {
+		uint32_t x = e->adds[--e->nadds];
+		if (!(x & 1))
+			set_add(e, live, x >> 1);
+	}
 }
 
 static int
-set_regs(const Est *e, const uint64_t *s, bool tiles)
+retire_cmp(const void *a, const void *b)
 {
-	int n = 0;
+	uintptr_t x = (uintptr_t)((const Retire *)a)->wait;
+	uintptr_t y = (uintptr_t)((const Retire *)b)->wait;
 
-	for (uint32_t r = 1; r < e->sp->nvals; r++)
-		if (set_has(s, r) && e->istile[r] == tiles)
-			n += e->size[r];
-	return n;
+	return x < y ? -1 : x > y;
+}
+
+/* The first of the tiles 'in' retires, in e->ret sorted by wait. */
+static int
+retire_find(const Est *e, const SirIns *in)
+{
+	int lo = 0, hi = e->nret;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if ((uintptr_t)e->ret[mid].wait < (uintptr_t)in)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static void
@@ -291,11 +410,13 @@ count_uses(const SirBlock *b, int *uses)
 static void
 streamed(Est *e, const SirBlock *b, const int *uses)
 {
-	for (int i = 0; i < b->n; i++) {
-		const SirIns *in = &b->v[i], *nx = NULL;
-		for (int j = i + 1; j < b->n && !nx; j++)
-			if (b->v[j].op != SOP_const_i && b->v[j].op != SOP_const_f)
-				nx = &b->v[j];  /* constants print inline */
+	const SirIns *nx = NULL;  /* the next instruction but constants */
+
+	for (int i = b->n - 1; i >= 0; i--) {
+		const SirIns *in = &b->v[i];
+		if (i + 1 < b->n && b->v[i + 1].op != SOP_const_i &&
+		    b->v[i + 1].op != SOP_const_f)
+			nx = &b->v[i + 1];  /* constants print inline */
 		if (in->dst && e->istile[in->dst] && uses[in->dst] == 1 && nx &&
 		    sir_ops[in->op].eff == E_PURE && (nx->op == SOP_smem_store ||
 		    nx->op == SOP_tmem_store || nx->op == SOP_gstore))
@@ -309,12 +430,12 @@ streamed(Est *e, const SirBlock *b, const int *uses)
 	}
 }
 
-static void block(Est *, const SirBlock *, uint64_t *, bool);
+static void block(Est *, const SirBlock *, Set *, bool);
 
 /* Registers held beyond the live values at an instruction: reduction
  * temporaries. */
 static int
-temps_at(const Est *e, const SirIns *in, const uint64_t *out)
+temps_at(const Est *e, const SirIns *in, const Set *out)
 {
 	if ((in->op == SOP_rowmax || in->op == SOP_rowsum) &&
 	    set_has(out, in->a[0]))
@@ -322,107 +443,140 @@ temps_at(const Est *e, const SirIns *in, const uint64_t *out)
 	return 0;
 }
 
+/* before: the live set before 'in'; ta, sa: the tile and scalar
+ * registers live after it; tmp: its temporaries. */
 static void
-measure(Est *e, const SirIns *in, const uint64_t *before,
-	const uint64_t *after, int hoist)
+measure(Est *e, const SirIns *in, const Set *before, int ta, int sa,
+	int tmp, int hoist)
 {
-	int tb = set_regs(e, before, true), ta = set_regs(e, after, true);
-	int sb = set_regs(e, before, false), sa = set_regs(e, after, false);
-	int t = tb > ta ? tb : ta, tmp = temps_at(e, in, after);
-	const uint64_t *s = tb > ta ? before : after;
+	int tb = before->regs[1], sb = before->regs[0];
+	int t = tb > ta ? tb : ta;
 	int est = t + tmp + hoist + (sb > sa ? sb : sa);
 
 	if (t > e->tiles) {
 		e->tiles = t;
 		e->tiles_at = in;
-		set_copy(e, e->tiles_set, s);
+		e->tiles_after = !(tb > ta);
 	}
 	if (est <= e->est)
 		return;
 	e->est = est;
 	e->at = in;
+	e->at_after = !(tb > ta);
 	e->at_tiles = t + tmp + hoist;
 	e->temps = tmp + hoist;
-	set_copy(e, e->at_set, s);
 }
 
 static void
-loop(Est *e, const SirIns *in, uint64_t *live, bool meas)
+capture(Est *e, const SirIns *in, const Set *live, bool after)
 {
-	uint64_t *head = set_new(e), *t = set_new(e);
+	for (int k = 0; k < 2; k++)
+		if (e->cap[k].at == in && e->cap[k].after == after)
+			set_copy(e, e->cap[k].out, live);
+}
 
-	set_copy(e, head, live);
-	do {
-		set_copy(e, t, head);
-		block(e, in->body, t, false);
-		set_del(t, in->dst);
-	} while (set_or(e, head, t));
-	if (meas) {
-		set_copy(e, t, head);
-		block(e, in->body, t, true);
+/* live := then(live) | els(live), where els is the identity when there
+ * is no else block, walked in place: then's changes are split off and
+ * undone, els runs on live, and then's values are added back, with
+ * those els removed but then kept. */
+static void
+join(Est *e, const SirBlock *then, const SirBlock *els, Set *live,
+	bool meas)
+{
+	int mark = live->nlog, base, top;
+
+	block(e, then, live, meas);
+	base = split(e, live, mark, 0);
+	if (els) {
+		mark = live->nlog;
+		block(e, els, live, meas);
+		/* stamped only now: the walk of els stamps with its own */
+		uint32_t rm = ++e->epoch, ep = ++e->epoch;
+		top = e->nadds;
+		for (int k = base; k < top; k++)
+			if (e->adds[k] & 1)
+				e->rm[e->adds[k] >> 1] = rm;
+		for (int k = mark; k < live->nlog; k++) {
+			Ref r = live->log[k] >> 1;
+			if (e->seen[r] == ep)
+				continue;
+			e->seen[r] = ep;  /* the first change: L's state */
+			if ((live->log[k] & 1) && !set_has(live, r) &&
+			    e->rm[r] != rm)
+				push_add(e, r << 1);  /* then kept it */
+		}
 	}
-	set_copy(e, live, head);
-	set_del(live, in->dst);
+	add_back(e, live, base);
+}
+
+/* Liveness is a gen/kill problem, so a loop's fixed point is reached in
+ * one walk: head = live | (body(live) - dst).  The measuring walk, from
+ * head, is undone. */
+static void
+loop(Est *e, const SirIns *in, Set *live, bool meas)
+{
+	int mark = live->nlog, base;
+
+	block(e, in->body, live, false);
+	base = split(e, live, mark, in->dst);
+	add_back(e, live, base);
+	if (meas) {
+		mark = live->nlog;
+		block(e, in->body, live, true);
+		set_undo(e, live, mark);
+	}
+	set_del(e, live, in->dst);
 }
 
 static void
-uses(uint64_t *live, const SirIns *in)
+uses(const Est *e, Set *live, const SirIns *in)
 {
 	for (int k = 0; k < in->na; k++)
-		set_add(live, in->a[k]);
+		set_add(e, live, in->a[k]);
 	for (int k = 0; k < 3; k++)
-		set_add(live, in->ri[k]);
+		set_add(e, live, in->ri[k]);
 }
 
 /* live: what is live after 'in' on entry, before it on return. */
 static void
-ins(Est *e, const SirIns *in, uint64_t *live, bool meas, int hoist)
+ins(Est *e, const SirIns *in, Set *live, bool meas, int hoist)
 {
-	uint64_t *t;
-
 	switch (in->op) {
 	case SOP_if:
-		t = set_new(e);
-		set_copy(e, t, live);
-		block(e, in->body, t, meas);
-		if (in->els)
-			block(e, in->els, live, meas);
-		set_or(e, live, t);
+		join(e, in->body, in->els ? in->els : NULL, live, meas);
 		break;
 	case SOP_elect:
-		t = set_new(e);
-		set_copy(e, t, live);
-		block(e, in->body, t, meas);
-		set_or(e, live, t);
+		join(e, in->body, NULL, live, meas);
 		break;
 	case SOP_for:
 	case SOP_tile:
 		loop(e, in, live, meas);
 		break;
 	case SOP_exit:
-		memset(live, 0, (size_t)e->words * sizeof *live);
+		set_clear(e, live);
 		return;
 	default: {
-		uint64_t *after = NULL;
-		if (meas) {
-			after = set_new(e);
-			set_copy(e, after, live);
-		}
+		int ta = live->regs[1], sa = live->regs[0];
+		int tmp = meas ? temps_at(e, in, live) : 0;
+		if (meas)
+			capture(e, in, live, true);
 		/* an accumulating wgmma reads its accumulator */
 		if (in->dst && !(in->op == SOP_wgmma && in->imm))
-			set_del(live, in->dst);
+			set_del(e, live, in->dst);
 		if (in->op == SOP_wgmma && in->imm)
-			set_add(live, in->dst);
-		for (int k = 0; k < e->nret; k++)
-			if (e->ret[k].wait == in)
-				set_add(live, e->ret[k].r);
-		uses(live, in);
-		if (meas)
-			measure(e, in, live, after, hoist);
+			set_add(e, live, in->dst);
+		for (int k = retire_find(e, in); k < e->nret &&
+		    e->ret[k].wait == in; k++)
+			set_add(e, live, e->ret[k].r);
+		uses(e, live, in);
+		if (meas) {
+			measure(e, in, live, ta, sa, tmp, hoist);
+			capture(e, in, live, false);
+		}
 		return;
 	}
 	}
-	uses(live, in);
+	uses(e, live, in);
 }
 
 /* Code ptxas cannot move a tensor-memory load across: barriers, fences,
@@ -436,7 +590,7 @@ fixed(const SirIns *in)
 }
 
 static void
-block(Est *e, const SirBlock *b, uint64_t *live, bool meas)
+block(Est *e, const SirBlock *b, Set *live, bool meas)
 {
 	int *hoist = NULL;
 
@@ -505,7 +659,7 @@ show(const Est *e, Buf *b, Ref r)
 /* The live tiles of set s, largest first (ties in handle order, so the
  * text is deterministic). */
 static int
-biggest(const Est *e, const uint64_t *s, Ref *out, int max)
+biggest(const Est *e, const Set *s, Ref *out, int max)
 {
 	int n = 0;
 
@@ -530,7 +684,7 @@ report(Est *e, const Part *p, int lim, const char *why)
 {
 	Ctx *ctx = e->ctx;
 	bool err = e->tiles > lim;
-	const uint64_t *s = err ? e->tiles_set : e->at_set;
+	const Set *s = e->cap[err ? 0 : 1].out;
 	int total = err ? e->tiles : e->at_tiles - e->temps;
 	Ref top[NSHOW] = {0};
 	int n = biggest(e, s, top, NSHOW), shown = 0;
@@ -582,13 +736,13 @@ estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
 	e.open = NEWARR(&ctx->scratch, const SirIns *, MAXFLIGHT);
 	e.queue = NEWARR(&ctx->scratch, const SirIns *, MAXFLIGHT);
 	e.qgroup = NEWARR(&ctx->scratch, int, MAXFLIGHT);
-	e.at_set = set_new(&e);
-	e.tiles_set = set_new(&e);
 	for (uint32_t r = 1; r < sp->nvals; r++) {
 		e.istile[r] = sp->vals[r].ty == TY_FRAG;
 		e.size[r] = val_regs(&sp->vals[r]);
 	}
 	e.uniform = NEWARR(&ctx->scratch, bool, nv);
+	e.rm = NEWARR(&ctx->scratch, uint32_t, nv);
+	e.seen = NEWARR(&ctx->scratch, uint32_t, nv);
 	for (uint32_t r = 1; r < sp->nvals; r++)
 		e.uniform[r] = e.istile[r];
 	while (find_defs(&e, &sp->body))
@@ -602,10 +756,18 @@ estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
 	streamed(&e, &sp->body, uses);
 	if (k->target == TGT_SM90A)
 		retire_walk(&e, &sp->body);
-	uint64_t *live = set_new(&e);
+	if (e.nret)
+		qsort(e.ret, (size_t)e.nret, sizeof *e.ret, retire_cmp);
+	Set *live = set_new(&e);
 	block(&e, &sp->body, live, true);
-	if (e.tiles && e.at && (e.tiles > lim || e.est + OVERHEAD > lim))
-		report(&e, sp->part, lim, why);
+	if (!e.tiles || !e.at || (e.tiles <= lim && e.est + OVERHEAD <= lim))
+		return;
+	/* walk again to copy the live sets at the peaks for the message */
+	e.cap[0] = (Capture){e.tiles_at, e.tiles_after, set_new(&e)};
+	e.cap[1] = (Capture){e.at, e.at_after, set_new(&e)};
+	set_clear(&e, live);
+	block(&e, &sp->body, live, true);
+	report(&e, sp->part, lim, why);
 }
 
 void

@@ -15,7 +15,12 @@
  *   phase-reuse   a wait observes the same phase as the previous one
  *   nbar-twice    a warp arrives twice on a named barrier before it
  *                 completes (an arrive where a sync was needed)
- *   exit-pending  a process ends with bulk stores still reading smem
+ *   exit-pending  a process ends with bulk stores still reading smem,
+ *                 or only waited for with 'tma_wait N read'
+ *   tmem-race     tensor-memory accesses (tmem_load/store, tcgen05.mma)
+ *                 not ordered (verify_tmem.c)
+ *   tmem-alloc    tensor memory used before tmem_alloc or after
+ *                 tmem_free, or freed while in use
  *   runaway       a run does not finish within the step budget
  *   index-range   a run indexes a barrier array outside its elements
  *   race          two accesses to overlapping shared memory, one a write,
@@ -110,6 +115,10 @@ vf_mbar_complete(Sim *s, int b)
 			(long long)m->bytes, (long long)m->r->tx);
 		vf_fail(s, m->r->nspan, "tx-bytes", "a phase of '%s' received %s",
 			a, c);
+		if (m->last && m->last_proc >= 0)
+			diag_note(s->ctx, m->last->span, "the last arrival on "
+				"'%s' in that phase was by '%s' (phase %lld)", a,
+				vf_pname(s, &s->p[m->last_proc]), (long long)m->phase);
 	}
 	memcpy(s->done[b][m->phase & 1], s->acc[b], s->nvc * sizeof(Clk));
 	memset(s->acc[b], 0, s->nvc * sizeof(Clk));
@@ -137,9 +146,16 @@ vf_mbar_arrive(Sim *s, Proc *p, const SirIns *in, int b, int64_t n)
 	if (m->pending < 0) {
 		char a[64];
 		snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
+		char w[300] = "";
+		if (p) {
+			Iter it;
+			vf_iter(p, &it);
+			snprintf(w, sizeof w, " (the arrival of %s)", vf_who(s, p,
+				&it));
+		}
 		vf_fail(s, in ? in->span : m->r->nspan, "over-arrival", "'%s' "
-			"receives more "
-			"arrivals in one phase than its count%s", a, "");
+			"receives more arrivals in one phase than its count%s",
+			a, w);
 		diag_note(s->ctx, m->r->nspan, "'%s' declared with count=%lld",
 			m->r->name, (long long)m->count);
 		if (p)
@@ -366,6 +382,9 @@ setup(Sim *s, const SirMod *m)
 		s->nb[16 + (pt->warp_lo + s->p[i].warp) / 4 % 8].count += 32;
 	}
 	s->nrec = 0;
+	memset(s->ntrec, 0, sizeof s->ntrec);
+	s->tm_state = 0;
+	s->tm_at = NULL;
 	s->nev = 0;
 	s->steps = 0;
 	s->rdy = s->np < 32 ? (1u << s->np) - 1 : ~0u;  /* all B_RUN */
@@ -479,6 +498,41 @@ producers(Ctx *ctx, const SirMod *m)
 	return ok;
 }
 
+/* Does the tile loop carry state from one tile to the next: read
+ * 't.iter', or assign a 'var' set before the loop?  Then it was written
+ * to run several tiles, and order=single is also run as two tiles of one
+ * CTA. */
+static bool
+carried(const SirPart *sp, const SirBlock *b, bool *outer, bool in_tile)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in_tile && ((in->op == SOP_tilefield && in->imm == 3) ||
+		    (in->op == SOP_mov && outer[in->dst])))
+			return true;
+		if (!in_tile && in->op == SOP_mov && sp->vals[in->dst].ty !=
+		    TY_FRAG)
+			outer[in->dst] = true;
+		bool t = in_tile || in->op == SOP_tile;
+		if ((in->body && carried(sp, in->body, outer, t)) ||
+		    (in->els && carried(sp, in->els, outer, t)))
+			return true;
+	}
+	return false;
+}
+
+static bool
+loop_carries(Ctx *ctx, const SirMod *m)
+{
+	for (int i = 0; i < m->nparts; i++) {
+		const SirPart *sp = m->parts[i];
+		bool *outer = NEWARR(&ctx->scratch, bool, sp->nvals + 1);
+		if (carried(sp, &sp->body, outer, false))
+			return true;
+	}
+	return false;
+}
+
 /* The values to explore for each integer param: its 'verify' list, or
  * 1 and 2. */
 static int
@@ -545,6 +599,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 	if (combos > 512)
 		combos = 512;  /* beyond that, a deterministic sample */
 	long total = 0;
+	bool carries = m->k->order == ORD_SINGLE && loop_carries(ctx, m);
 	for (long c = 0; c < combos && !s->failed; c++) {
 		if (total > MAXTOTAL) {  /* large 'verify' values */
 			diag_warn(ctx, "verify-limit", m->k->span, "the verifier "
@@ -565,14 +620,22 @@ pass_verify(Ctx *ctx, SirMod *m)
 		}
 		int64_t grids[][2] = {{1, 0}, {2, 0}, {2, 1}};
 		for (size_t g = 0; g < COUNT(grids) && !s->failed; g++) {
-			if (m->k->order == ORD_SINGLE && g == 1)
-				continue;
 			s->nctaid = grids[g][0];
 			s->ctaid = grids[g][1];
+			/* order=single: the first and the last tile, and, when
+			 * the tile loop carries state, the first two tiles run
+			 * by one CTA, so that what one tile leaves in flight
+			 * meets the next tile's accesses */
+			s->twotiles = m->k->order == ORD_SINGLE && g == 1;
+			if (s->twotiles && !carries)
+				continue;
 			if (m->k->order == ORD_SINGLE)
 				s->nctaid = 1, s->ctaid = g == 2 ? -1 : 0;
 			char *tail = s->shape + len;
-			if (m->k->order == ORD_SINGLE)
+			if (s->twotiles)
+				snprintf(tail, sizeof s->shape - len, "%stwo tiles in "
+					"one CTA", len ? ", " : "");
+			else if (m->k->order == ORD_SINGLE)
 				snprintf(tail, sizeof s->shape - len, "%s%s tile",
 					len ? ", " : "", g == 2 ? "the last" : "the first");
 			else

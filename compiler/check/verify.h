@@ -14,6 +14,9 @@
 			     * largest shipped schedule's */
 #define NTRACE 4
 #define MAXREC 256
+#define MAXTREC 64          /* tensor-memory access records, per
+			     * bucket: a lane quarter's, or the MMAs' */
+#define TQ_MMA 4
 
 /* A vector clock entry.  Every increment takes a step of a run, so an
  * entry stays below MAXSTEPS. */
@@ -67,6 +70,11 @@ typedef struct Proc {
 	int64_t *seen;        /* per mbar: last observed phase (-2: none) */
 	int wg_open, wg_groups;   /* wgmma: uncommitted, committed groups */
 	int bulk_open, bulk_groups, bulk_seq;
+	int bulk_unwaited;    /* groups no 'tma_wait N' (without 'read')
+			       * has waited for: their writes may be in
+			       * flight */
+	int bulk_unread;      /* groups no 'tma_wait' has waited for */
+	const SirIns *bulk_last;  /* the last 'tma_commit' */
 	int tc_inflight;
 	int wg_seq;           /* wgmma groups committed so far */
 	int *inflight;        /* by Ref: wgmma group + 1 using it, or 0 */
@@ -74,6 +82,9 @@ typedef struct Proc {
 	int ninfl;
 	bool *lanevar;        /* by Ref: the value differs between lanes */
 	Clk *vc;              /* vector clock */
+	Clk *tvc;             /* vc at its last 'fence tmem_after': what
+			       * its tensor-memory accesses are after */
+	int tc_commits;       /* tcgen05 commits issued so far */
 	Trace tr[NTRACE];
 	int ntr;
 	long steps;
@@ -88,6 +99,12 @@ typedef struct Ev {
 	Clk *vc;              /* EV_TC commit: the issuer's clock */
 } Ev;
 
+/* Where a process is: its tile iteration and innermost 'for' loop. */
+typedef struct Iter {
+	int32_t tile, i;      /* -1: not in one */
+	const SirIns *loop;   /* the innermost 'for', or NULL */
+} Iter;
+
 /* An access to shared memory [lo, hi). */
 enum { A_TMAW, A_GENW, A_READ };
 typedef struct Rec {
@@ -97,12 +114,33 @@ typedef struct Rec {
 	int bar;              /* A_TMAW: the mbarrier it completes on */
 	int64_t tag;          /* A_TMAW: visible when vc[bar] >= tag */
 	int group;            /* A_READ: pending until this group retires */
-	int bulk;             /* A_READ: 1 bulk-store group, 0 wgmma */
+	int bulk;             /* A_READ: 1 bulk-store group, 0 wgmma,
+			       * 2 tcgen05.mma: ordered once vc[TC(proc)]
+			       * >= group (CLK_NEVER: no commit yet) */
+	Iter it;              /* where the process was */
 	bool pending, dirty, live;
 	const SirIns *at;
 	int64_t geo;          /* tile geometry (0: bytes only) ... */
 	int64_t r0, r1;       /* ... and the rows [r0, r1) it touches */
 } Rec;
+
+/* An access to tensor memory: columns [c0, c1) of the lanes in 'lanes'
+ * (bit q: lanes 32q..32q+31). */
+enum { T_MMAW, T_MMAR, T_THRW, T_THRR };
+typedef struct TRec {
+	int kind, proc;
+	int c0, c1;
+	unsigned lanes;
+	Clk clock;            /* T_THR*: ordered before q when q's tvc has
+			       * it; CLK_NEVER until a 'fence tmem_before'.
+			       * T_MMA*: the issuer's first commit after it
+			       * (TC entry), CLK_NEVER until one is issued */
+	Clk raw;              /* T_THR*: the process's clock at the access */
+	bool live;
+	const SirIns *at;
+	Iter it;
+} TRec;
+#define CLK_NEVER INT32_MAX
 
 /* The instructions of a block that a run may step over without executing
  * them: n[i] of them from instruction i (0: execute instruction i). */
@@ -117,6 +155,7 @@ typedef struct Sim {
 	const Kernel *k;
 	int64_t params[64];   /* by param index */
 	int64_t nctaid, ctaid;
+	bool twotiles;        /* order=single run as two tiles of one CTA */
 	Proc p[MAXPROC];
 	int np;
 	Mbar mb[MAXBAR];
@@ -148,6 +187,12 @@ typedef struct Sim {
 	Ref *clr[64];             /* by partition: the values a new run */
 	int nclr[64];             /* clears (vf_skips()) */
 	uint32_t rdy;             /* processes that may move (vf_wake) */
+	TRec trec[TQ_MMA + 1][MAXTREC]; /* tensor memory, by bucket */
+	int ntrec[TQ_MMA + 1];
+	int tm_state;             /* 0 not allocated, 1 allocated, 2 freed */
+	int tm_proc;              /* who allocated (freed) it */
+	Clk tm_clock;             /* the allocating process's clock */
+	const SirIns *tm_at;      /* the tmem_alloc (tmem_free) */
 	int *mbase;               /* by mbarrier Res index: its first
 				   * element in mb */
 	int nmbase;
@@ -155,6 +200,9 @@ typedef struct Sim {
 
 /* The clock entry of mbarrier b: how many of its phases were observed. */
 #define VB(s, b) ((s)->np + (b))
+/* The clock entry of process i's tcgen05 commits: how many of them are
+ * known to have completed (so every MMA it issued before them). */
+#define TC(s, i) ((s)->np + (s)->nmb + (i))
 
 /* Four clock entries; clocks are arena arrays of nvc entries, a multiple
  * of four, so 16-byte aligned. */
@@ -204,10 +252,18 @@ void vf_vfree(Sim *, Clk *);
 int64_t vf_geometry(const Res *);
 void vf_range_of(const Res *, int64_t st, int64_t *lo, int64_t *hi);
 void vf_acc_read(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
-	bool bulk, int64_t geo, int64_t r0, int64_t r1);
+	int bulk, int64_t geo, int64_t r0, int64_t r1);
 Rec *vf_acc_write(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	bool tma, int64_t geo, int64_t r0, int64_t r1);
 void vf_retire_reads(Sim *, Proc *, bool bulk, int upto);
+
+/* verify_tmem.c */
+void vf_iter(const Proc *, Iter *);
+const char *vf_iter_str(Sim *, const Iter *);
+const char *vf_who(Sim *, const Proc *, const Iter *);
+void vf_tmem(Sim *, Proc *, const SirIns *);
+void vf_tmem_fence(Sim *, Proc *, bool before);
+int vf_tc_commit(Sim *, Proc *);
 
 /* verify_why.c */
 void vf_why_deadlock(Sim *, const Proc *first);

@@ -35,7 +35,7 @@ mbar_of(Sim *s, const Res *r, int64_t idx)
 /* An mbarrier element by its index, or a failure when a run reaches an
  * index outside the array. */
 static int
-mbar_at(Sim *s, const SirIns *in, const Res *r, int64_t idx)
+mbar_at(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx)
 {
 	int b = mbar_of(s, r, idx);
 
@@ -43,8 +43,12 @@ mbar_at(Sim *s, const SirIns *in, const Res *r, int64_t idx)
 		char a[80], c[64];
 		snprintf(a, sizeof a, "%s[%lld]", r->name, (long long)idx);
 		snprintf(c, sizeof c, "%d elements", r->count);
-		vf_fail(s, in ? in->span : r->nspan, "index-range", "'%s' is "
-			"outside the array: it has %s", a, c);
+		char w[300];
+		Iter it;
+		vf_iter(p, &it);
+		snprintf(w, sizeof w, "%s: '%s'", vf_who(s, p, &it), a);
+		vf_fail(s, in ? in->span : r->nspan, "index-range", "%s is "
+			"outside the array: it has %s", w, c);
 	}
 	return b;
 }
@@ -122,11 +126,14 @@ hazard(Sim *s, Proc *p, const SirIns *in)
 		if (in->op == SOP_wgmma && (r == in->dst || (k > 0 &&
 		    r == in->a[1])))
 			continue;  /* chained wgmmas keep their order */
-		vf_fail(s, in->span, "wgmma-hazard", "this uses '%s' while a wgmma "
-			"that %s it is still in flight: retire it with "
-			"'mma_commit' and 'mma_wait' first",
-			p->sp->vals[r].name ? p->sp->vals[r].name : "a tile",
-			"reads or writes");
+		Iter it;
+		vf_iter(p, &it);
+		char w[200];
+		snprintf(w, sizeof w, "%s: this uses '%s'", vf_who(s, p, &it),
+			p->sp->vals[r].name ? p->sp->vals[r].name : "a tile");
+		vf_fail(s, in->span, "wgmma-hazard", "%s while a wgmma that %s "
+			"it is still in flight: retire it with 'mma_commit' and "
+			"'mma_wait' first", w, "reads or writes");
 		vf_note_traces(s, p);
 	}
 }
@@ -210,12 +217,15 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	}
 	case SOP_const_f: case SOP_cvt: case SOP_exp2: case SOP_log2:
-	case SOP_rcp: case SOP_rowmax: case SOP_rowsum: case SOP_convert:
-	case SOP_mask_cols: case SOP_mask_causal: case SOP_fill:
-	case SOP_gstore: case SOP_tmem_load:
-	case SOP_tmem_store: case SOP_tmem_alloc: case SOP_tmem_free:
+	case SOP_rcp: case SOP_tanh: case SOP_rowmax: case SOP_rowsum:
+	case SOP_convert: case SOP_mask_cols: case SOP_mask_causal:
+	case SOP_mask_below: case SOP_fill: case SOP_gstore:
 		if (in->op == SOP_cvt && dv && ty_isint(dv->ty))
 			p->v[in->dst] = wrap(val(p, in->a[0]), dv->ty);
+		return true;
+	case SOP_tmem_load: case SOP_tmem_store: case SOP_tmem_alloc:
+	case SOP_tmem_free:
+		vf_tmem(s, p, in);
 		return true;
 	case SOP_param:
 		p->v[in->dst] = s->params[in->r[0]->index];
@@ -261,7 +271,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	}
 	case SOP_mbar_wait: {
-		b = mbar_at(s, in, in->r[0], val(p, in->ri[0]));
+		b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
 		if (b < 0)
 			return true;
 		int64_t par = val(p, in->a[0]) & 1;
@@ -307,7 +317,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	}
 	case SOP_mbar_arrive: case SOP_mbar_expect:
-		b = mbar_at(s, in, in->r[0], val(p, in->ri[0]));
+		b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
 		if (b < 0)
 			return true;
 		if (in->op == SOP_mbar_expect) {
@@ -326,8 +336,12 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			snprintf(a, sizeof a, "%s[%lld]", in->r[0]->name,
 				(long long)ix);
 			snprintf(c, sizeof c, "%d elements", in->r[0]->count);
-			vf_fail(s, in->span, "index-range", "'%s' is outside the "
-				"array: it has %s", a, c);
+			char w[300];
+			Iter it;
+			vf_iter(p, &it);
+			snprintf(w, sizeof w, "%s: '%s'", vf_who(s, p, &it), a);
+			vf_fail(s, in->span, "index-range", "%s is outside the "
+				"array: it has %s", w, c);
 			return true;
 		}
 		int id = (int)(in->r[0]->bar_id + ix);
@@ -366,7 +380,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;  /* the arrival happened; blocking is a state */
 	}
 	case SOP_tma_load: {
-		b = mbar_at(s, in, in->r[2], val(p, in->ri[2]));
+		b = mbar_at(s, p, in, in->r[2], val(p, in->ri[2]));
 		if (b < 0)
 			return true;
 		vf_range_of(in->r[1], val(p, in->ri[1]), &lo, &hi);
@@ -387,6 +401,9 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			p->bulk_open = 0;
 			p->bulk_groups++;
 			p->bulk_seq++;
+			p->bulk_unwaited++;
+			p->bulk_unread++;
+			p->bulk_last = in;
 			emit_event(s, EV_BULK, self, -1, 0);
 		}
 		return true;
@@ -398,6 +415,10 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			return false;
 		}
 		vf_retire_reads(s, p, true, p->bulk_seq - p->bulk_groups);
+		if (!in->imm2 && p->bulk_unwaited > in->imm)
+			p->bulk_unwaited = (int)in->imm;
+		if (p->bulk_unread > in->imm)
+			p->bulk_unread = (int)in->imm;
 		return true;
 	case SOP_wgmma: {
 		int g = 16 + (p->sp->part->warp_lo + p->warp) / 4 % 8;
@@ -418,10 +439,11 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			p->want = ggen;
 			p->at = in;
 		}
-		/* one operation per warpgroup: its shared-memory reads belong
-		 * to the warpgroup's first warp, retired by that warp's wait */
-		for (int k = 1; k <= 2 && p->sp->part->warp_lo % 4 + p->warp %
-		    4 == 0; k++)
+		/* one operation per warpgroup, but each warp waits for it
+		 * on its own: its shared-memory reads are every issuing
+		 * warp's, retired by that warp's 'mma_wait', so a stage
+		 * released by one warp is still read by the others */
+		for (int k = 1; k <= 2; k++)
 			if (in->r[k]) {
 				/* A with arow= reads the warpgroup's 64 rows */
 				const Res *x = in->r[k];
@@ -464,20 +486,34 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	}
 	case SOP_tc_mma:
+		/* shared-memory operands are read until a commit after the
+		 * MMA arrives; tensor memory in verify_tmem.c */
+		for (int k = 1; k <= 2; k++)
+			if (in->r[k] && in->r[k]->kind == R_SMEM) {
+				const Res *x = in->r[k];
+				vf_range_of(x, val(p, in->ri[k]), &lo, &hi);
+				vf_acc_read(s, p, in, lo, hi, 2, vf_geometry(x), 0,
+					x->shape[0]);
+			}
+		vf_tmem(s, p, in);
 		p->tc_inflight++;
 		emit_event(s, EV_TC, (int)(p - s->p), -1, 0);
 		return true;
 	case SOP_tc_commit:
-		b = mbar_at(s, in, in->r[0], val(p, in->ri[0]));
+		b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
 		if (b < 0)
 			return true;
 		emit_event(s, EV_TC, self, b, 0);
 		s->ev[s->nev - 1].vc = s->nvfree ? s->vfree[--s->nvfree] :
 			NEWARR(&s->ctx->scratch, Clk, s->nvc);
 		memcpy(s->ev[s->nev - 1].vc, p->vc, s->nvc * sizeof(Clk));
+		/* its arrival says that p's MMAs before it are done */
+		s->ev[s->nev - 1].vc[TC(s, self)] = vf_tc_commit(s, p);
 		p->vc[self]++;
 		return true;
 	case SOP_fence:
+		if (in->imm == FENCE_TMEM_BEFORE || in->imm == FENCE_TMEM_AFTER)
+			vf_tmem_fence(s, p, in->imm == FENCE_TMEM_BEFORE);
 		if (in->imm == FENCE_ASYNC_SMEM)
 			for (int i = 0; i < s->nrec; i++)
 				if (s->rec[i].live && s->rec[i].kind == A_GENW &&
@@ -567,6 +603,8 @@ enter(Sim *s, Proc *p, const SirIns *in)
 		f = &p->fr[p->depth - 1];
 		f->i = first;
 		f->hi = s->k->order == ORD_SINGLE ? first + 1 : total;
+		if (s->twotiles)  /* the loop body must be re-entrant */
+			f->hi = first + 2 < total ? first + 2 : total;
 		f->step = s->k->order == ORD_SINGLE ? 1 : s->nctaid;
 		f->iter = 0;
 		tile_at(s, p, in, d, total, f->i);
@@ -631,8 +669,12 @@ vf_step(Sim *s, Proc *p)
 		}
 		const SirIns *in = &f->b->v[f->pc];
 		if (++p->steps > MAXSTEPS / 4 || ++s->steps > MAXSTEPS) {
+			Iter it;
+			vf_iter(p, &it);
 			vf_fail(s, in->span, "runaway", "a run of the schedule did "
-				"not finish%s%s", "", "");
+				"not finish: %s was still running here when %s step "
+				"budget ran out", vf_who(s, p, &it), p->steps >
+				MAXSTEPS / 4 ? "its" : "the run's");
 			p->depth = 0;
 			break;
 		}
@@ -649,9 +691,19 @@ vf_step(Sim *s, Proc *p)
 			return;
 	}
 	p->state = B_DONE;
-	if (p->bulk_groups || p->bulk_open) {
+	if (p->bulk_unread || p->bulk_open) {
 		vf_fail(s, p->sp->part->nspan, "exit-pending", "partition '%s' "
 			"ends with bulk stores still reading shared memory; "
 			"end with 'tma_wait 0'%s", vf_pname(s, p), "");
+	} else if (p->bulk_unwaited) {
+		/* 'tma_wait N read' says the stores have read shared memory,
+		 * not that their writes to global memory are done */
+		vf_fail(s, p->sp->part->nspan, "exit-pending", "partition '%s' "
+			"ends with bulk stores in flight: 'tma_wait N read' waited "
+			"only for their reads; end with 'tma_wait 0'%s",
+			vf_pname(s, p), "");
+		if (p->bulk_last)
+			diag_note(s->ctx, p->bulk_last->span, "the last bulk-store "
+				"group it committed");
 	}
 }

@@ -22,17 +22,24 @@ vf_clocks(Sim *s)
 {
 	Clk *c;
 
-	s->nvc = (s->np + s->nmb + 3) & ~3;
+	/* sm_100a: one more entry per process, its tcgen05 commits */
+	int ntc = s->k->target == TGT_SM100A ? s->np : 0;
+	s->nvc = (s->np + s->nmb + ntc + 3) & ~3;
 	if (!s->clocks) {
-		s->nclocks = s->np + 3 * s->nmb + 2 * 24;
+		s->nclocks = 2 * s->np + 3 * s->nmb + 2 * 24;
 		s->clocks = NEWARR(&s->ctx->scratch, Clk, (size_t)s->nclocks *
 			s->nvc);
 	}
-	memset(s->clocks, 0, (size_t)(s->np + s->nmb + 24) * s->nvc *
+	memset(s->clocks, 0, (size_t)(2 * s->np + s->nmb + 24) * s->nvc *
 		sizeof(Clk));
 	c = s->clocks;
-	for (int i = 0; i < s->np; i++, c += s->nvc)
+	for (int i = 0; i < s->np; i++, c += s->nvc) {
 		s->p[i].vc = c;
+		c[i] = 1;  /* an access before any release is at 1: it is
+			    * ordered before no other process */
+	}
+	for (int i = 0; i < s->np; i++, c += s->nvc)
+		s->p[i].tvc = c;
 	for (int b = 0; b < s->nmb; b++, c += s->nvc)
 		s->acc[b] = c;
 	for (int i = 0; i < 24; i++, c += s->nvc)
@@ -95,6 +102,9 @@ ordered(const Sim *s, const Rec *r, const Proc *q)
 	case A_TMAW:
 		return !r->pending && q->vc[VB(s, r->bar)] >= r->tag;
 	case A_READ:
+		if (r->bulk == 2)  /* tcgen05.mma: a commit after it */
+			return r->group != CLK_NEVER && q->vc[TC(s, r->proc)] >=
+				r->group;
 		return !r->pending && (r->proc == qi || q->vc[r->proc] >=
 			r->clock);
 	default:
@@ -110,12 +120,18 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 		"reads"};
 	char a[200];
 
-	snprintf(a, sizeof a, "%s shared memory that %s", what, kinds[r->kind]);
+	bool tc = r->kind == A_READ && r->bulk == 2;
+	Iter it;
+	vf_iter(q, &it);
+	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
+		&it), what, tc ? "a tcgen05.mma reads" : kinds[r->kind]);
 	vf_fail(s, in->span, "race", "%s without an ordering barrier%s", a,
+		tc ? (r->group == CLK_NEVER ? " (no commit follows the MMA yet)" :
+		" (wait on the phase a commit after the MMA arrives on)") :
 		r->pending ? " (it is still in flight)" : "");
 	if (r->at)
-		diag_note(s->ctx, r->at->span, "the other access, by '%s'",
-			vf_pname(s, &s->p[r->proc]));
+		diag_note(s->ctx, r->at->span, "the other access, by %s",
+			vf_who(s, &s->p[r->proc], &r->it));
 	vf_note_traces(s, q);
 }
 
@@ -135,6 +151,7 @@ add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
 			s->rec[i] = (Rec){.kind = kind, .proc = (int)(p - s->p),
 				.lo = lo, .hi = hi, .live = true, .at = at,
 				.clock = p->vc[p - s->p]};
+			vf_iter(p, &s->rec[i].it);
 			return &s->rec[i];
 		}
 	if (s->nrec == MAXREC) {
@@ -148,6 +165,7 @@ add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
 	s->rec[s->nrec] = (Rec){.kind = kind, .proc = (int)(p - s->p),
 		.lo = lo, .hi = hi, .live = true, .at = at,
 		.clock = p->vc[p - s->p]};
+	vf_iter(p, &s->rec[s->nrec].it);
 	return &s->rec[s->nrec++];
 }
 
@@ -155,7 +173,7 @@ add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
  * every write to it must be visible, and generic writes fenced. */
 void
 vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
-	bool bulk, int64_t geo, int64_t r0, int64_t r1)
+	int bulk, int64_t geo, int64_t r0, int64_t r1)
 {
 	for (int i = 0; i < s->nrec && !s->failed; i++) {
 		Rec *r = &s->rec[i];
@@ -181,7 +199,8 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		r->r1 = r1;
 		r->pending = true;
 		r->bulk = bulk;
-		r->group = bulk ? p->bulk_groups + 1 : p->wg_seq + 1;
+		r->group = bulk == 2 ? CLK_NEVER : bulk ? p->bulk_groups + 1 :
+			p->wg_seq + 1;
 	}
 }
 

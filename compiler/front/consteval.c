@@ -20,22 +20,22 @@ asf(const Val *v)
 	return v->ty == TY_F64 ? v->f : (double)v->i;
 }
 
-/* Integer operations with overflow checks: a schedule's constants are
- * small, so an overflow is a mistake worth reporting. */
+/* Integer operations with overflow checks (base.h's ck_*): a schedule's
+ * constants are small, so an overflow is a mistake worth reporting. */
 static bool
 iop(Ctx *ctx, const Node *n, int op, int64_t a, int64_t b, int64_t *r)
 {
 	switch (op) {
 	case '+':
-		if (__builtin_add_overflow(a, b, r))
+		if (!ck_add(a, b, r))
 			goto ovf;
 		return true;
 	case '-':
-		if (__builtin_sub_overflow(a, b, r))
+		if (!ck_sub(a, b, r))
 			goto ovf;
 		return true;
 	case '*':
-		if (__builtin_mul_overflow(a, b, r))
+		if (!ck_mul(a, b, r))
 			goto ovf;
 		return true;
 	case '/': case '%':
@@ -57,7 +57,12 @@ iop(Ctx *ctx, const Node *n, int op, int64_t a, int64_t b, int64_t *r)
 				"range (0..62)", (long long)b);
 			return false;
 		}
-		*r = op == B_SHL ? (int64_t)((uint64_t)a << b) : a >> b;
+		if (op == B_SHR) {
+			*r = a >> b;
+			return true;
+		}
+		if (!ck_shl(a, b, r))
+			goto ovf;
 		return true;
 	case '<': *r = a < b; return true;
 	case '>': *r = a > b; return true;
@@ -237,13 +242,13 @@ const_eval(Ctx *ctx, const Kernel *k, const Node *n, Val *out)
 			return true;
 		}
 		if (a.ty == TY_I64 && n->op != '!') {
-			if (n->op == '-' && a.i == INT64_MIN) {
+			int64_t r = ~a.i;
+			if (n->op == '-' && !ck_neg(a.i, &r)) {
 				diag_error(ctx, n->span, "integer overflow in "
 					"a constant expression");
 				return false;
 			}
-			*out = (Val){.ty = TY_I64, .i = n->op == '-' ? -a.i :
-				~a.i};
+			*out = (Val){.ty = TY_I64, .i = r};
 			return true;
 		}
 		diag_error(ctx, n->span, "operator '%c' does not apply to %s",

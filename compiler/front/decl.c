@@ -418,7 +418,7 @@ decl_nbar(S *s, const Node *d)
 }
 
 /* A family index is a constant while its instance's attributes are
- * evaluated: a temporary const resource at the end of the list. */
+ * evaluated: a temporary const binding that hides its name. */
 static Res *
 push_index(S *s, const char *name, int64_t i)
 {
@@ -427,15 +427,14 @@ push_index(S *s, const char *name, int64_t i)
 	r->kind = R_CONST;
 	r->name = name;
 	r->cval = (Val){.ty = TY_I64, .i = i};
-	r->next = s->k->res;  /* searched first */
-	s->k->res = r;
+	kernel_bind(s->ctx, s->k, r);
 	return r;
 }
 
 static void
 pop_index(S *s, Res *r)
 {
-	s->k->res = r->next;
+	kernel_unbind(s->ctx, s->k, r);
 }
 
 void

@@ -201,6 +201,7 @@ struct Res {
 	int64_t bytes;       /* per stage (SMEM) */
 	int bar_id;          /* NBAR: first hardware id */
 	Res *next;           /* all resources in declaration order */
+	Res *shadow;         /* scope.c: the binding this one hides */
 };
 
 typedef enum { ORD_SINGLE = 1, ORD_PERSISTENT, ORD_LPT } TileOrder;
@@ -231,6 +232,7 @@ typedef struct Kernel {
 	TileOrder order;
 	Span tiles_span;
 	Res *res, *res_last; /* every declared resource, in order */
+	NameMap scope;       /* the same by name (scope.c) */
 	int nres[R_PART + 1];
 	Part *parts, *parts_last;
 	int nparts;
@@ -247,6 +249,8 @@ Res *kernel_find(const Kernel *, const char *name);
 void kernel_suggest(const Kernel *, Suggest *, int kind);  /* 0: any */
 void kernel_undeclared(Ctx *, const Kernel *, Span, const char *name,
 	int kind);
+void kernel_bind(Ctx *, Kernel *, Res *);  /* hides a binding of its name */
+void kernel_unbind(Ctx *, Kernel *, Res *); /* shows the hidden one again */
 bool const_eval(Ctx *, const Kernel *, const Node *, Val *out);
 bool const_binary(Ctx *, const Node *op, const Val *, const Val *, Val *);
 

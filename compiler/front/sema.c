@@ -51,6 +51,8 @@ declare(S *s, ResKind kind, const Node *d)
 	else
 		s->k->res = r;
 	s->k->res_last = r;
+	if (r->name)
+		kernel_bind(s->ctx, s->k, r);
 	return r;
 }
 
@@ -63,23 +65,28 @@ attr(const Node *d, const char *name)
 	return NULL;
 }
 
-/* Report attributes the declaration does not take, and duplicates. */
+/* Report attributes the declaration does not take, and duplicates (each
+ * repeat once, against the first: a map of the names seen, not a scan of
+ * the earlier attributes, which was quadratic, issue #29). */
 void
 attrs_allowed(S *s, const Node *d, const char *const *ok)
 {
+	NameMap seen = {0};
+
 	for (int i = 0; i < d->attrs.n; i++) {
-		const Node *a = d->attrs.v[i];
+		const Node *a = d->attrs.v[i], *first;
 		bool found = false;
 
 		for (const char *const *p = ok; *p; p++)
 			found |= !strcmp(*p, a->name);
-		for (int j = 0; j < i; j++)
-			if (!strcmp(d->attrs.v[j]->name, a->name)) {
-				diag_error(s->ctx, a->nspan, "attribute '%s' is "
-					"given twice", a->name);
-				diag_note(s->ctx, d->attrs.v[j]->nspan,
-					"first given here");
-			}
+		first = namemap_get(&seen, a->name);
+		if (first) {
+			diag_error(s->ctx, a->nspan, "attribute '%s' is given "
+				"twice", a->name);
+			diag_note(s->ctx, first->nspan, "first given here");
+		} else {
+			namemap_put(&s->ctx->scratch, &seen, a->name, (void *)a);
+		}
 		if (!found) {
 			Buf b;
 			buf_init(&b, &s->ctx->scratch);

@@ -33,14 +33,25 @@ pass_layout(Ctx *ctx, SirMod *m)
 		if (r->kind != R_SMEM)
 			continue;
 		int64_t a = swz_align(r->lay->swizzle), n = ty_bytes(r->ety);
+		int64_t all = 0, start = 0, end = 0;
+		bool ok = true;
 		for (int i = 0; i < r->rank; i++)
-			n *= r->shape[i];
-		r->bytes = roundup(n, a);
+			ok &= ck_mul(n, r->shape[i], &n);
+		ok = ok && ck_add(n, a - 1, &n);
+		r->bytes = n / a * a;
+		ok = ok && ck_mul(r->bytes, r->stages, &all);
+		if (ok && !r->alias)
+			ok = ck_add(off, a - 1, &start) &&
+				ck_add(start / a * a, all, &end);
+		if (!ok) {
+			diag_error(ctx, r->nspan, "the shared-memory offset of '%s' "
+				"overflows a 64-bit integer", r->name);
+			return;
+		}
 		if (r->alias)
 			continue;
-		off = roundup(off, a);
-		r->off = off;
-		off += r->bytes * r->stages;
+		r->off = start / a * a;
+		off = end;
 	}
 	for (Res *r = k->res; r; r = r->next) {
 		if (r->kind != R_SMEM || !r->alias)

@@ -35,11 +35,13 @@ SOP(  select,       3,     E_PURE,  T_ALL  )
 SOP(  exp2,         1,     E_PURE,  T_ALL  )
 SOP(  log2,         1,     E_PURE,  T_ALL  )
 SOP(  rcp,          1,     E_PURE,  T_ALL  )
+SOP(  tanh,         1,     E_PURE,  T_ALL  )
 SOP(  rowmax,       -1,    E_PURE,  T_ALL  )   /* frag [, init rows] */
 SOP(  rowsum,       -1,    E_PURE,  T_ALL  )
 SOP(  convert,      1,     E_PURE,  T_ALL  )   /* register layout change */
 SOP(  mask_cols,    2,     E_PURE,  T_ALL  )   /* frag, first bad col */
 SOP(  mask_causal,  3,     E_PURE,  T_ALL  )   /* frag, row0, col0 */
+SOP(  mask_below,   3,     E_PURE,  T_ALL  )   /* frag, row0, col0 */
 SOP(  fill,         1,     E_PURE,  T_ALL  )   /* frag of one value */
 SOP(  all_eq,       2,     E_PURE,  T_ALL  )   /* frag, f32: warp vote */
 SOP(  tile,         0,     E_CTRL,  T_ALL  )   /* for t in tiles {body} */

@@ -1,6 +1,6 @@
 /* sircall.c: the built-in functions of partition bodies -- rowmax,
- * rowsum, convert, cvt, exp2, log2, rcp, min, max, cdiv, mask_cols,
- * mask_causal, all_eq, sizeof -- checked and lowered to schedule IR.
+ * rowsum, convert, cvt, exp2, log2, rcp, tanh, min, max, cdiv, mask_cols,
+ * mask_causal, mask_below, all_eq, sizeof -- checked and lowered to schedule IR.
  * Called by sirgen.c's expressions (sg_call). */
 #include <math.h>
 #include <string.h>
@@ -245,6 +245,8 @@ minmax_cdiv(G *g, const Node *n, const char *f)
 }
 
 /* mask_cols(x, limit): columns >= limit become -inf.
+ * mask_below(x, row0, col0): element (r, c) becomes -inf when
+ * col0 + c < row0 + r (a sliding window's left edge).
  * mask_causal(x, row0, col0): element (r, c) becomes -inf when
  * col0 + c > row0 + r. */
 static Ref
@@ -388,6 +390,8 @@ sg_call(G *g, const Node *n)
 		return math1(g, n, SOP_log2);
 	if (!strcmp(f, "rcp"))
 		return math1(g, n, SOP_rcp);
+	if (!strcmp(f, "tanh"))
+		return math1(g, n, SOP_tanh);
 	if (!strcmp(f, "min") || !strcmp(f, "max") || !strcmp(f, "cdiv"))
 		return minmax_cdiv(g, n, f);
 	if (!strcmp(f, "mask_cols"))
@@ -396,6 +400,8 @@ sg_call(G *g, const Node *n)
 		return all_eq(g, n);
 	if (!strcmp(f, "mask_causal"))
 		return mask(g, n, SOP_mask_causal);
+	if (!strcmp(f, "mask_below"))
+		return mask(g, n, SOP_mask_below);
 	if (!strcmp(f, "sizeof")) {
 		Val v;
 		if (!const_eval(g->ctx, g->k, n, &v))

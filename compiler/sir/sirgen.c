@@ -57,22 +57,31 @@ sg_const_f(G *g, double v, Span sp)
 	return r;
 }
 
+/* The scope is a list, newest first, for leaving blocks, and a NameMap
+ * of the newest binding of each name, for constant-time lookups (a list
+ * walk made long bodies quadratic, issue #29). */
 void
 sg_bind(G *g, const char *name, Ref r, Span sp)
 {
 	Bind *b = NEW(&g->ctx->scratch, Bind);
 
-	*b = (Bind){name, r, sp, g->scope};
+	*b = (Bind){name, r, sp, g->scope, NULL};
+	b->shadow = namemap_put(&g->ctx->scratch, &g->names, name, b);
 	g->scope = b;
 }
 
 Bind *
 sg_lookup(G *g, const char *name)
 {
-	for (Bind *b = g->scope; b; b = b->next)
-		if (b->name == name)
-			return b;
-	return NULL;
+	return namemap_get(&g->names, name);
+}
+
+void
+sg_unscope(G *g, Bind *saved)
+{
+	for (; g->scope != saved; g->scope = g->scope->next)
+		namemap_put(&g->ctx->scratch, &g->names, g->scope->name,
+			g->scope->shadow);
 }
 
 /* The source text of a span, as the user wrote it, for a diagnostic that
@@ -393,9 +402,16 @@ unary(G *g, const Node *n)
 	if (x->isconst) {
 		if (x->ty == TY_F32 && n->op == '-')
 			return sg_const_f(g, -x->cf, n->span);
-		if (ty_isint(x->ty) && n->op != '!')
-			return sg_const_i(g, n->op == '-' ? -x->ci : ~x->ci, x->ty,
-				n->span);
+		if (ty_isint(x->ty) && n->op != '!') {
+			int64_t r = ~x->ci;
+			if (n->op == '-' && !ck_neg(x->ci, &r)) {
+				diag_error(g->ctx, n->span, "integer overflow in "
+					"a constant expression");
+				return sg_err(g);
+			}
+			return sg_const_i(g, r, x->ty == TY_I32 && (r > INT32_MAX ||
+				r < INT32_MIN) ? TY_I64 : x->ty, n->span);
+		}
 		if (x->ty == TY_BOOL && n->op == '!')
 			return sg_const_i(g, !x->ci, TY_BOOL, n->span);
 	}

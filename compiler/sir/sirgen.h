@@ -8,8 +8,20 @@ typedef struct Bind {
 	const char *name;
 	Ref ref;
 	Span span;
-	struct Bind *next;
+	struct Bind *next;   /* the scope, newest first */
+	struct Bind *shadow; /* the binding of the same name this one hides */
 } Bind;
+
+/* The expansion budget (issue #29): statements expanded ('static for'
+ * bodies once per iteration) plus SIR values created, over the whole
+ * kernel.  The largest shipped schedule uses about 1,400. */
+#define MAXEXPAND 131072
+
+typedef struct Expand {
+	int64_t stmts;       /* statements expanded so far */
+	int64_t vals;        /* values of the partitions already done */
+	bool blown;          /* reported: stop expanding */
+} Expand;
 
 typedef struct G {
 	Ctx *ctx;
@@ -17,8 +29,11 @@ typedef struct G {
 	SirPart *p;
 	SirBlock *cur;
 	Bind *scope;
+	NameMap names;       /* the newest Bind of each name in scope */
 	int in_elect;
 	int loop_depth;
+	Expand *exp;         /* shared by the partitions */
+	const Node *sfor;    /* the innermost 'static for' unrolling */
 } G;
 
 SirVal *sg_val(G *, Ref);
@@ -28,6 +43,7 @@ Ref sg_const_i(G *, int64_t, Ty, Span);
 Ref sg_const_f(G *, double, Span);
 void sg_bind(G *, const char *, Ref, Span);
 Bind *sg_lookup(G *, const char *);
+void sg_unscope(G *, Bind *saved);  /* drops the bindings made since */
 const char *sg_layname(const Layout *);
 const char *sg_text(G *, Span, const char *dflt);  /* the source text */
 bool sg_same_layout(const Layout *, const Layout *);

@@ -552,7 +552,7 @@ for_stmt(G *g, const Node *n)
 		tmp.body = sub(g, n->b);
 		*sg_emit(g, SOP_tile, n->span) = tmp;
 		g->loop_depth--;
-		g->scope = saved;
+		sg_unscope(g, saved);
 		return;
 	}
 	if (n->a->kind != N_RANGE) {
@@ -582,7 +582,7 @@ for_stmt(G *g, const Node *n)
 	tmp.body = sub(g, n->b);
 	*sg_emit(g, SOP_for, n->span) = tmp;
 	g->loop_depth--;
-	g->scope = saved;
+	sg_unscope(g, saved);
 }
 
 static void
@@ -625,12 +625,41 @@ static_stmt(G *g, const Node *n)
 			"4096 iterations");
 		return;
 	}
-	for (int64_t i = lo; i < hi; i += st) {
+	const Node *outer = g->sfor;
+	g->sfor = n;
+	for (int64_t i = lo; i < hi && !g->exp->blown; i += st) {
 		Bind *saved = g->scope;
 		sg_bind(g, n->name, sg_const_i(g, i, TY_I32, n->span), n->nspan);
 		block(g, n->b);
-		g->scope = saved;
+		sg_unscope(g, saved);
 	}
+	g->sfor = outer;
+}
+
+/* Counts a statement against MAXEXPAND; past it, reports once, at the
+ * innermost 'static for' that is unrolling (else the statement), and
+ * stops the expansion: checked as it grows, so a program too large to
+ * build is never built. */
+static bool
+expand_ok(G *g, const Node *n)
+{
+	Expand *x = g->exp;
+	int64_t size = ++x->stmts + x->vals + g->p->nvals;
+
+	if (x->blown)
+		return false;
+	if (size <= MAXEXPAND)
+		return true;
+	x->blown = true;
+	if (g->sfor)
+		diag_error(g->ctx, (Span){g->sfor->span.lo, g->sfor->a->span.hi},
+			"unrolling this 'static for' takes the kernel past %d "
+			"statements and values (the expansion limit)", MAXEXPAND);
+	else
+		diag_error(g->ctx, n->span, "the kernel has more than %d "
+			"statements and values (the expansion limit)",
+			MAXEXPAND);
+	return false;
 }
 
 static void
@@ -650,7 +679,7 @@ elect(G *g, const Node *n)
 static void
 stmt(G *g, const Node *n)
 {
-	if (g->ctx->too_many)
+	if (g->ctx->too_many || !expand_ok(g, n))
 		return;
 	switch (n->kind) {
 	case N_LET: case N_VAR: let(g, n); break;
@@ -692,26 +721,28 @@ block(G *g, const Node *b)
 	Bind *saved = g->scope;
 
 	stmts(g, &b->kids);
-	g->scope = saved;
+	sg_unscope(g, saved);
 }
 
 SirMod *
 sirgen(Ctx *ctx, Kernel *k)
 {
 	SirMod *m = NEW(&ctx->perm, SirMod);
+	Expand x = {0};
 	int i = 0;
 
 	m->k = k;
 	m->parts = NEWARR(&ctx->perm, SirPart *, (size_t)k->nparts);
 	for (Part *p = k->parts; p; p = p->next) {
 		SirPart *sp = NEW(&ctx->perm, SirPart);
-		G g = {.ctx = ctx, .k = k, .p = sp, .cur = &sp->body};
+		G g = {.ctx = ctx, .k = k, .p = sp, .cur = &sp->body, .exp = &x};
 
 		sp->part = p;
 		if (p->ivar)
 			sg_bind(&g, p->ivar, sg_const_i(&g, p->index, TY_I32,
 				p->nspan), p->nspan);
 		stmts(&g, &p->decl->kids);
+		x.vals += sp->nvals;
 		p->sir = sp;
 		m->parts[i++] = sp;
 	}

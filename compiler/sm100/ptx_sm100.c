@@ -17,6 +17,7 @@ const PtxRow sm100_rows[] = {
 	{SOP_exp2, ANY, "ex2.approx.ftz.f32 %=, %0;"},
 	{SOP_log2, ANY, "lg2.approx.ftz.f32 %=, %0;"},
 	{SOP_rcp, ANY, "rcp.approx.ftz.f32 %=, %0;"},
+	{SOP_tanh, ANY, "tanh.approx.f32 %=, %0;"},
 	{SOP_fence, FENCE_ASYNC_SMEM, "fence.proxy.async.shared::cta;"},
 	{SOP_fence, FENCE_MBAR_INIT, "fence.mbarrier_init.release.cluster;"},
 	{SOP_fence, FENCE_ACQ_REL, "fence.acq_rel.cta;"},

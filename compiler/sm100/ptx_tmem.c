@@ -106,6 +106,7 @@ elementwise(PG *g, const SirIns *in)
 		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
 		[SOP_log2] = "lg2.approx.ftz.f32",
 		[SOP_rcp] = "rcp.approx.ftz.f32",
+		[SOP_tanh] = "tanh.approx.f32",
 	};
 	int n;
 	PReg *d = pg_frag(g, in->dst, &n);
@@ -260,7 +261,7 @@ mask(PG *g, const SirIns *in)
 	ptx_emit(g->f, "mov.f32 %R, %F;", ninf, -INFINITY);
 	if (in->op == SOP_mask_cols) {
 		ptx_emit(g->f, "mov.b32 %R, %R;", bound, pg_u32(g, in->a[1]));
-	} else {  /* masked when j > row0 + row - col0 */
+	} else {  /* masked when j > row0 + row - col0 (mask_below: <) */
 		ptx_emit(g->f, "add.s32 %R, %R, %R;", bound,
 			pg_u32(g, in->a[1]), my_row(g));
 		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound, bound,
@@ -268,7 +269,8 @@ mask(PG *g, const SirIns *in)
 	}
 	for (int j = 0; j < n; j++) {
 		ptx_emit(g->f, in->op == SOP_mask_cols ?
-			"setp.le.s32 %R, %R, %I;" : "setp.lt.s32 %R, %R, %I;", p,
+			"setp.le.s32 %R, %R, %I;" : in->op == SOP_mask_below ?
+			"setp.gt.s32 %R, %R, %I;" : "setp.lt.s32 %R, %R, %I;", p,
 			bound, (int64_t)j);
 		ptx_emit(g->f, "selp.f32 %R, %R, %R, %R;", d[j], ninf, x[j], p);
 	}
@@ -533,7 +535,7 @@ tile_op(PG *g, const SirIns *in)
 	switch (in->op) {
 	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div:
 	case SOP_min: case SOP_max: case SOP_neg: case SOP_exp2:
-	case SOP_log2: case SOP_rcp:
+	case SOP_log2: case SOP_rcp: case SOP_tanh:
 		if (g->sp->vals[in->dst].ty != TY_FRAG)
 			return false;
 		elementwise(g, in);
@@ -555,7 +557,7 @@ tile_op(PG *g, const SirIns *in)
 	case SOP_rowmax: case SOP_rowsum:
 		reduce(g, in);
 		return true;
-	case SOP_mask_cols: case SOP_mask_causal:
+	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
 		mask(g, in);
 		return true;
 	case SOP_tmem_load: case SOP_tmem_store:

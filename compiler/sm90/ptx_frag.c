@@ -121,6 +121,7 @@ elementwise(PG *g, const SirIns *in)
 	static const char *const op1[] = {
 		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
 		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.approx.ftz.f32",
+		[SOP_tanh] = "tanh.approx.f32",
 	};
 	const SirVal *dv = &g->sp->vals[in->dst];
 	bool drows = is_rows(dv);
@@ -292,7 +293,8 @@ mask(PG *g, const SirIns *in)
 		}
 		return;
 	}
-	/* masked when col_of(i) > row0 + row + 8*slot - col0 - col */
+	/* mask_causal: masked when col_of(i) > row0 + row + 8*slot - col0 -
+	 * col; mask_below: when col_of(i) is less than that */
 	for (int s = 0; s < 2; s++) {
 		ptx_emit(g->f, "add.s32 %R, %R, %R;", bound[s],
 			pg_u32(g, in->a[1]), row);
@@ -303,8 +305,9 @@ mask(PG *g, const SirIns *in)
 			ptx_emit(g->f, "add.s32 %R, %R, 8;", bound[s], bound[s]);
 	}
 	for (int i = 0; i < n; i++) {
-		ptx_emit(g->f, "setp.lt.s32 %R, %R, %I;", p, bound[slot_of(i)],
-			(int64_t)col_of(i));
+		ptx_emit(g->f, in->op == SOP_mask_below ?
+			"setp.gt.s32 %R, %R, %I;" : "setp.lt.s32 %R, %R, %I;", p,
+			bound[slot_of(i)], (int64_t)col_of(i));
 		ptx_emit(g->f, "selp.f32 %R, %R, %R, %R;", d[i], ninf, x[i], p);
 	}
 }
@@ -430,7 +433,7 @@ tile_op(PG *g, const SirIns *in)
 	switch (in->op) {
 	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div:
 	case SOP_min: case SOP_max: case SOP_neg: case SOP_exp2:
-	case SOP_log2: case SOP_rcp:
+	case SOP_log2: case SOP_rcp: case SOP_tanh:
 		if (g->sp->vals[in->dst].ty != TY_FRAG)
 			return false;
 		elementwise(g, in);
@@ -452,7 +455,7 @@ tile_op(PG *g, const SirIns *in)
 	case SOP_rowmax: case SOP_rowsum:
 		reduce(g, in);
 		return true;
-	case SOP_mask_cols: case SOP_mask_causal:
+	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
 		mask(g, in);
 		return true;
 	case SOP_smem_store:

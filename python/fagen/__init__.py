@@ -68,6 +68,9 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("scale", ctypes.c_double),
         ("schedule", ctypes.c_char_p),
         ("heads_k", ctypes.c_int64),
+        ("window", ctypes.c_int),
+        ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64),
+        ("softcap", ctypes.c_double),
         ("sinks", ctypes.c_uint64),
     ]
 
@@ -201,7 +204,7 @@ def _check_sinks(torch, sinks, q):
 
 
 def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
-          lse=None, sinks=None):
+          lse=None, window=None, softcap=None, sinks=None):
     torch = _torch()
     _check(torch, q, k, v)
     if sinks is not None:
@@ -209,6 +212,15 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
     if scale is not None and not scale > 0:
         raise ValueError("scale is %r: it must be > 0 (None: 1/sqrt(D))"
                          % (scale,))
+    if window is not None and (
+            not isinstance(window, (tuple, list)) or len(window) != 2 or
+            not all(isinstance(w, int) and w >= -1 for w in window)):
+        raise ValueError("window is %r: it must be (left, right), each a "
+                         "number of keys >= 0 or -1 for unbounded"
+                         % (window,))
+    if softcap is not None and not softcap >= 0:
+        raise ValueError("softcap is %r: it must be > 0 (None or 0: none)"
+                         % (softcap,))
     lib = _load()
     device = q.device.index if q.device.index is not None else \
         torch.cuda.current_device()
@@ -232,7 +244,10 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
     a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
               o=out.data_ptr(), lse=lse.data_ptr(),
               batch=b, heads=h, seq_q=sq, seq_k=k.shape[2], head_dim=d,
-              heads_k=k.shape[1],
+              heads_k=k.shape[1], window=0 if window is None else 1,
+              window_left=0 if window is None else window[0],
+              window_right=0 if window is None else window[1],
+              softcap=float(softcap or 0.0),
               dtype=_DTYPE_BF16 if q.dtype == torch.bfloat16 else _DTYPE_F16,
               causal=1 if causal else 0,
               scale=0.0 if scale is None else float(scale),
@@ -252,7 +267,7 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
 
 
 def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
-              lse=None, sinks=None):
+              lse=None, window=None, softcap=None, sinks=None):
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
     q: (B, H, Sq, D), k and v: (B, Hk, Sk, D), bfloat16 or float16 CUDA
@@ -266,17 +281,21 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     non-specialized "fa_fwd_baseline_sm90.fa" at head dim 64, the
     warp-specialized "fa_fwd_sm90.fa" at 128), or the file name of another
     shipped attention schedule taking the same parameters.  out, lse:
-    tensors to write the results into (None: new ones).  sinks: None, or
-    a contiguous float32 (H,) tensor of gpt-oss's per-head sink logits
-    (not multiplied by scale), which join each row's softmax
-    denominator."""
+    tensors to write the results into (None: new ones).  window: None, or
+    (left, right), sliding-window attention as flash_attn's window_size:
+    query i (aligned to the bottom right, i' = i + Sk - Sq) sees keys
+    i' - left .. i' + right, -1 for an unbounded side; with causal the
+    right side is 0.  softcap: None, or cap > 0: each score s becomes
+    cap * tanh(s / cap) (Gemma 2).  sinks: None, or a contiguous float32
+    (H,) tensor of gpt-oss's per-head sink logits (not multiplied by
+    scale), which join each row's softmax denominator."""
     return _call("fg_attention_forward", q, k, v, causal, scale, schedule,
-                 out, lse, sinks)
+                 out, lse, window, softcap, sinks)
 
 
 def reference(q, k, v, causal=False, scale=None, out=None, lse=None,
-              sinks=None):
+              window=None, softcap=None, sinks=None):
     """The same result from libfagen's unfused float32 baseline (compiled
     with nvrtc): any D up to 512 and 2-byte alignment; for checking."""
     return _call("fg_attention_reference", q, k, v, causal, scale, None,
-                 out, lse, sinks)
+                 out, lse, window, softcap, sinks)

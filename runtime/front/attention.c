@@ -28,7 +28,8 @@
 
 struct AttnVariant {
 	int cc, d, causal;    /* compute capability: 90 */
-	int sinks;            /* -D SINKS=true */
+	bool window, softcap; /* -D WINDOW=true, -D SOFTCAP=true */
+	bool sinks;           /* -D SINKS=true */
 	fg_dtype dt;
 	char file[64];        /* the schedule's file name */
 	fg_kernel *k;
@@ -110,7 +111,33 @@ scalars(fg_ctx *c, const char *fn, const fg_attention_args *a, Attn *out)
 		return bad(c, fn, "scale is %g: it must be finite and > 0 "
 			"(0: 1/sqrt(head_dim))", a->scale);
 	out->scale = a->scale ? a->scale : 1 / sqrt((double)a->head_dim);
+	if (!isfinite(a->softcap) || a->softcap < 0 ||
+	    a->softcap > FLT_MAX / 2)
+		return bad(c, fn, "softcap is %g: it must be finite and > 0 "
+			"(0: none)", a->softcap);
+	if (a->window && (a->window_left < -1 || a->window_right < -1))
+		return bad(c, fn, "window is (%lld, %lld): each side is a "
+			"number of keys >= 0, or -1 for unbounded",
+			(long long)a->window_left, (long long)a->window_right);
+	/* the kernels add seq_k and the window's sides in 32 bits */
+	if (a->window && a->seq_k >= (int64_t)1 << 30)
+		return bad(c, fn, "seq_k is %lld: a window needs seq_k below "
+			"2^30", (long long)a->seq_k);
+	attn_window(a, &out->wl, &out->wr);
 	return FG_OK;
+}
+
+void
+attn_window(const fg_attention_args *a, int64_t *wl, int64_t *wr)
+{
+	int64_t sk = a->seq_k;
+
+	*wl = !a->window || a->window_left < 0 || a->window_left > sk ? sk :
+		a->window_left;
+	*wr = !a->window || a->window_right < 0 || a->window_right > sk ?
+		sk : a->window_right;
+	if (a->causal)
+		*wr = 0;
 }
 
 /* Dense strides for extents n (batch, heads, seq, head_dim), innermost
@@ -313,9 +340,8 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
 	char path[4096], d1[16], d2[16], d3[16];
-	const char *defs[] = {d1, d2, d3, "SINKS=true"};
-	/* SINKS only when asked: a schedule without sinks stays valid */
-	fg_compile_options o = {.defines = defs, .ndefines = v->sinks ? 4 : 3};
+	const char *defs[6] = {d1, d2, d3};
+	fg_compile_options o = {.defines = defs, .ndefines = 3};
 	fg_program *p;
 	fg_status st;
 
@@ -325,13 +351,20 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	snprintf(d2, sizeof d2, "DT=%s", v->dt == FG_DTYPE_F16 ? "f16" :
 		"bf16");
 	snprintf(d3, sizeof d3, "CAUSAL=%s", v->causal ? "true" : "false");
+	if (v->window)
+		defs[o.ndefines++] = "WINDOW=true";
+	if (v->softcap)
+		defs[o.ndefines++] = "SOFTCAP=true";
+	if (v->sinks)  /* only when asked: a schedule without sinks stays valid */
+		defs[o.ndefines++] = "SINKS=true";
 	st = fg_compile_file(c, path, &o, &p);
 	if (st == FG_OK)
 		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
 	else if (st == FG_ERR_COMPILE)
-		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D %s%s) "
-			"does not compile:\n%s", fn, path, d1, d2, d3,
-			v->sinks ? " -D SINKS=true" : "",
+		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D "
+			"%s%s%s%s) does not compile:\n%s", fn, path, d1, d2, d3,
+			v->window ? " -D WINDOW=true" : "", v->softcap ?
+			" -D SOFTCAP=true" : "", v->sinks ? " -D SINKS=true" : "",
 			fg_program_diagnostics(p));
 	fg_program_free(p);
 	return st;
@@ -341,9 +374,11 @@ fg_status
 attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	fg_kernel **out)
 {
+	/* a window makes causal its right side (WR = 0): one variant */
 	AttnVariant want = {.cc = cc, .d = (int)a->head_dim,
-		.causal = a->causal != 0, .sinks = a->sinks != 0,
-		.dt = a->dtype}, *v;
+		.causal = a->causal && !a->window, .dt = a->dtype,
+		.window = a->window != 0, .softcap = a->softcap > 0,
+		.sinks = a->sinks != 0}, *v;
 	const char *file = NULL;
 	fg_status st;
 
@@ -353,7 +388,8 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
 		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
-		    v->causal == want.causal && v->sinks == want.sinks &&
+		    v->causal == want.causal && v->window == want.window &&
+		    v->softcap == want.softcap && v->sinks == want.sinks &&
 		    !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
@@ -381,6 +417,9 @@ attn_heads_k(const fg_attention_args *a)
 int
 attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 {
+	int n = 11;
+	double l2e = 1.4426950408889634;
+
 	static const char *const names[] = {"Q", "K", "V", "O"};
 	const uint64_t ptrs[] = {a->q, a->k, a->v, a->o};
 
@@ -388,7 +427,10 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 	args[1] = FG_INT("H", a->heads);
 	args[2] = FG_INT("SQ", a->seq_q);
 	args[3] = FG_INT("SK", a->seq_k);
-	args[4] = FG_FLOAT("scale_log2", t->scale * 1.4426950408889634);
+	/* softcap: s -> cap * tanh(s * scale / cap), then the softmax in
+	 * base 2 of that */
+	args[4] = a->softcap > 0 ? FG_FLOAT("scale_log2", a->softcap * l2e) :
+		FG_FLOAT("scale_log2", t->scale * l2e);
 	/* the schedule's tensors are [Z, S, H, D]: (batch, seq, head, dim) */
 	for (int i = 0; i < 4; i++)
 		args[5 + i] = (fg_arg){.name = names[i], .kind = FG_ARG_TENSOR,
@@ -396,10 +438,15 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 			t->st[i][2], t->st[i][1], 1}}};
 	args[9] = FG_PTR("LSE", a->lse);
 	args[10] = FG_INT("G", a->heads / attn_heads_k(a));
-	if (!a->sinks)
-		return 11;
-	args[11] = FG_PTR("SINK", a->sinks);  /* f32 [heads] */
-	return 12;
+	if (a->window) {
+		args[n++] = FG_INT("WL", t->wl);
+		args[n++] = FG_INT("WR", t->wr);
+	}
+	if (a->softcap > 0)
+		args[n++] = FG_FLOAT("sc_in", t->scale / a->softcap);
+	if (a->sinks)
+		args[n++] = FG_PTR("SINK", a->sinks);  /* f32 [heads] */
+	return n;
 }
 
 fg_status
@@ -419,8 +466,7 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	    (st = cuda_get(c, &d)) ||
 	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k)))
 		return st;
-	int n = attn_bind(a, &t, args);
-	return fg_launch(k, stream, args, n);
+	return fg_launch(k, stream, args, attn_bind(a, &t, args));
 }
 
 void

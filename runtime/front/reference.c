@@ -28,8 +28,10 @@ typedef struct RefParams {
 	int32_t h, sq, sk, d, causal, bh0;
 	float scale;
 	int32_t g;            /* query heads per K/V head */
+	int32_t window, wl, wr;  /* a window's sides (attn_window) */
+	float softcap;        /* > 0: s -> softcap * tanh(s / softcap) */
 } RefParams;
-_Static_assert(sizeof(RefParams) == 216, "RefParams must match struct P");
+_Static_assert(sizeof(RefParams) == 232, "RefParams must match struct P");
 
 static const char ref_src[] =
 "typedef unsigned short u16;\n"
@@ -41,6 +43,8 @@ static const char ref_src[] =
 "	int h, sq, sk, d, causal, bh0;\n"
 "	float scale;\n"
 "	int g;\n"
+"	int window, wl, wr;\n"
+"	float softcap;\n"
 "};\n"
 "#define T 16\n"
 "__device__ float ld_bf16(u16 x) { return __uint_as_float((unsigned)x << 16); }\n"
@@ -75,7 +79,10 @@ static const char ref_src[] =
 "	}\\\n"
 "	if (i < p.sq && j < p.sk) {\\\n"
 "		float s = acc * p.scale;\\\n"
-"		if (p.causal && j > i + p.sk - p.sq)\\\n"
+"		if (p.softcap > 0)\\\n"
+"			s = p.softcap * tanhf(s / p.softcap);\\\n"
+"		if (((p.causal || p.window) && j > i + p.sk - p.sq + p.wr) ||\\\n"
+"		    (p.window && j < i + p.sk - p.sq - p.wl))\\\n"
 "			s = -__int_as_float(0x7f800000);\\\n"
 "		p.s[((i64)z * p.sq + i) * p.sk + j] = s;\\\n"
 "	}\\\n"
@@ -303,6 +310,8 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 	RefParams p = {.q = a->q, .k = a->k, .v = a->v, .o = a->o,
 		.lse = a->lse, .sinks = a->sinks, .h = (int32_t)a->heads,
 		.g = (int32_t)(a->heads / attn_heads_k(a)),
+		.window = a->window != 0, .wl = (int32_t)t.wl,
+		.wr = (int32_t)t.wr, .softcap = (float)a->softcap,
 		.sq = (int32_t)a->seq_q, .sk = (int32_t)a->seq_k,
 		.d = (int32_t)a->head_dim, .causal = a->causal != 0,
 		.scale = (float)t.scale};

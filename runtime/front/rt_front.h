@@ -15,6 +15,7 @@
 typedef struct Attn {
 	int64_t st[4][4];     /* q, k, v, o strides, (batch, head, seq, dim) */
 	double scale;         /* resolved: 1/sqrt(head_dim) when 0 */
+	int64_t wl, wr;       /* the window's sides, 0 .. seq_k (attn_window) */
 } Attn;
 
 /* Check a for fn ("fg_attention_forward"); tma adds the fused kernel's
@@ -32,11 +33,16 @@ fg_status attn_schedule(fg_ctx *, const char *file, char *path, size_t n);
 fg_status attn_variant(fg_ctx *, const char *fn, int cc,
 	const fg_attention_args *a, fg_kernel **out);
 /* The schedules' arguments for a checked problem: Z, H, G (query heads
- * per K/V head), SQ, SK, scale_log2, Q, K, V, O, LSE, and SINK when
- * a->sinks is set (the SINKS=true variant); returns how many. */
-enum { ATTN_NARGS = 12 };
+ * per K/V head), SQ, SK, scale_log2, Q, K, V, O, LSE, then WL and WR
+ * with a window, sc_in with a softcap and SINK with sinks (the variant's
+ * -D WINDOW, SOFTCAP and SINKS); returns how many. */
+enum { ATTN_NARGS = 15 };
 int attn_bind(const fg_attention_args *a, const Attn *,
 	fg_arg args[ATTN_NARGS]);
+/* The window's sides as the kernels take them: keys left (wl) and right
+ * (wr) of the bottom-right diagonal, each clamped to 0 .. seq_k (seq_k
+ * for unbounded, -1, or no window); a causal window has wr = 0. */
+void attn_window(const fg_attention_args *a, int64_t *wl, int64_t *wr);
 int64_t attn_heads_k(const fg_attention_args *a);  /* heads_k, 0: heads */
 void attn_free(fg_ctx *);
 

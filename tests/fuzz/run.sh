@@ -8,9 +8,13 @@
 #   meta     tests/fuzz/fuzz_meta.c, the runtime's reading of fagen's PTX
 #            metadata and its argument checks, from the metadata of the
 #            shipped PTX
+#   gen      tests/fuzz/fuzz_gen.c, the input read as a schedule
+#            generator's choices: large, long and deeply nested schedules
+#            (up to 1 MB of text), with a 10 s limit per input
+#            (FUZZ_TIMEOUT) that a pass slow in the program's size misses
 #
-# The corpus grows in build-fuzz/corpus (corpus-meta) and is kept between
-# runs.  A crash, hang (an input over FUZZ_TIMEOUT seconds, 60 by
+# The corpus grows in build-fuzz/corpus (corpus-meta, corpus-gen) and is
+# kept between runs.  A crash, hang (an input over FUZZ_TIMEOUT seconds, 60 by
 # default), leak or sanitizer report stops the run, leaves the input in
 # build-fuzz/artifacts/ and makes the script exit non-zero; make it a
 # golden input or a unit test, fix it, and rerun.  SECONDS=0 only builds
@@ -30,10 +34,13 @@ cd "$(dirname "$0")/../.."
 dir=${FUZZ_DIR:-build-fuzz}
 cc=${FUZZ_CC:-clang}
 target=${FUZZ_TARGET:-compile}
+timeout=${FUZZ_TIMEOUT:-60}
 case $target in
 compile) corpus=$dir/corpus ;;
 meta) corpus=$dir/corpus-meta ;;
-*) echo "fuzz: FUZZ_TARGET is compile or meta, not '$target'" >&2; exit 2 ;;
+gen) corpus=$dir/corpus-gen timeout=${FUZZ_TIMEOUT:-10} ;;
+*) echo "fuzz: FUZZ_TARGET is compile, meta or gen, not '$target'" >&2
+	exit 2 ;;
 esac
 
 # The probe links into a scratch file, never -o /dev/null: a linker run
@@ -109,10 +116,16 @@ done
 "$cc" "${san[@]}" "${objs[@]}" "${libs[@]}" -o "$dir/fuzz_$target"
 
 # Seeds: every schedule and golden input, by a name that keeps its path;
-# for 'meta', the metadata and header of every shipped PTX.
+# for 'meta', the metadata and header of every shipped PTX; for 'gen',
+# the shipped schedules again, read as choices.
 seeds=$dir/seeds-$target
 rm -f "$seeds"/*
-if [ "$target" = compile ]; then
+if [ "$target" = gen ]; then
+	for f in schedules/*.fa; do
+		cp "$f" "$seeds/$(echo "$f" | tr / _)"
+	done
+	dict=()
+elif [ "$target" = compile ]; then
 	for f in schedules/*.fa examples/*.fa tests/golden/*/*.fa \
 	    tests/gpu/*.fa; do
 		[ -f "$f" ] && cp "$f" "$seeds/$(echo "$f" | tr / _)"
@@ -129,7 +142,7 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 args=(${dict[@]+"${dict[@]}"} -max_len=16384
-	-timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048
+	-timeout="$timeout" -rss_limit_mb=2048
 	-artifact_prefix="$dir/artifacts/" -print_final_stats=1)
 if [ "$secs" -eq 0 ]; then
 	"$dir/fuzz_$target" "${args[@]}" -runs=0 "$@" "$seeds"

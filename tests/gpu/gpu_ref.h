@@ -69,6 +69,9 @@ typedef struct RefProb {
 	bool causal, f16;
 	int64_t st[4][4];
 	int g;
+	bool window;     /* keys i' - wl .. i' + wr, i' = i + sk - sq */
+	int wl, wr;      /* -1: unbounded */
+	double cap;      /* > 0: s -> cap * tanh(s / cap) */
 	const float *sinks;
 } RefProb;
 
@@ -88,11 +91,18 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	double scale = 1 / sqrt((double)c->d), m = -INFINITY, l = 0;
 	double sink = c->sinks ? c->sinks[hh] : -INFINITY;
 	int lim = c->causal ? r + c->sk - c->sq : c->sk - 1;
+	int lo = 0;      /* keys lo .. lim */
 	int hk = hh / (c->g > 1 ? c->g : 1);  /* the K/V head */
+
+	if (c->window && c->wr >= 0 && !c->causal)
+		lim = r + c->sk - c->sq + c->wr;
+	if (c->window && c->wl >= 0)
+		lo = r + c->sk - c->sq - c->wl;
+	lim = lim < c->sk - 1 ? lim : c->sk - 1;
 
 	for (int j = 0; j < c->sk; j++) {
 		double acc = 0;
-		if (j > lim) {
+		if (j > lim || j < lo) {
 			sbuf[j] = -INFINITY;
 			continue;
 		}
@@ -101,6 +111,8 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 		for (int d = 0; d < c->d; d++)
 			acc += from16(qr[d], c->f16) * from16(kr[d], c->f16);
 		sbuf[j] = acc * scale;
+		if (c->cap > 0)
+			sbuf[j] = c->cap * tanh(sbuf[j] / c->cap);
 		m = fmax(m, sbuf[j]);
 	}
 	for (int d = 0; d < c->d; d++)
@@ -111,7 +123,7 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 		return;
 	}
 	l = exp(sink - m);  /* 0 without a sink */
-	for (int j = 0; j <= lim && j < c->sk; j++) {
+	for (int j = lo > 0 ? lo : 0; j <= lim && j < c->sk; j++) {
 		double p = exp(sbuf[j] - m);
 		const uint16_t *vr = v + ref_at(c->st[2], z, hk, j, 0);
 		l += p;

@@ -41,18 +41,39 @@ dev = torch.device("cuda")
 failures = []
 
 
-def f64_ref(q, k, v, causal, scale):
-    """out (float64) and lse (float64); bottom-right causal; rows with no
-    key get 0 and -inf."""
+def keep_mask(sq, sk, causal, window, device):
+    """The keys each query sees, bottom-right aligned: causal, and a
+    window (left, right), -1 for an unbounded side (flash_attn's
+    window_size); None when every key is seen."""
+    if not causal and window is None:
+        return None
+    i = torch.arange(sq, device=device)[:, None] + sk - sq
+    j = torch.arange(sk, device=device)[None, :]
+    keep = torch.ones(sq, sk, dtype=torch.bool, device=device)
+    if causal:
+        keep &= j <= i
+    if window is not None:
+        if window[0] >= 0:
+            keep &= j >= i - window[0]
+        if window[1] >= 0:
+            keep &= j <= i + window[1]
+    return keep
+
+
+def f64_ref(q, k, v, causal, scale, window=None, softcap=None):
+    """out (float64) and lse (float64); bottom-right causal and window;
+    rows with no key get 0 and -inf."""
     q, k, v = q.double(), k.double(), v.double()
     if k.shape[1] != q.shape[1]:       # GQA: each K/V head serves a group
         g = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
     sq, sk = q.shape[2], k.shape[2]
     s = (q @ k.transpose(-1, -2)) * scale
-    if causal:
-        keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
-        s = s.masked_fill(~keep.tril(sk - sq), -math.inf)
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    keep = keep_mask(sq, sk, causal, window, q.device)
+    if keep is not None:
+        s = s.masked_fill(~keep, -math.inf)
     lse = torch.logsumexp(s, -1)
     p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
     return p @ v, lse
@@ -103,13 +124,14 @@ def sinks_check(layout, b, h, sq, sk, d, dtype, causal, hk=None,
         failures.append(name)
 
 
-def sdpa(q, k, v, causal, scale):
+def sdpa(q, k, v, causal, scale, window=None):
     sq, sk = q.shape[2], k.shape[2]
     gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
-    if causal and sq != sk:   # SDPA's is_causal is top-left: mask instead
-        keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep.tril(
-            sk - sq), scale=scale, **gqa)
+    if window is not None or (causal and sq != sk):
+        # SDPA's is_causal is top-left, and it has no window: mask instead
+        keep = keep_mask(sq, sk, causal, window, q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
+                                              scale=scale, **gqa)
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
                                           scale=scale, **gqa)
 
@@ -136,31 +158,37 @@ def make(layout, b, h, sq, sk, d, dtype, hk=None):
 
 
 def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None,
-          hk=None):
+          hk=None, window=None, softcap=None):
     q, k, v = make(layout, b, h, sq, sk, d, dtype, hk)
     sc = scale if scale is not None else 1 / math.sqrt(d)
+    kw = dict(causal=causal, scale=scale, window=window, softcap=softcap)
     if stream is None:
-        out, lse = fagen.attention(q, k, v, causal=causal, scale=scale)
+        out, lse = fagen.attention(q, k, v, **kw)
     else:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            out, lse = fagen.attention(q, k, v, causal=causal, scale=scale)
+            out, lse = fagen.attention(q, k, v, **kw)
         torch.cuda.current_stream().wait_stream(stream)
-    ref, rlse = f64_ref(q, k, v, causal, sc)
+    ref, rlse = f64_ref(q, k, v, causal, sc, window, softcap)
     seen = rlse > -math.inf            # rows that see a key
-    s = sdpa(q, k, v, causal, sc)
     e_fa = rel(out, ref)
-    e_sd = rel(s.nan_to_num(0.0), ref)
+    if softcap:      # SDPA has no softcap: the dtype's tolerance alone
+        e_sd = 0.0
+    else:
+        s = sdpa(q, k, v, causal, sc, window)
+        e_sd = rel(s.nan_to_num(0.0), ref)
     e_lse = (lse.double() - rlse)[seen].abs().max().item()
     empty_ok = bool((out[~seen] == 0).all() and (lse[~seen] == -math.inf)
                     .all())
     tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
     ok = (e_fa <= max(2 * e_sd, tol) and e_lse < 1e-3 and empty_ok and
           out.shape == (b, h, sq, d) and lse.shape == (b, h, sq))
-    name = "%s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s%s" % (
-        layout, b, h, hk or h, sq, sk, d, str(dtype)[6:], "causal" if causal else
-        "full", "" if scale is None else " scale=%g" % scale,
-        "" if stream is None else " side stream")
+    name = "%s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s%s%s%s" % (
+        layout, b, h, hk or h, sq, sk, d, str(dtype)[6:], "causal" if causal
+        else "full", "" if scale is None else " scale=%g" % scale,
+        "" if stream is None else " side stream",
+        "" if window is None else " window=%s" % (window,),
+        "" if not softcap else " softcap=%g" % softcap)
     print("%s: rel err fagen %.2e, sdpa %.2e; lse err %.1e; %d rows see no "
           "key -> %s" % (name, e_fa, e_sd, e_lse, int((~seen).sum()),
                          "ok" if ok else "FAIL"))
@@ -263,6 +291,23 @@ def llama_check(dtype):
         failures.append("llama")
 
 
+def ref_window_check():
+    """fagen.reference with a window and a softcap, against float64."""
+    q, k, v = make("bshd", 2, 4, 300, 500, 96, torch.float16, 2)
+    kw = dict(causal=True, window=(100, -1), softcap=20.0)
+    out, lse = fagen.reference(q, k, v, **kw)
+    ref, rlse = f64_ref(q, k, v, True, 1 / math.sqrt(96), (100, -1), 20.0)
+    seen = rlse > -math.inf
+    e = rel(out, ref)
+    el = (lse.double() - rlse)[seen].abs().max().item()
+    ok = e < 3e-3 and el < 1e-4
+    print("fagen.reference GQA window=(100, -1) softcap=20 D=96 float16: "
+          "rel err %.2e, lse err %.1e -> %s" % (e, el, "ok" if ok else
+                                                "FAIL"))
+    if not ok:
+        failures.append("reference window")
+
+
 def reference_check():
     """fagen.reference, the nvrtc baseline, at a head dim the fused kernel
     does not take."""
@@ -352,6 +397,21 @@ def bench():
                     line += " %s n/a (%s);" % (be.name.lower(),
                                                str(e).splitlines()[0][:40])
         print(line)
+    # sliding window (4k keys left, causal) and softcap against the dense
+    # causal kernel at 16k tokens: the window's cost grows with it, not S
+    q, k, v = make("bhsd", 1, 16, 16384, 16384, 128, torch.bfloat16)
+    fl = 4 * 16 * 16384 * 16384 * 128 / 2
+    with torch.no_grad():
+        base = t(lambda: fagen.attention(q, k, v, causal=True))
+        win = t(lambda: fagen.attention(q, k, v, causal=True,
+                                        window=(4096, 0)))
+        cap = t(lambda: fagen.attention(q, k, v, causal=True,
+                                        softcap=50.0))
+    print("bench B=1 H=16 S=16384 D=128 causal: dense %.3f ms (%.0f "
+          "TFLOP/s); window (4096, 0) %.3f ms, %.2fx faster; softcap 50 "
+          "%.3f ms (%.0f TFLOP/s, %.2fx the dense time)" % (
+              base, fl / base / 1e9, win, base / win, cap, fl / cap / 1e9,
+              cap / base))
 
 
 def main():
@@ -377,6 +437,15 @@ def main():
         check("bhsd", 1, 8, 333, 2049, 64, hf, False, hk=1)     # MQA
         check("bshd", 2, 4, 63, 63, 256, bf, False, hk=2)
         check("bhsd", 1, 32, 2049, 3333, 128, hf, True, hk=1)      # G = 32
+        check("bshd", 2, 4, 1000, 1000, 128, bf, False, window=(128, 64))
+        check("bhsd", 1, 8, 2049, 2049, 64, hf, True, hk=2,
+              window=(300, -1))
+        check("bshd", 1, 4, 333, 4097, 256, bf, False, window=(-1, 0))
+        check("bhsd", 2, 4, 1000, 300, 128, bf, False, window=(0, 0))
+        check("bshd", 2, 8, 1000, 1000, 128, bf, True, softcap=50.0)
+        check("bhsd", 1, 4, 777, 1500, 64, hf, False, softcap=5.0,
+              window=(256, 256))
+        ref_window_check()
         sinks_check("bhsd", 2, 6, 1000, 1000, 128, bf, False)
         sinks_check("bshd", 1, 6, 1000, 300, 128, bf, True)  # rows see none
         sinks_check("bshd", 2, 8, 333, 2049, 64, hf, True, hk=2)

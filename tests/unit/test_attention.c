@@ -227,9 +227,8 @@ kv_heads_must_divide_the_query_heads(void **state)
 	assert_int_equal(t.st[1][0], 2 * 300 * 64);
 	assert_int_equal(t.st[2][0], 2 * 300 * 64);
 	assert_int_equal(t.st[3][0], 8 * 100 * 64);
-	int n = attn_bind(&a, &t, args);
-	int g = -1;
-	for (int i = 0; i < n; i++)
+	int na = attn_bind(&a, &t, args), g = -1;
+	for (int i = 0; i < na; i++)
 		if (!strcmp(args[i].name, "G"))
 			g = (int)args[i].i;
 	assert_int_equal(g, 4);
@@ -238,6 +237,81 @@ kv_heads_must_divide_the_query_heads(void **state)
 	a.seq_q = 1, a.seq_k = INT32_MAX, a.head_dim = 64, a.batch = 1;
 	invalid(f, &a, "k: its dense strides overflow 64-bit addressing: "
 		"heads_k * seq_k * head_dim");
+}
+
+static int64_t
+arg_int(const fg_arg *args, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(args[i].name, name))
+			return args[i].i;
+	fail_msg("no argument '%s'", name);
+	return -1;
+}
+
+/* A sliding window (each side -1 for unbounded, clamped to seq_k; causal
+ * makes the right side 0) and a softcap compile their own variants and
+ * pass WL, WR and sc_in; bad values are refused before any launch. */
+static void
+window_and_softcap_are_checked_and_bound(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a;
+	fg_arg args[ATTN_NARGS];
+	fg_kernel *k;
+	int64_t tiles[3];
+	Attn t;
+
+	a = problem(), a.softcap = -1;
+	invalid(f, &a, "softcap is -1: it must be finite and > 0 (0: none)");
+	a = problem(), a.softcap = NAN;
+	invalid(f, &a, "softcap is nan");
+	a = problem(), a.window = 1, a.window_left = -2;
+	invalid(f, &a, "window is (-2, 0): each side is a number of keys >= "
+		"0, or -1 for unbounded");
+	a = problem(), a.window = 1, a.seq_k = (int64_t)1 << 30;
+	invalid(f, &a, "seq_k is 1073741824: a window needs seq_k below 2^30");
+	/* the sides the kernel gets */
+	a = problem(), a.window = 1, a.window_left = 100, a.window_right = -1;
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_int_equal(t.wl, 100);
+	assert_int_equal(t.wr, 300);            /* unbounded: seq_k */
+	a.causal = 1, a.window_left = 1000;     /* clamped; causal: right 0 */
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_int_equal(t.wl, 300);
+	assert_int_equal(t.wr, 0);
+	/* every combination compiles its variant and binds */
+	for (int v = 0; v < 8; v++) {
+		a = problem();
+		a.head_dim = v & 1 ? 128 : 64;
+		a.window = (v & 2) != 0, a.window_left = 37, a.window_right = 5;
+		a.softcap = v & 4 ? 30.0 : 0;
+		a.causal = v == 6;
+		if (attn_variant(f->ctx, FWD, 90, &a, &k) != FG_OK)
+			fail_msg("variant %d: %s", v, fg_errmsg(f->ctx));
+		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
+			&t), FG_OK);
+		int na = attn_bind(&a, &t, args);
+		assert_int_equal(na, 11 + (a.window ? 2 : 0) + (a.softcap > 0));
+		if (fg_kernel_check(k, args, na, tiles) != FG_OK)
+			fail_msg("variant %d: %s", v, fg_errmsg(f->ctx));
+		if (a.window) {
+			assert_int_equal(arg_int(args, na, "WL"), 37);
+			assert_int_equal(arg_int(args, na, "WR"), v == 6 ? 0 : 5);
+		}
+		/* a kernel without the params refuses them */
+		if (!a.window && !a.softcap)
+			assert_int_not_equal(fg_kernel_check(k, args, na + 1,
+				tiles), FG_OK);
+	}
+	a = problem(), a.softcap = 30.0;        /* head_dim 64: scale 1/8 */
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	int na = attn_bind(&a, &t, args);
+	assert_true(fabs(args[na - 1].f - 0.125 / 30.0) < 1e-12);
+	assert_true(fabs(args[4].f - 30.0 * 1.4426950408889634) < 1e-9);
 }
 
 static void
@@ -429,8 +503,8 @@ every_variant_binds_both_layouts(void **state)
 			}
 			assert_int_equal(attn_check(f->ctx, FWD, &a,
 				FAKE_STREAM, true, &t), FG_OK);
-			int n = attn_bind(&a, &t, args);
-			if (fg_kernel_check(k, args, n, tiles) != FG_OK)
+			int na = attn_bind(&a, &t, args);
+			if (fg_kernel_check(k, args, na, tiles) != FG_OK)
 				fail_msg("variant %d layout %d: %s", v, layout,
 					fg_errmsg(f->ctx));
 			/* 100 queries: one 128-row tile per (batch, head)
@@ -572,6 +646,7 @@ main(void)
 		T(sizes_must_be_positive_and_fit_32_bits),
 		T(head_dim_dtype_and_scale_must_be_supported),
 		T(kv_heads_must_divide_the_query_heads),
+		T(window_and_softcap_are_checked_and_bound),
 		T(pointers_must_be_set_and_aligned),
 		T(strides_must_suit_tma),
 		T(the_reference_checks_only_what_it_needs),

@@ -42,10 +42,12 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 248, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 280, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
-    assert a.sinks.offset == 240
+    assert a.window.offset == 240 and a.window_left.offset == 248
+    assert a.window_right.offset == 256 and a.softcap.offset == 264
+    assert a.sinks.offset == 272
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     assert fagen.version().count(".") == 2, fagen.version()
 
@@ -72,6 +74,12 @@ def with_torch(torch):
            "the query heads must be a multiple of the K/V heads")
     expect(ValueError, lambda: fagen.attention(c, c, c, scale=-1.0),
            "scale is -1.0")
+    expect(ValueError, lambda: fagen.attention(c, c, c, window=(-2, 0)),
+           "window is (-2, 0)")
+    expect(ValueError, lambda: fagen.attention(c, c, c, window=5),
+           "it must be (left, right)")
+    expect(ValueError, lambda: fagen.attention(c, c, c, softcap=-1.0),
+           "softcap is -1.0")
     expect(ValueError, lambda: fagen.attention(c, c, c, out=c[:, :1]),
            "out must be a tensor of q's shape")
     expect(ValueError, lambda: fagen.attention(c, c, c, lse=c),

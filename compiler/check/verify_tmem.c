@@ -1,0 +1,425 @@
+/* verify_tmem.c: the verifier's model of tensor memory (sm_100a) and of
+ * tcgen05.mma completion, and where a process is (its iteration) for
+ * diagnostics.
+ *
+ * Tensor memory is allocated by 'tmem_alloc', freed by 'tmem_free', and
+ * accessed in columns and lane quarters: 'tmem_load'/'tmem_store' by a
+ * warp touch its 32 lanes (warp % 4) of the columns of their slice; a
+ * tcgen05.mma writes its accumulator's columns (and reads a tensor-memory
+ * A operand) in all 128 lanes, asynchronously, until a 'commit' of its
+ * issuer after it reaches an mbarrier.  Orderings:
+ *   thread -> other    'fence tmem_before', a release (arrive, bsync),
+ *                      its acquire, then 'fence tmem_after' in the other
+ *   MMA -> thread      a wait on a phase a later commit of the issuer
+ *                      arrived on (or anything ordered after it), then
+ *                      'fence tmem_after'
+ *   MMA -> MMA         issue order, when one process issues both
+ * A read not ordered after a write, or a write not ordered after an
+ * access, is a 'tmem-race'; an access not ordered after 'tmem_alloc' or
+ * after 'tmem_free', and a free not ordered after every access, are
+ * 'tmem-alloc' errors.
+ * Requires: a Sim set up by verify.c.  Ensures: those diagnostics. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "check/check.h"
+#include "check/verify.h"
+
+/* ------------------------------------------------------------ iterations */
+
+void
+vf_iter(const Proc *p, Iter *it)
+{
+	it->tile = -1;
+	it->i = -1;
+	it->loop = NULL;
+	for (int d = p->depth - 1; d >= 0; d--) {
+		const SirIns *l = p->fr[d].loop;
+		if (!l)
+			continue;
+		if (l->op == SOP_for && !it->loop) {
+			it->loop = l;
+			it->i = (int32_t)p->fr[d].i;
+		} else if (l->op == SOP_tile && it->tile < 0) {
+			it->tile = (int32_t)p->fr[d].iter;
+		}
+	}
+}
+
+/* "tile 1, j = 2": the tile iteration (the CTA's, from 0) and the
+ * innermost loop's induction variable; "" outside loops. */
+const char *
+vf_iter_str(Sim *s, const Iter *it)
+{
+	Buf b;
+
+	buf_init(&b, &s->ctx->perm);
+	buf_puts(&b, "");
+	if (it->tile >= 0)
+		buf_printf(&b, "tile %d", (int)it->tile);
+	if (it->loop) {
+		const char *n = NULL;
+		for (int i = 0; i < s->np && !n; i++)
+			if (it->loop->dst <= s->p[i].sp->nvals)
+				n = s->p[i].sp->vals[it->loop->dst].name;
+		buf_printf(&b, "%s%s = %d", it->tile >= 0 ? ", " : "", n ? n :
+			"the loop index", (int)it->i);
+	}
+	return b.p;
+}
+
+/* "'wg warp 1' (tile 0, j = 2)" */
+const char *
+vf_who(Sim *s, const Proc *p, const Iter *it)
+{
+	Buf b;
+	const char *w = vf_iter_str(s, it);
+
+	buf_init(&b, &s->ctx->perm);
+	buf_printf(&b, "'%s'", vf_pname(s, p));
+	if (*w)
+		buf_printf(&b, " (%s)", w);
+	return b.p;
+}
+
+/* ------------------------------------------------------------ regions */
+
+static int64_t
+ival(const Proc *p, Ref r)
+{
+	return r ? p->v[r] : 0;
+}
+
+static void
+region(const Proc *p, const Res *r, Ref idx, int *c0, int *c1)
+{
+	*c0 = (int)(r->col + ival(p, idx) * r->threads);
+	*c1 = *c0 + (int)r->ncols;
+}
+
+static const char *
+rname(Sim *s, const Proc *p, const Res *r, Ref idx)
+{
+	Buf b;
+
+	buf_init(&b, &s->ctx->perm);
+	if (r->is_array)
+		buf_printf(&b, "%s[%lld]", r->name, (long long)ival(p, idx));
+	else
+		buf_puts(&b, r->name);
+	return b.p;
+}
+
+/* ------------------------------------------------------------ records */
+
+static bool
+is_mma(const TRec *r)
+{
+	return r->kind == T_MMAW || r->kind == T_MMAR;
+}
+
+/* Is access r ordered before q's access (an MMA q issues: mma; the
+ * free: free)? */
+static bool
+ordered(const Sim *s, const TRec *r, const Proc *q, bool mma, bool free)
+{
+	int qi = (int)(q - s->p);
+
+	if (is_mma(r))
+		return (mma && r->proc == qi) || (r->clock != CLK_NEVER &&
+			(free ? q->vc : q->tvc)[TC(s, r->proc)] >= r->clock);
+	/* a thread's read is complete when its warp goes on (tcgen05.ld
+	 * waits for its registers), so a write after it, and the free,
+	 * need the release and acquire but not the acquiring side's
+	 * 'fence tmem_after' */
+	if (free)  /* tcgen05.wait::st and ::ld end them in the warp */
+		return r->proc == qi || q->vc[r->proc] >= r->raw;
+	const Clk *c = r->kind == T_THRR ? q->vc : q->tvc;
+	return r->proc == qi || (r->clock != CLK_NEVER && c[r->proc] >=
+		r->clock);
+}
+
+static const char *const verbs[] = {"a tcgen05.mma writes",
+	"a tcgen05.mma reads", "'tmem_store' writes", "'tmem_load' reads"};
+
+/* What would have ordered r before an access of q. */
+static const char *
+missing(const TRec *r, bool mma)
+{
+	if (is_mma(r))
+		return r->clock == CLK_NEVER ? "no 'commit' follows that MMA yet; "
+			"commit it to an mbarrier and wait on that phase, then "
+			"'fence tmem_after'" : "wait on the mbarrier phase a "
+			"'commit' after that MMA arrives on, then 'fence "
+			"tmem_after'";
+	if (r->clock == CLK_NEVER)
+		return "'fence tmem_before' after it, then an arrive or bsync "
+			"that this side waits on";
+	return mma ? "an arrive or bsync after its 'fence tmem_before' that "
+		"the issuer waits on before 'fence tmem_after' and the MMA" :
+		"an arrive or bsync after its 'fence tmem_before' that this "
+		"side waits on, then 'fence tmem_after'";
+}
+
+/* The schedule's tmem_alloc, for a note, and the partition that runs it. */
+static const SirIns *
+find_alloc(const SirBlock *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i], *x = NULL;
+		if (in->op == SOP_tmem_alloc)
+			return in;
+		if ((in->body && (x = find_alloc(in->body))) ||
+		    (in->els && (x = find_alloc(in->els))))
+			return x;
+	}
+	return NULL;
+}
+
+static bool
+alloc_ok(Sim *s, Proc *q, const SirIns *in)
+{
+	int qi = (int)(q - s->p);
+
+	if (s->tm_state == 1 && (s->tm_proc == qi || (s->tm_clock !=
+	    CLK_NEVER && q->vc[s->tm_proc] >= s->tm_clock)))
+		return true;
+	if (s->tm_state == 2) {
+		vf_fail(s, in->span, "tmem-alloc", "'%s' uses tensor memory "
+			"after 'tmem_free'%s", vf_pname(s, q), "");
+		if (s->tm_at)
+			diag_note(s->ctx, s->tm_at->span, "'%s' freed it here",
+				vf_pname(s, &s->p[s->tm_proc]));
+		return false;
+	}
+	vf_fail(s, in->span, "tmem-alloc", "'%s' uses tensor memory before "
+		"'tmem_alloc' is ordered before it: %s", vf_pname(s, q),
+		!s->tm_state ? "nothing has allocated it yet" : "wait for the "
+		"allocating warp (a 'bsync' on a barrier it arrives on after "
+		"the alloc)");
+	if (s->tm_at && s->tm_state)
+		diag_note(s->ctx, s->tm_at->span, "'%s' allocates it here",
+			vf_pname(s, &s->p[s->tm_proc]));
+	for (int i = 0; i < s->m->nparts && !s->tm_state; i++) {
+		const SirIns *a = find_alloc(&s->m->parts[i]->body);
+		if (a) {
+			diag_note(s->ctx, a->span, "'%s' allocates it here, and "
+				"nothing orders that before this access",
+				s->m->parts[i]->part->name);
+			break;
+		}
+	}
+	vf_note_traces(s, q);
+	return false;
+}
+
+static void
+conflict(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
+	Ref idx, int c0, int c1, const TRec *r)
+{
+	const char *rn = rname(s, q, res, idx);
+	static const char *const mine[] = {"this tcgen05.mma writes",
+		"this tcgen05.mma reads", "this writes", "this reads"};
+	char a[400], b[300];
+	Iter it;
+
+	vf_iter(q, &it);
+	snprintf(a, sizeof a, "%s: %s tensor memory '%s' (columns %d..%d) "
+		"that %s", vf_who(s, q, &it), mine[kind], rn, c0, c1 - 1,
+		verbs[r->kind]);
+	snprintf(b, sizeof b, ", not ordered after it: %s",
+		missing(r, kind == T_MMAW || kind == T_MMAR));
+	vf_fail(s, in->span, "tmem-race", "%s%s", a, b);
+	if (r->at)
+		diag_note(s->ctx, r->at->span, "the other access, by %s",
+			vf_who(s, &s->p[r->proc], &r->it));
+	vf_note_traces(s, q);
+}
+
+/* q's tile iteration, as vf_iter finds it. */
+static int32_t
+q_it_tile(const Proc *q)
+{
+	for (int d = q->depth - 1; d >= 0; d--)
+		if (q->fr[d].loop && q->fr[d].loop->op == SOP_tile)
+			return (int32_t)q->fr[d].iter;
+	return -1;
+}
+
+/* Check an access of q and record it. */
+static void
+access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
+	Ref idx, int c0, int c1, unsigned lanes)
+{
+	bool w = kind == T_MMAW || kind == T_THRW;
+	bool mma = kind == T_MMAW || kind == T_MMAR;
+	int qi = (int)(q - s->p);
+
+	TRec *join = NULL;
+	int mine = mma ? TQ_MMA : __builtin_ctz(lanes);
+
+	/* a warp's access meets its lane quarter's records and the MMAs'; an
+	 * MMA meets every bucket */
+	for (int k = 0; k <= TQ_MMA; k++)
+	for (int i = 0; (mma || k == mine || k == TQ_MMA) && i < s->ntrec[k] &&
+	    !s->failed; i++) {
+		TRec *r = &s->trec[k][i];
+		if (!r->live)
+			continue;
+		/* a thread's unfenced accesses from one statement (the
+		 * unrolled slices of a 'static for') merge into one record
+		 * when their columns meet: the same ordering covers them */
+		if (!mma && r->proc == qi && r->kind == kind && r->lanes ==
+		    lanes && r->clock == CLK_NEVER && r->c0 <= c1 && c0 <=
+		    r->c1 && r->at->span.lo == in->span.lo && r->at->span.hi ==
+		    in->span.hi && r->it.tile == q_it_tile(q))
+			join = r;
+		if (r->c1 <= c0 || c1 <= r->c0 || !(r->lanes & lanes))
+			continue;
+		bool rw = r->kind == T_MMAW || r->kind == T_THRW;
+		if ((w || rw) && !ordered(s, r, q, mma, false)) {
+			conflict(s, q, in, kind, res, idx, c0, c1, r);
+			return;
+		}
+		/* a write replaces what it covers; an access replaces the
+		 * same process's like access it covers */
+		if (r->c0 >= c0 && r->c1 <= c1 && (r->lanes & ~lanes) == 0 &&
+		    (w || (r->kind == kind && r->proc == qi)))
+			r->live = false;
+	}
+	if (join && join->live) {
+		join->c0 = join->c0 < c0 ? join->c0 : c0;
+		join->c1 = join->c1 > c1 ? join->c1 : c1;
+		return;
+	}
+	TRec *t = NULL;
+	for (int i = 0; i < s->ntrec[mine] && !t; i++)
+		if (!s->trec[mine][i].live)
+			t = &s->trec[mine][i];
+	if (!t && s->ntrec[mine] < MAXTREC)
+		t = &s->trec[mine][s->ntrec[mine]++];
+	if (!t) {
+		if (!s->capped)
+			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
+				"verifier stopped tracking tensor-memory accesses: "
+				"more than %d at once (%s)", MAXTREC * (TQ_MMA + 1),
+				s->shape);
+		s->capped = true;
+		return;
+	}
+	*t = (TRec){.kind = kind, .proc = qi, .c0 = c0, .c1 = c1, .lanes =
+		lanes, .clock = CLK_NEVER, .raw = q->vc[qi], .live = true,
+		.at = in};
+	vf_iter(q, &t->it);
+}
+
+/* tmem_alloc, tmem_free, tmem_load, tmem_store and tcgen05.mma. */
+void
+vf_tmem(Sim *s, Proc *p, const SirIns *in)
+{
+	int self = (int)(p - s->p), c0, c1;
+
+	switch (in->op) {
+	case SOP_tmem_alloc:
+		s->tm_state = 1;
+		s->tm_proc = self;
+		s->tm_clock = p->vc[self];
+		s->tm_at = in;
+		return;
+	case SOP_tmem_free:
+		if (!alloc_ok(s, p, in))
+			return;
+		for (int k = 0; k <= TQ_MMA; k++)
+		for (int i = 0; i < s->ntrec[k] && !s->failed; i++) {
+			const TRec *r = &s->trec[k][i];
+			if (!r->live || ordered(s, r, p, false, true))
+				continue;
+			Iter it;
+			vf_iter(p, &it);
+			vf_fail(s, in->span, "tmem-alloc", "%s frees tensor memory "
+				"that %s, not ordered before the free", vf_who(s, p, &it),
+				verbs[r->kind]);
+			diag_note(s->ctx, r->at->span, "the access, by %s: %s",
+				vf_who(s, &s->p[r->proc], &r->it), is_mma(r) ?
+				"wait on the phase a 'commit' after that MMA arrives "
+				"on before the free" : "an arrive or bsync after it "
+				"that the freeing warp waits on before the free");
+			vf_note_traces(s, p);
+		}
+		s->tm_state = 2;
+		s->tm_proc = self;
+		s->tm_at = in;
+		return;
+	case SOP_tmem_load: case SOP_tmem_store: {
+		if (!alloc_ok(s, p, in))
+			return;
+		const Res *r = in->r[0];
+		const SirVal *v = &p->sp->vals[in->op == SOP_tmem_load ?
+			in->dst : in->a[0]];
+		int n = v->n > 0 ? v->n : 1;
+		int base = (int)(r->col + ival(p, in->ri[0]) * r->threads);
+		c0 = base + (int)(r->packed ? in->imm / 2 : in->imm);
+		c1 = c0 + (r->packed ? (n + 1) / 2 : n);
+		access(s, p, in, in->op == SOP_tmem_load ? T_THRR : T_THRW,
+			r, in->ri[0], c0, c1, 1u <<
+			((p->sp->part->warp_lo + p->warp) % 4));
+		return;
+	}
+	case SOP_tc_mma:
+		if (!alloc_ok(s, p, in))
+			return;
+		if (in->r[1] && in->r[1]->kind == R_TMEM) {
+			region(p, in->r[1], in->ri[1], &c0, &c1);
+			access(s, p, in, T_MMAR, in->r[1], in->ri[1], c0, c1,
+				0xf);
+		}
+		region(p, in->r[0], in->ri[0], &c0, &c1);
+		access(s, p, in, T_MMAW, in->r[0], in->ri[0], c0, c1, 0xf);
+		return;
+	}
+}
+
+/* fence tmem_before: p's thread accesses so far are ordered before its
+ * next release.  fence tmem_after: what p has acquired so far is ordered
+ * before its next tensor-memory accesses. */
+void
+vf_tmem_fence(Sim *s, Proc *p, bool before)
+{
+	int self = (int)(p - s->p);
+
+	if (!before) {
+		memcpy(p->tvc, p->vc, s->nvc * sizeof(Clk));
+		return;
+	}
+	int k = (p->sp->part->warp_lo + p->warp) % 4;
+	for (int i = 0; i < s->ntrec[k]; i++) {
+		TRec *r = &s->trec[k][i];
+		if (r->live && r->proc == self && r->clock == CLK_NEVER)
+			r->clock = p->vc[self];
+	}
+}
+
+/* A commit by p: the MMAs it issued before are done when it arrives;
+ * returns its number (the value of p's TC entry it publishes). */
+int
+vf_tc_commit(Sim *s, Proc *p)
+{
+	int self = (int)(p - s->p), n = ++p->tc_commits;
+
+	for (int i = 0; i < s->ntrec[TQ_MMA]; i++) {
+		TRec *r = &s->trec[TQ_MMA][i];
+		if (r->live && r->proc == self && r->clock == CLK_NEVER)
+			r->clock = n;
+	}
+	for (int i = 0; i < s->nrec; i++) {
+		Rec *r = &s->rec[i];
+		if (r->live && r->kind == A_READ && r->bulk == 2 && r->proc ==
+		    self && r->group == CLK_NEVER)
+			r->group = n;
+	}
+	return n;
+}

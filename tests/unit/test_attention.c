@@ -302,9 +302,11 @@ window_and_softcap_are_checked_and_bound(void **state)
 			assert_int_equal(arg_int(args, na, "WR"), v == 6 ? 0 : 5);
 		}
 		/* a kernel without the params refuses them */
-		if (!a.window && !a.softcap)
+		if (!a.window && !a.softcap) {
+			args[na] = FG_INT("WL", 37);
 			assert_int_not_equal(fg_kernel_check(k, args, na + 1,
 				tiles), FG_OK);
+		}
 	}
 	a = problem(), a.softcap = 30.0;        /* head_dim 64: scale 1/8 */
 	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),

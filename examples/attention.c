@@ -31,11 +31,12 @@ main(void)
 
 	if (!hv || !ho || !hl)
 		return fputs("out of memory\n", stderr), EXIT_ERROR;
+	FG(ctx, fg_ctx_create(&ctx, NULL));
+	cu_open(ctx);      /* device 0's primary context: fagen's too */
 	for (size_t i = 0; i < n; i++) {  /* V[j] = j % 16, exact in bf16 */
 		f = (float)(i / D % S % 16), memcpy(&u, &f, 4);
 		hv[i] = (uint16_t)(u >> 16);
 	}
-	cu_open();         /* device 0's primary context: fagen's too */
 	CU(cu.StreamCreate(&st, CU_STREAM_NON_BLOCKING));
 	CU(cu.MemAlloc(&q, bytes));
 	CU(cu.MemAlloc(&k, bytes));
@@ -45,7 +46,6 @@ main(void)
 	CU(cu.MemsetD16(q, 0x3f80, n));              /* Q = 1 */
 	CU(cu.MemsetD8(k, 0, bytes));                /* K = 0 */
 	CU(cu.MemcpyHtoD(v, hv, bytes));
-	FG(ctx, fg_ctx_create(&ctx, NULL));
 	fg_attention_args a = {.q = q, .k = k, .v = v, .o = o, .lse = lse,
 		.batch = B, .heads = H, .seq_q = S, .seq_k = S, .head_dim = D,
 		.dtype = FG_DTYPE_BF16, .causal = 1};   /* strides 0: dense */

@@ -77,11 +77,13 @@ cu_fail(const char *call, CUresult r)
 	}                                                               \
 } while (0)
 
-/* Load the driver, open device 0 and make its primary context (the one
- * libfagen works in) current; without a driver or a usable GPU, say so
- * in libfagen's terms (FG_ERR_NO_DRIVER, FG_ERR_NO_DEVICE) and exit 1. */
+/* Ask libfagen to open ctx's device (fg_ctx_open: device 0 by default);
+ * without a driver or a usable GPU print its status and message
+ * ("FG_ERR_NO_DRIVER: ...", "FG_ERR_NO_DEVICE: ...") and exit 1.  Then
+ * load the driver's functions for this program and make device 0's
+ * primary context (the one libfagen works in) current. */
 static void
-cu_open(void)
+cu_open(fg_ctx *ctx)
 {
 	const char *env = getenv("FAGEN_DRIVER_LIB");
 	const char *lib = env && env[0] ? env : "libcuda.so.1";
@@ -115,7 +117,12 @@ cu_open(void)
 	CUdevice dev;
 	CUcontext pctx;
 	CUresult r;
+	fg_status st = fg_ctx_open(ctx);
 
+	if (st != FG_OK) {
+		fprintf(stderr, "%s: %s\n", fg_status_name(st), fg_errmsg(ctx));
+		exit(EXIT_ERROR);
+	}
 	if (!h) {
 		fprintf(stderr, "%s: cannot load the CUDA driver (%s): %s\n",
 			fg_status_name(FG_ERR_NO_DRIVER), lib, dlerror());

@@ -77,8 +77,8 @@ main(void)
 
 	if (!first)
 		return fputs("out of memory\n", stderr), EXIT_ERROR;
-	cu_open();      /* device 0's primary context: fagen's too */
 	FG(ctx, fg_ctx_create(&ctx, NULL));
+	cu_open(ctx);   /* device 0's primary context: fagen's too */
 	for (int i = 0; i < 2; i++) {
 		CU(cu.StreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
 		CU(cu.MemAlloc(&dbuf[i], 4 * IN + LSE));

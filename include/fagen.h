@@ -123,6 +123,13 @@ FG_API fg_status fg_ctx_create(fg_ctx **out, const fg_options *opts);
  * NULL is a no-op. */
 FG_API void fg_ctx_destroy(fg_ctx *);
 
+/* Load the CUDA driver and open the context's device now, as the calls
+ * that need a GPU do on first use: FG_OK, or FG_ERR_NO_DRIVER /
+ * FG_ERR_NO_DEVICE with fg_errmsg saying why (the error's name and a
+ * hint).  For programs that want that answer before their own driver
+ * calls. */
+FG_API fg_status fg_ctx_open(fg_ctx *);
+
 /* What the calling thread's last failed call on ctx went wrong with; ""
  * when there was none.  Valid until that thread's next call on ctx. */
 FG_API const char *fg_errmsg(const fg_ctx *ctx);

@@ -93,3 +93,16 @@ fg_ctx_destroy(fg_ctx *c)
 	pthread_mutex_destroy(&c->mu);
 	c->alloc(c->alloc_ud, c, sizeof *c, 0);
 }
+
+fg_status
+fg_ctx_open(fg_ctx *c)
+{
+	Driver *d;
+	fg_status st;
+
+	if (!c)
+		return FG_ERR_INVALID;
+	if ((st = cuda_get(c, &d)) == FG_OK)
+		rt_clear(c);
+	return st;
+}

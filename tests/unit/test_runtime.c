@@ -512,6 +512,26 @@ driver_library_comes_from_the_environment(void **state)
 	assert_int_equal(ta.live, 0);
 }
 
+/* fg_ctx_open answers whether the driver and device are there before a
+ * program's own driver calls, with the runtime's message, and again the
+ * same on a second call. */
+static void
+ctx_open_says_why_there_is_no_driver(void **state)
+{
+	fg_options o = {.cache_dir = "",
+		.driver_lib = "/nonexistent/libcuda.so.1"};
+	fg_ctx *c;
+
+	(void)state;
+	assert_int_equal(fg_ctx_open(NULL), FG_ERR_INVALID);
+	assert_int_equal(fg_ctx_create(&c, &o), FG_OK);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fg_ctx_open(c), FG_ERR_NO_DRIVER);
+		assert_non_null(strstr(fg_errmsg(c), "/nonexistent/libcuda.so.1"));
+	}
+	fg_ctx_destroy(c);
+}
+
 /* ---------------------------------------------------------------- ctx */
 
 typedef struct Racer {
@@ -806,6 +826,7 @@ main(void)
 		T(bad_arguments_fail_before_the_driver_is_needed),
 		T(missing_driver_is_a_clear_error),
 		cmocka_unit_test(driver_library_comes_from_the_environment),
+		cmocka_unit_test(ctx_open_says_why_there_is_no_driver),
 		T(error_messages_are_per_thread),
 		cmocka_unit_test(bad_options_are_rejected),
 		T(compile_string_gives_ptx_and_a_report),

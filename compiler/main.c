@@ -189,7 +189,7 @@ static void
 add_define(Ctx *ctx, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
-	Define *d, **tail;
+	const char *name;
 
 	if (!eq || eq == arg)
 		die("-D needs NAME=VALUE, found '%s'", arg);
@@ -197,15 +197,9 @@ add_define(Ctx *ctx, const char *arg)
 		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' &&
 		    *p <= 'Z') || (p > arg && *p >= '0' && *p <= '9')))
 			die("-D %s: NAME must be an identifier", arg);
-	d = NEW(&ctx->perm, Define);
-	d->name = intern(ctx->strs, arg, (size_t)(eq - arg));
-	d->value = eq + 1;
-	for (Define *o = ctx->defines; o; o = o->next)
-		if (o->name == d->name)
-			die("-D %s is given twice", d->name);
-	for (tail = &ctx->defines; *tail; tail = &(*tail)->next)
-		;
-	*tail = d;
+	name = intern(ctx->strs, arg, (size_t)(eq - arg));
+	if (!ctx_define(ctx, name, eq + 1))
+		die("-D %s is given twice", name);
 }
 
 static const char *

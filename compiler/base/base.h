@@ -210,6 +210,8 @@ struct Ctx {
 	WarnOpt *wopts;
 	bool werror;        /* -Werror: every warning is an error */
 	Define *defines;    /* -D NAME=VALUE, in command-line order */
+	Define **deftail;   /* where the next one goes (ctx_define) */
+	NameMap defmap;     /* name -> Define */
 	const struct Target *target;
 	int arch;           /* forced target (--arch), 0 = from the schedule */
 	bool verify_each;   /* run sir_verify after every P_VERIFY pass */
@@ -223,6 +225,12 @@ struct Ctx {
 	Buf out;            /* emitted text (PTX, IR, dot) */
 };
 
+/* -D NAME=VALUE (name interned, value kept as given): appended to
+ * ctx->defines in order; false, adding nothing, when NAME is already
+ * defined.  ctx_find_define: NAME's Define or NULL.  Both take constant
+ * time, so a command line of many -D stays linear. */
+bool ctx_define(Ctx *, const char *name, const char *value);
+Define *ctx_find_define(const Ctx *, const char *name);
 void ctx_init(Ctx *, AllocFn, void *ud, jmp_buf *oom);
 void ctx_free(Ctx *);
 

@@ -612,6 +612,32 @@ ctx_init(Ctx *c, AllocFn alloc, void *ud, jmp_buf *oom)
 	buf_init(&c->out, &c->perm);
 }
 
+bool
+ctx_define(Ctx *c, const char *name, const char *value)
+{
+	Define *d;
+
+	if (namemap_get(&c->defmap, name))
+		return false;
+	d = NEW(&c->perm, Define);
+	d->name = name;
+	d->value = value;
+	namemap_put(&c->perm, &c->defmap, name, d);
+	if (!c->deftail)
+		for (c->deftail = &c->defines; *c->deftail;
+		    c->deftail = &(*c->deftail)->next)
+			;
+	*c->deftail = d;
+	c->deftail = &d->next;
+	return true;
+}
+
+Define *
+ctx_find_define(const Ctx *c, const char *name)
+{
+	return namemap_get(&c->defmap, name);
+}
+
 void
 ctx_free(Ctx *c)
 {

@@ -294,10 +294,7 @@ decl_const(S *s, const Node *d)
 			"'const %s = ...;'", d->name, d->name);
 		return;
 	}
-	for (def = s->ctx->defines; def; def = def->next)
-		if (def->name == d->name)
-			break;
-	if (def) {
+	if ((def = ctx_find_define(s->ctx, d->name))) {
 		def->used = true;
 		Val old;
 		if (!define_val(s, def, &r->cval, d->d->span))

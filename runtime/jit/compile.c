@@ -26,7 +26,7 @@ static bool
 add_define(Ctx *cc, const char *arg, char *err, size_t errlen)
 {
 	const char *eq = arg ? strchr(arg, '=') : NULL;
-	Define *d, **tail;
+	const char *name;
 
 	if (!eq || eq == arg) {
 		snprintf(err, errlen, "define '%s' is not NAME=VALUE",
@@ -40,18 +40,12 @@ add_define(Ctx *cc, const char *arg, char *err, size_t errlen)
 				"identifier", arg);
 			return false;
 		}
-	d = NEW(&cc->perm, Define);
-	d->name = intern(cc->strs, arg, (size_t)(eq - arg));
-	d->value = arena_strndup(&cc->perm, eq + 1, strlen(eq + 1));
-	for (Define *o = cc->defines; o; o = o->next)
-		if (o->name == d->name) {
-			snprintf(err, errlen, "define '%s' is given twice",
-				d->name);
-			return false;
-		}
-	for (tail = &cc->defines; *tail; tail = &(*tail)->next)
-		;
-	*tail = d;
+	name = intern(cc->strs, arg, (size_t)(eq - arg));
+	if (!ctx_define(cc, name, arena_strndup(&cc->perm, eq + 1,
+	    strlen(eq + 1)))) {
+		snprintf(err, errlen, "define '%s' is given twice", name);
+		return false;
+	}
 	return true;
 }
 

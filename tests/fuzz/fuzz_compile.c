@@ -52,14 +52,7 @@ identch(int c, bool first)
 static void
 add_define(Ctx *ctx, const char *name, size_t n, const char *value)
 {
-	Define *d = NEW(&ctx->perm, Define), **tail;
-
-	d->name = intern(ctx->strs, name, n);
-	d->value = value;
-	for (tail = &ctx->defines; *tail; tail = &(*tail)->next)
-		if ((*tail)->name == d->name)
-			return;
-	*tail = d;
+	ctx_define(ctx, intern(ctx->strs, name, n), value);
 }
 
 /* -D overrides for up to two of the input's 'const NAME' declarations,

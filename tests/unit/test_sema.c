@@ -53,13 +53,8 @@ static void
 define(void **state, const char *name, const char *value)
 {
 	Ctx *c = ctx_of(state);
-	Define *d = NEW(&c->perm, Define), **tail;
 
-	d->name = intern_cstr(c->strs, name);
-	d->value = value;
-	for (tail = &c->defines; *tail; tail = &(*tail)->next)
-		;
-	*tail = d;
+	assert_true(ctx_define(c, intern_cstr(c->strs, name), value));
 }
 
 /* Parse and check declarations only. */

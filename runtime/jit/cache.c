@@ -324,7 +324,13 @@ make_dirs(const char *dir)
 			break;
 	}
 	struct stat st;
-	return !stat(dir, &st) && S_ISDIR(st.st_mode);
+	if (stat(dir, &st))
+		return false;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;  /* not mkdir's EEXIST, "File exists" */
+		return false;
+	}
+	return true;
 }
 
 /* Write the entry beside its final name, then rename it into place. */

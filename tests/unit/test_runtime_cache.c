@@ -26,15 +26,18 @@ typedef struct Fix {
 	char dir[256];        /* a fresh cache directory */
 	TestAlloc ta;
 	int warnings;
+	char last[512];       /* the last warning */
 	fg_ctx *ctx;
 } Fix;
 
 static void
 count_warnings(void *ud, int level, const char *msg)
 {
-	(void)msg;
-	if (level == FG_LOG_WARN)
+	if (level == FG_LOG_WARN) {
 		((Fix *)ud)->warnings++;
+		snprintf(((Fix *)ud)->last, sizeof ((Fix *)ud)->last, "%s",
+			msg);
+	}
 }
 
 static fg_ctx *
@@ -339,6 +342,14 @@ unwritable_directory_falls_back_to_memory(void **state)
 	assert_int_equal(cache_get(c, key, &got, &len, &src), CACHE_HIT);
 	assert_int_equal(src, FG_CODE_MEMORY);
 	rt_free(c, got, len);
+	fg_ctx_destroy(c);
+	/* the directory is a regular file: say so, not "File exists" */
+	snprintf(dir, sizeof dir, "%s/file", f->dir);
+	c = new_ctx(f, dir, 0);
+	cache_put(c, key, data, sizeof data);
+	assert_int_equal(f->warnings, 2);
+	if (!strstr(f->last, "Not a directory") || strstr(f->last, "exists"))
+		fail_msg("warning: %s", f->last);
 	fg_ctx_destroy(c);
 	/* a read-only directory, where permissions bind (not root) */
 	char probe_path[512];

@@ -306,8 +306,8 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 		if (!s->capped)
 			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
 				"verifier stopped tracking tensor-memory accesses: "
-				"more than %d at once (%s)", MAXTREC * (TQ_MMA + 1),
-				s->shape);
+				"more than %d at once in one lane quarter (%s)",
+				MAXTREC, s->shape);
 		s->capped = true;
 		return;
 	}

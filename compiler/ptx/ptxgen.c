@@ -234,8 +234,14 @@ gen_arith(PG *g, const SirIns *in)
 		ptx_emit(g->f, "not.%S %R, %R;", bsfx(ot), d, a);
 		break;
 	case SOP_select:
-		if (dv->ty == TY_BOOL) {
-			pg_unsupported(g, in);
+		if (dv->ty == TY_BOOL) {  /* no selp for predicates */
+			PReg t = ptx_reg(g->f, RP), u = ptx_reg(g->f, RP);
+
+			ptx_emit(g->f, "and.pred %R, %R, %R;", t, a, b);
+			ptx_emit(g->f, "not.pred %R, %R;", u, a);
+			ptx_emit(g->f, "and.pred %R, %R, %R;", u, u,
+				pg_reg(g, in->a[2]));
+			ptx_emit(g->f, "or.pred %R, %R, %R;", d, t, u);
 			break;
 		}
 		ptx_emit(g->f, "selp.%S %R, %R, %R, %R;", bsfx(dv->ty), d,

@@ -201,6 +201,22 @@ sg_frag_like(G *g, Ref dst, const SirVal *src)
 	d->n = src->n;
 }
 
+/* An accumulator (operand k of n: 0 left, 1 right) meets an A-operand
+ * tile: say how to convert it, with the operand as written. */
+static void
+convert_hint(G *g, const Node *n, const SirVal *x, const SirVal *y, int k)
+{
+	const SirVal *acc = k ? y : x, *other = k ? x : y;
+	bool f32 = acc->ety == TY_F32;
+
+	diag_error(g->ctx, n->span, "register tiles with layouts '%s' and "
+		"'%s' meet here; write 'convert(%s%s%s%s%s, %s)' on the %s one",
+		sg_layname(x->lay), sg_layname(y->lay), f32 ? "cvt(" : "",
+		opd_text(g, n, k, k ? "y" : "x"), f32 ? ", " : "",
+		f32 ? ty_name(other->ety) : "", f32 ? ")" : "",
+		sg_layname(other->lay), k ? "right-hand" : "left-hand");
+}
+
 /* Binary operators on register tiles: tile op tile (same layout), tile op
  * scalar, and tile op row vector (rows(L) broadcast across columns). */
 Ref
@@ -238,28 +254,10 @@ sg_frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 					x->n, y->m, y->n);
 			else if (y->lay->kind == LK_WGMMA_ACC &&
 			    x->lay->kind == LK_WGMMA_A)
-				diag_error(g->ctx, n->span, "register tiles with "
-					"layouts '%s' and '%s' meet here; write "
-					"'convert(%s%s%s%s%s, %s)' on the right-hand one",
-					sg_layname(x->lay), sg_layname(y->lay),
-					y->ety == TY_F32 ? "cvt(" : "",
-					opd_text(g, n, 1, "y"),
-					y->ety == TY_F32 ? ", " : "",
-					y->ety == TY_F32 ? ty_name(x->ety) : "",
-					y->ety == TY_F32 ? ")" : "",
-					sg_layname(x->lay));
+				convert_hint(g, n, x, y, 1);
 			else if (x->lay->kind == LK_WGMMA_ACC &&
 			    y->lay->kind == LK_WGMMA_A)
-				diag_error(g->ctx, n->span, "register tiles with "
-					"layouts '%s' and '%s' meet here; write "
-					"'convert(%s%s%s%s%s, %s)' on the left-hand one",
-					sg_layname(x->lay), sg_layname(y->lay),
-					x->ety == TY_F32 ? "cvt(" : "",
-					opd_text(g, n, 0, "x"),
-					x->ety == TY_F32 ? ", " : "",
-					x->ety == TY_F32 ? ty_name(y->ety) : "",
-					x->ety == TY_F32 ? ")" : "",
-					sg_layname(y->lay));
+				convert_hint(g, n, x, y, 0);
 			else
 				diag_error(g->ctx, n->span, "register tiles with "
 					"layouts '%s' and '%s' meet here, and no "

@@ -351,6 +351,25 @@ typedef struct fg_attention_args {
 				   * (gpt-oss), in the scaled scores' units,
 				   * joining each row's softmax denominator;
 				   * 0: none */
+	uint64_t cu_seqlens_q;    /* nonzero: a variable-length batch
+				   * (flash_attn_varlen_func): int32 [batch
+				   * + 1] on the device, sequence b's queries
+				   * are rows cu_seqlens_q[b] ..
+				   * cu_seqlens_q[b + 1] - 1 of q and o,
+				   * which are then [seq_q, heads, head_dim]
+				   * with seq_q the total tokens (strides:
+				   * q_strides[1] head, [2] token, [0] unused;
+				   * o dense); lse is f32 [heads, seq_q]; the
+				   * offsets must be non-decreasing from 0,
+				   * up to seq_q (the kernel clamps others
+				   * into bounds, so no access strays, but
+				   * the result is then undefined) */
+	uint64_t cu_seqlens_k;    /* the same for k, v: [seq_k, heads_k,
+				   * head_dim]; given with cu_seqlens_q */
+	int64_t max_seqlen_q;     /* varlen: no sequence has more queries
+				   * (rows beyond are not computed) */
+	int64_t max_seqlen_k;     /* varlen: nor more keys (L2 grouping and
+				   * window bounds) */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

@@ -556,6 +556,71 @@ domain(const Kernel *k, const Res *p, int64_t *out)
 	return 2;
 }
 
+/* Whether a global's 'verify' value lists several contents. */
+static bool
+several(const Node *v)
+{
+	return v->kind == N_TUPLE && v->kids.n > 0 &&
+		v->kids.v[0]->kind == N_TUPLE;
+}
+
+/* The contents of a global to explore: their indices 0..n-1. */
+static int
+contents(const Res *g, int64_t *out)
+{
+	int n = several(g->vfy) ? g->vfy->kids.n : 1;
+
+	n = n < 16 ? n : 16;
+	for (int j = 0; j < n; j++)
+		out[j] = j;
+	return n;
+}
+
+/* Content j of a global: a tuple of integers, or one integer. */
+static const Node *
+content(const Res *g, int64_t j)
+{
+	return several(g->vfy) ? g->vfy->kids.v[j] : g->vfy;
+}
+
+/* Element i of a content, or false when i is outside it. */
+bool
+vf_element(const Node *c, int64_t i, int64_t *v)
+{
+	int n = c->kind == N_TUPLE ? c->kids.n : 1;
+	const Node *e = c->kind == N_TUPLE && i >= 0 && i < n ?
+		c->kids.v[i] : c;
+
+	if (i < 0 || i >= n || e->kind != N_INT)
+		return false;
+	*v = e->ival;
+	return true;
+}
+
+/* Append ' G=[a, b, ...]' to the shape's text; the new length. */
+static size_t
+shape_content(Sim *s, size_t len, const char *name, const Node *c)
+{
+	int n = c->kind == N_TUPLE ? c->kids.n : 1;
+	char buf[sizeof s->shape];
+	size_t k = (size_t)snprintf(buf, sizeof buf, "%s%s=[", len ? " " : "",
+		name);
+
+	for (int i = 0; i < n && k < sizeof buf - 24; i++) {
+		int64_t v = 0;
+		vf_element(c, i, &v);
+		k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld",
+			i ? ", " : "", (long long)v);
+	}
+	if (k < sizeof buf - 2)
+		buf[k++] = ']', buf[k] = 0;
+	if (len + k < sizeof s->shape - 32) {
+		memcpy(s->shape + len, buf, k + 1);
+		len += k;
+	}
+	return len;
+}
+
 void
 pass_verify(Ctx *ctx, SirMod *m)
 {
@@ -586,11 +651,15 @@ pass_verify(Ctx *ctx, SirMod *m)
 	s->nmbase = nmres;
 	s->mbase = NEWARR(&ctx->scratch, int, nmres + 1);
 	vf_skips(s, m);
+	s->gdata = NEWARR(&ctx->scratch, const Node *,
+		m->k->nres[R_GLOBAL] + 1);
 	for (const Res *r = m->k->res; r; r = r->next)
-		if (r->kind == R_PARAM && np < 64) {
+		if ((r->kind == R_PARAM || (r->kind == R_GLOBAL && r->vfy)) &&
+		    np < 64) {
 			ps[np] = r;
-			nd[np] = ty_isint(r->ety) ? domain(m->k, r, dom[np]) : 1;
-			if (!ty_isint(r->ety))
+			nd[np] = r->kind == R_GLOBAL ? contents(r, dom[np]) :
+				ty_isint(r->ety) ? domain(m->k, r, dom[np]) : 1;
+			if (r->kind == R_PARAM && !ty_isint(r->ety))
 				dom[np][0] = 1;
 			if (combos <= 512)  /* 64 params of 16 values overflow */
 				combos *= nd[np];
@@ -612,6 +681,12 @@ pass_verify(Ctx *ctx, SirMod *m)
 		for (int i = 0; i < np; i++) {
 			int64_t v = dom[i][rest % nd[i]];
 			rest /= nd[i];
+			if (ps[i]->kind == R_GLOBAL) {
+				const Node *c = content(ps[i], v);
+				s->gdata[ps[i]->index] = c;
+				len = shape_content(s, len, ps[i]->name, c);
+				continue;
+			}
 			s->params[ps[i]->index] = v;
 			if (ty_isint(ps[i]->ety) && len < sizeof s->shape - 32)
 				len += (size_t)snprintf(s->shape + len,

@@ -154,6 +154,8 @@ typedef struct Sim {
 	const SirMod *m;
 	const Kernel *k;
 	int64_t params[64];   /* by param index */
+	const Node **gdata;   /* by global index: this run's content from
+			       * 'verify' (a tuple), or NULL: unknown */
 	int64_t nctaid, ctaid;
 	bool twotiles;        /* order=single run as two tiles of one CTA */
 	Proc p[MAXPROC];
@@ -167,7 +169,7 @@ typedef struct Sim {
 	uint64_t rng;
 	long steps;
 	bool failed;
-	char shape[160];
+	char shape[320];
 	Rec rec[MAXREC];
 	int nrec;
 	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
@@ -271,6 +273,9 @@ void vf_why_deadlock(Sim *, const Proc *first);
 /* verify_skip.c */
 void vf_skips(Sim *, const SirMod *);
 Skip *vf_skip_slot(const Sim *, const SirBlock *);
+
+/* verify.c */
+bool vf_element(const Node *content, int64_t i, int64_t *v);
 
 /* verify_load.c */
 bool vf_loads(Ctx *, const SirMod *);  /* loaded values steer nothing */

@@ -230,11 +230,28 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_param:
 		p->v[in->dst] = s->params[in->r[0]->index];
 		return true;
-	case SOP_gload:
-		/* unknown; vf_loads() checked that it steers nothing */
+	case SOP_gload: {
+		/* a global with contents in 'verify': the run's content;
+		 * else unknown, and vf_loads() checked that it steers
+		 * nothing */
+		const Node *c = s->gdata[in->r[0]->index];
+		int64_t x = 0, i = val(p, in->a[0]);
 		p->v[in->dst] = 0;
 		p->lanevar[in->dst] = p->lanevar[in->a[0]];
+		if (c && !vf_element(c, i, &x)) {
+			char a[48], b[48];
+			snprintf(a, sizeof a, "%s[%lld]", in->r[0]->name,
+				(long long)i);
+			snprintf(b, sizeof b, "%d", c->kind == N_TUPLE ?
+				c->kids.n : 1);
+			vf_fail(s, in->span, "index-range", "a run loads %s, "
+				"but the 'verify' content of the global has %s "
+				"elements", a, b);
+			return true;
+		}
+		p->v[in->dst] = x;
 		return true;
+	}
 	case SOP_special:
 		p->v[in->dst] = in->imm == SP_WARP ? p->warp : in->imm == SP_TID ?
 			p->warp * 32 : 0;

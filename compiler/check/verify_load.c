@@ -1,5 +1,7 @@
 /* verify_load.c: values loaded from global memory ('G[i]', gload) are
- * unknown to the verifier: a run takes every loaded value as 0.  That is
+ * unknown to the verifier, except from a global whose contents 'verify'
+ * lists (a run reads those): a run takes every other loaded value as 0.
+ * That is
  * sound only while no loaded value reaches something a run reads: a loop
  * bound, a barrier, buffer or region index, a parity, a byte count, or
  * the condition of an 'if' whose branches do more than arithmetic and
@@ -38,7 +40,7 @@ spread(const SirBlock *b, const SirIns **src, const SirIns *under)
 
 	for (int i = 0; b && i < b->n; i++) {
 		const SirIns *in = &b->v[i], *from = under;
-		if (in->op == SOP_gload)
+		if (in->op == SOP_gload && !in->r[0]->vfy)
 			from = in;
 		for (int k = 0; k < in->na && !from; k++)
 			from = src[in->a[k]];

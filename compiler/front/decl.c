@@ -505,8 +505,26 @@ decl_partition(S *s, const Node *d)
 	}
 }
 
-/* verify P=(v, ...) ...: the values of integer params the verifier
- * explores (each combination is one shape class). */
+/* One content of an integer global in 'verify': a list of at most
+ * MAXVFY integers. */
+static void
+verify_content(S *s, const Node *e)
+{
+	int n = e->kind == N_TUPLE ? e->kids.n : 1;
+
+	if (n > MAXVFY)
+		diag_error(s->ctx, e->span, "at most %d values per content",
+			MAXVFY);
+	for (int k = 0; k < n && k < MAXVFY; k++) {
+		int64_t v;
+		want_int(s, e->kind == N_TUPLE ? e->kids.v[k] : e,
+			"a verified element", -(1 << 20), 1 << 20, &v);
+	}
+}
+
+/* verify P=(v, ...) G=([x, ...], ...) ...: the values of integer params
+ * and the contents of integer globals the verifier explores (each
+ * combination is one shape class). */
 void
 decl_verify(S *s, const Node *d)
 {
@@ -518,17 +536,43 @@ decl_verify(S *s, const Node *d)
 	for (int i = 0; i < d->attrs.n; i++) {
 		const Node *a = d->attrs.v[i];
 		Res *p = kernel_find(s->k, a->name);
-		if (!p || p->kind != R_PARAM || !ty_isint(p->ety)) {
+		bool glob = p && p->kind == R_GLOBAL && ty_isint(p->ety);
+		if (!p || (p->kind != R_PARAM && !glob) || !ty_isint(p->ety)) {
 			diag_error(s->ctx, a->nspan, "'verify' gives values of "
-				"integer params; '%s' is not one", a->name);
+				"integer params and contents of integer globals; "
+				"'%s' is neither", a->name);
 			continue;
 		}
 		if (!a->a) {
-			diag_error(s->ctx, a->span, "write '%s=(v, ...)'",
-				a->name);
+			diag_error(s->ctx, a->span, glob ? "write '%s=([v, "
+				"...], ...)'" : "write '%s=(v, ...)'", a->name);
 			continue;
 		}
 		int n = a->a->kind == N_TUPLE ? a->a->kids.n : 1;
+		if (glob) {
+			/* a list of lists: several contents; else one */
+			bool many = n > 0 && a->a->kind == N_TUPLE &&
+				a->a->kids.v[0]->kind == N_TUPLE;
+			if (p->vfy)
+				diag_error(s->ctx, a->nspan, "'%s' is given "
+					"twice", a->name);
+			p->vfy = a->a;
+			if (!many) {
+				verify_content(s, a->a);
+				continue;
+			}
+			if (n > 16)
+				diag_error(s->ctx, a->a->span, "at most 16 "
+					"contents per global");
+			for (int k = 0; k < n && k < 16; k++)
+				if (a->a->kids.v[k]->kind != N_TUPLE)
+					diag_error(s->ctx, a->a->kids.v[k]->span,
+						"write each content of '%s' as "
+						"a list '[v, ...]'", a->name);
+				else
+					verify_content(s, a->a->kids.v[k]);
+			continue;
+		}
 		if (n > 16)
 			diag_error(s->ctx, a->a->span, "at most 16 values per "
 				"param");

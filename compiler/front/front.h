@@ -169,6 +169,8 @@ typedef enum {
 	R_LAYOUT, R_PART
 } ResKind;
 
+#define MAXVFY 64      /* values of one global's content in 'verify' */
+
 typedef struct Res Res;
 struct Res {
 	ResKind kind;
@@ -196,6 +198,8 @@ struct Res {
 	int64_t ncols;       /* TMEM columns per element of the array */
 	bool packed;         /* TMEM: 16-bit values two to a column */
 	Val cval;            /* CONST */
+	const Node *vfy;     /* GLOBAL: its contents in 'verify', a tuple of
+			      * tuples of integers, or NULL */
 	/* filled in by pass_layout */
 	int64_t off;         /* smem byte offset (SMEM, MBAR) */
 	int64_t bytes;       /* per stage (SMEM) */

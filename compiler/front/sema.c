@@ -391,6 +391,21 @@ runtime_names(S *s, const Node *e)
 			"over 'param' and 'const' names");
 		return;
 	}
+	if (e->kind == N_TERNARY) {
+		/* the runtime evaluates sizes: a constant condition picks
+		 * one operand here, and only that one is looked at */
+		Val c;
+		if (const_eval(s->ctx, s->k, e->a, &c))
+			runtime_names(s, c.i ? e->b : e->c);
+		return;
+	}
+	if ((e->kind == N_BINARY && !strchr("+-*/%", e->op)) ||
+	    (e->kind == N_UNARY && e->op != '-')) {
+		diag_error(s->ctx, e->span, "a size uses '+', '-', '*', '/', "
+			"'%%', 'cdiv', 'min', 'max' and constant '?:' over "
+			"'param' and 'const' names");
+		return;
+	}
 	runtime_names(s, e->a);
 	runtime_names(s, e->b);
 	runtime_names(s, e->c);

@@ -51,6 +51,10 @@ rpn(Ctx *ctx, const Kernel *k, const Node *e, Buf *out)
 		buf_printf(out, " %lld", (long long)v.i);
 		return;
 	}
+	if (e->kind == N_TERNARY && const_eval(ctx, k, e->a, &v)) {
+		rpn(ctx, k, v.i ? e->b : e->c, out);  /* sema: a constant */
+		return;
+	}
 	if (e->kind == N_UNARY && e->op == '-') {
 		buf_puts(out, " 0");
 		rpn(ctx, k, e->a, out);

@@ -95,6 +95,14 @@ int_arg(G *g, const Node *e, const char *what)
 Ref
 sg_lin_index(G *g, const Node *d, const Res *r, Ref *last)
 {
+	return sg_lin_index_at(g, d, r, last, -1, NULL);
+}
+
+/* sg_lin_index, and also index k (0-based; k < 0: none) in *ik. */
+Ref
+sg_lin_index_at(G *g, const Node *d, const Res *r, Ref *last, int k0,
+	Ref *ik0)
+{
 	Ref lin = 0;
 
 	if (d->kids.n != r->rank) {
@@ -108,6 +116,8 @@ sg_lin_index(G *g, const Node *d, const Res *r, Ref *last)
 		if (!ty_isint(t) && !(t == TY_BOOL && sg_val(g, ik)->isconst))
 			return 0;
 		*last = ik;
+		if (k == k0)
+			*ik0 = ik;
 		if (!lin) {
 			lin = ik;
 			continue;
@@ -523,6 +533,57 @@ slice(G *g, const Node *n, const char *name, int width, int64_t *col0,
 	return true;
 }
 
+/* store G[i0, ...], t [rowdim=K] [limit=L]: element (r, c) of a 2-D tile
+ * goes to the indices given with r added to index K and c to the last;
+ * rows whose index K is >= L are skipped.  SIR: a[0] the linear index,
+ * a[1] the tile, a[2] the limit (INT32_MAX without one), a[3] index K,
+ * a[4] the row stride in elements. */
+static void
+store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
+	Ref v, const Node *rd)
+{
+	const SirVal *sv = sg_val(g, v);
+	Ty vt = sv->ety;
+	const Node *lim = sg_opattr(g, n, "limit", false);
+	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span};
+
+	if (vt != r->ety) {
+		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
+			"tile is %s; write 'cvt(%s, %s)'", r->name,
+			ty_name(r->ety), ty_name(vt), sg_text(g,
+			n->kids.v[1]->span, "x"), ty_name(r->ety));
+		return;
+	}
+	if (r->rank < 2) {
+		diag_error(g->ctx, n->kids.v[0]->span, "a 2-D tile goes to a "
+			"global of 2 or more dimensions; '%s' has %d", r->name,
+			r->rank);
+		return;
+	}
+	if (r->rank > 2 && !rd) {
+		diag_error(g->ctx, n->span, "'%s' has %d dimensions: say which "
+			"one the tile's rows run along with 'rowdim=K' (0 to "
+			"%d; its columns run along the last)", r->name, r->rank,
+			r->rank - 2);
+		return;
+	}
+	Ref stride = sg_const_i(g, 1, TY_I32, n->span);
+	for (int k = rowdim + 1; k < r->rank; k++)
+		stride = sg_binop(g, &mul, stride, sg_expr(g, r->dims[k]));
+	Ref lv = lim && lim->a ? int_arg(g, lim->a, "'limit'") :
+		sg_const_i(g, INT32_MAX, TY_I32, n->span);
+	if (!lv || sg_val(g, stride)->ty == TY_ERR)
+		return;
+	SirIns *i = sg_emit(g, SOP_gstore, n->span);
+	i->a[0] = lin;
+	i->a[1] = v;
+	i->a[2] = lv;
+	i->a[3] = rix;
+	i->a[4] = stride;
+	i->na = 5;
+	i->r[0] = r;
+}
+
 /* tmem_load x, R[i] [cols=(C, N)];   tmem_store R[i], x [cols=(C, N)];
  * smem_store B[s], x [row=R] [col=C];   store G[i0, ...], v [limit=L];
  * a row vector of a tmem_rows tile moves to and from one column. */
@@ -532,7 +593,7 @@ op_mem(G *g, const Node *n)
 	Ref idx = 0;
 
 	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
-		NULL} : n->op == OP_SSTORE ? (const char *const[]){"row", "col",
+		"rowdim", NULL} : n->op == OP_SSTORE ? (const char *const[]){"row", "col",
 		NULL} : (const char *const[]){"cols", NULL});
 	if (!argc(g, n, 2, 2))
 		return;
@@ -545,12 +606,31 @@ op_mem(G *g, const Node *n)
 		}
 		Node base = *d->a;
 		Res *r = resource(g, &base, R_GLOBAL, "a global tensor", &idx);
-		Ref last = 0, lin = r ? sg_lin_index(g, d, r, &last) : 0;
+		/* a 2-D tile: its rows run along dimension 'rowdim' (the
+		 * first one by default), its columns along the last */
+		const Node *rd = sg_opattr(g, n, "rowdim", false);
+		int64_t rowdim = 0;
+		if (r && rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
+		    r->rank - 2 < 0 ? 0 : r->rank - 2, &rowdim))
+			return;
+		Ref last = 0, rix = 0, lin = r ? sg_lin_index_at(g, d, r,
+			&last, (int)rowdim, &rix) : 0;
 		if (!lin)
 			return;
 		tmp.a[tmp.na++] = lin;
 		Ref v = sg_expr(g, n->kids.v[1]);
 		SirVal *sv = sg_val(g, v);
+		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
+			store_tile(g, n, r, lin, rix, (int)rowdim, v, rd);
+			return;
+		}
+		if (rd) {
+			diag_error(g->ctx, rd->span, "'rowdim' places the rows "
+				"of a 2-D tile; this value is %s", sv->ty ==
+				TY_FRAG ? "a row vector (its rows run along the "
+				"last index)" : "a scalar");
+			return;
+		}
 		Ty vt = sv->ty == TY_FRAG ? sv->ety : sv->ty;
 		if (sv->ty != TY_ERR && vt != r->ety && !(sv->isconst &&
 		    r->ety == TY_F32)) {
@@ -558,12 +638,6 @@ op_mem(G *g, const Node *n)
 				"the value is %s; write 'cvt(%s, %s)'", r->name,
 				ty_name(r->ety), ty_name(vt),
 				sg_text(g, n->kids.v[1]->span, "x"), ty_name(r->ety));
-			return;
-		}
-		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
-			diag_error(g->ctx, n->kids.v[1]->span, "'store' writes a "
-				"scalar or a row vector; store a tile through "
-				"shared memory and 'tma_store'");
 			return;
 		}
 		const Node *lim = sg_opattr(g, n, "limit", false);

@@ -482,9 +482,41 @@ smem_store(PG *g, const SirIns *in)
 	}
 }
 
+/* store G[...], t [rowdim=K] [limit=L] of a tmem_rows tile: every
+ * thread its row, a packed pair (16-bit) or one f32 per store; a row
+ * whose index K is >= L is skipped. */
+static void
+gstore_tile(PG *g, const SirIns *in, PReg ptr)
+{
+	const SirVal *v = &g->sp->vals[in->a[1]];
+	int n, esz = ty_bytes(in->r[0]->ety);
+	PReg *x = pg_frag(g, in->a[1], &n);
+	bool pk = v->ety != TY_F32;
+
+	if (!x || v->lay->kind != LK_TMEM_ROWS) {
+		pg_unsupported(g, in);
+		return;
+	}
+	PReg row = my_row(g), u = ptx_reg(g->f, RB32), at = ptx_reg(g->f, RB64);
+	PReg q = ptx_reg(g->f, RP);
+	int skip = ptx_label(g->f);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", u, row, pg_u32(g, in->a[3]));
+	ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", q, u, pg_u32(g, in->a[2]));
+	ptx_emit(g->f, "@%R bra %L;", q, skip);
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, row, pg_u32(g, in->a[4]),
+		pg_u32(g, in->a[0]));
+	ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, u, (int64_t)esz,
+		ptr);
+	for (int j = 0; j < n; j++)
+		ptx_emit(g->f, pk ? "st.global.b32 [%R+%I], %R;" :
+			"st.global.f32 [%R+%I], %R;", at,
+			(int64_t)((pk ? 2 * j : j) * esz), x[j]);
+	ptx_place(g->f, skip);
+}
+
 /* store G[...], v [limit=L]: a scalar from every executing thread, or a
  * row vector from every thread (its row), rows whose index reaches L
- * skipped. */
+ * skipped; a tile by gstore_tile. */
 static void
 gstore(PG *g, const SirIns *in)
 {
@@ -497,13 +529,17 @@ gstore(PG *g, const SirIns *in)
 	PReg idx = pg_u32(g, in->a[0]), val;
 	int skip = -1;
 
-	if (v->ty == TY_FRAG && (!is_rows(v) || v->lay->parent->kind !=
-	    LK_TMEM_ROWS)) {
+	if (v->ty == TY_FRAG && is_rows(v) && v->lay->parent->kind !=
+	    LK_TMEM_ROWS) {
 		pg_unsupported(g, in);
 		return;
 	}
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	if (v->ty == TY_FRAG && !is_rows(v)) {
+		gstore_tile(g, in, ptr);
+		return;
+	}
 	if (v->ty == TY_FRAG) {
 		int n;
 		PReg row = my_row(g), li = ptx_reg(g->f, RB32);

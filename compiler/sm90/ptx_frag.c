@@ -372,8 +372,49 @@ smem_store(PG *g, const SirIns *in)
 	}
 }
 
+/* store G[...], t [rowdim=K] [limit=L] of an accumulator tile: each
+ * thread its elements, a packed pair (16-bit) or one f32 per store, from
+ * two row addresses (its slots), rows whose index K is >= L skipped. */
+static void
+gstore_tile(PG *g, const SirIns *in, PReg ptr)
+{
+	const SirVal *v = &g->sp->vals[in->a[1]];
+	int n, esz = ty_bytes(in->r[0]->ety);
+	PReg *x = pg_frag(g, in->a[1], &n), row, col;
+	bool pk = v->ety != TY_F32;
+
+	if (!x || v->lay->kind != LK_WGMMA_ACC) {
+		pg_unsupported(g, in);
+		return;
+	}
+	coords(g, &row, &col);
+	PReg at[2], p[2], t = ptx_reg(g->f, RB32), u = ptx_reg(g->f, RB32);
+	for (int s = 0; s < 2; s++) {
+		at[s] = ptx_reg(g->f, RB64);
+		p[s] = ptx_reg(g->f, RP);
+		/* row r = row + 8s: index K is a[3] + r, the element
+		 * a[0] + r * stride + col */
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", t, row, (int64_t)(8 * s));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, t, pg_u32(g, in->a[3]));
+		ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p[s], u,
+			pg_u32(g, in->a[2]));
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, t,
+			pg_u32(g, in->a[4]), pg_u32(g, in->a[0]));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, u, col);
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at[s], u,
+			(int64_t)esz, ptr);
+	}
+	for (int j = 0; j < n; j++) {
+		int i = pk ? 2 * j : j;  /* the first element of register j */
+		ptx_emit(g->f, pk ? "@!%R st.global.b32 [%R+%I], %R;" :
+			"@!%R st.global.f32 [%R+%I], %R;", p[slot_of(i)],
+			at[slot_of(i)], (int64_t)(col_of(i) * esz), x[j]);
+	}
+}
+
 /* store G[...], v [limit=L]: a scalar from every executing thread, or a
- * row vector from the first lane of each quad, rows >= L skipped. */
+ * row vector from the first lane of each quad, rows >= L skipped; a tile
+ * by gstore_tile. */
 static void
 gstore(PG *g, const SirIns *in)
 {
@@ -384,12 +425,12 @@ gstore(PG *g, const SirIns *in)
 	const char *st = r->ety == TY_F32 ? "f32" : esz == 2 ? "b16" :
 		esz == 8 ? "b64" : "b32";
 
-	if (v->ty == TY_FRAG && !is_rows(v)) {
-		pg_unsupported(g, in);
-		return;
-	}
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	if (v->ty == TY_FRAG && !is_rows(v)) {
+		gstore_tile(g, in, ptr);
+		return;
+	}
 	if (v->ty != TY_FRAG) {
 		ptx_emit(g->f, "mul.wide.s32 %R, %R, %I;", off,
 			pg_u32(g, in->a[0]), (int64_t)esz);

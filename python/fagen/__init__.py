@@ -35,7 +35,8 @@ import ctypes
 import os
 import threading
 
-__all__ = ["attention", "reference", "version", "FagenError"]
+__all__ = ["attention", "attention_varlen", "reference", "version",
+           "FagenError"]
 
 _STATUS = [
     "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",
@@ -72,6 +73,8 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64),
         ("softcap", ctypes.c_double),
         ("sinks", ctypes.c_uint64),
+        ("cu_seqlens_q", ctypes.c_uint64), ("cu_seqlens_k", ctypes.c_uint64),
+        ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64),
     ]
 
 
@@ -203,10 +206,7 @@ def _check_sinks(torch, sinks, q):
                            "torch.no_grad() or torch.inference_mode()")
 
 
-def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
-          lse=None, window=None, softcap=None, sinks=None):
-    torch = _torch()
-    _check(torch, q, k, v)
+def _check_opts(torch, q, scale, window, softcap, sinks):
     if sinks is not None:
         _check_sinks(torch, sinks, q)
     if scale is not None and not scale > 0:
@@ -221,10 +221,13 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
     if softcap is not None and not softcap >= 0:
         raise ValueError("softcap is %r: it must be > 0 (None or 0: none)"
                          % (softcap,))
-    lib = _load()
-    device = q.device.index if q.device.index is not None else \
-        torch.cuda.current_device()
-    ctx = _ctx(lib, device)
+
+
+def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
+          lse=None, window=None, softcap=None, sinks=None):
+    torch = _torch()
+    _check(torch, q, k, v)
+    _check_opts(torch, q, scale, window, softcap, sinks)
     b, h, sq, d = q.shape
     if out is None:
         out = torch.empty((b, h, sq, d), dtype=q.dtype, device=q.device)
@@ -241,9 +244,23 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
             lse.device != q.device or not lse.is_contiguous():
         raise ValueError("lse must be a contiguous float32 (B, H, Sq) = %s "
                          "tensor on q's device" % ((b, h, sq),))
+    _launch(torch, fn_name, q, k, v, out, lse, b, causal, scale, schedule,
+            window, softcap, sinks)
+    return out, lse
+
+
+def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
+            schedule, window, softcap, sinks, varlen=None):
+    """q, k, v, out as (B, H, S, D) views; varlen: None or (cu_seqlens_q,
+    cu_seqlens_k, max_seqlen_q, max_seqlen_k)."""
+    lib = _load()
+    device = q.device.index if q.device.index is not None else \
+        torch.cuda.current_device()
+    ctx = _ctx(lib, device)
+    _, h, sq, d = q.shape
     a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
               o=out.data_ptr(), lse=lse.data_ptr(),
-              batch=b, heads=h, seq_q=sq, seq_k=k.shape[2], head_dim=d,
+              batch=batch, heads=h, seq_q=sq, seq_k=k.shape[2], head_dim=d,
               heads_k=k.shape[1], window=0 if window is None else 1,
               window_left=0 if window is None else window[0],
               window_right=0 if window is None else window[1],
@@ -253,6 +270,10 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
               scale=0.0 if scale is None else float(scale),
               schedule=None if schedule is None else schedule.encode(),
               sinks=0 if sinks is None else sinks.data_ptr())
+    if varlen is not None:
+        a.cu_seqlens_q = varlen[0].data_ptr()
+        a.cu_seqlens_k = varlen[1].data_ptr()
+        a.max_seqlen_q, a.max_seqlen_k = varlen[2], varlen[3]
     a.q_strides[:] = q.stride()
     a.k_strides[:] = k.stride()
     a.v_strides[:] = v.stride()
@@ -263,7 +284,6 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
     if st:
         raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
                          lib.fg_errmsg(ctx).decode(errors="replace"))
-    return out, lse
 
 
 def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
@@ -299,3 +319,89 @@ def reference(q, k, v, causal=False, scale=None, out=None, lse=None,
     with nvrtc): any D up to 512 and 2-byte alignment; for checking."""
     return _call("fg_attention_reference", q, k, v, causal, scale, None,
                  out, lse, window, softcap, sinks)
+
+
+def _check_cu(torch, name, cu, q, total, max_len, validate):
+    if not isinstance(cu, torch.Tensor) or cu.dim() != 1 or \
+            cu.dtype != torch.int32 or cu.numel() < 2 or \
+            not cu.is_contiguous():
+        raise ValueError("%s must be a contiguous int32 (B + 1,) tensor "
+                         "of offsets" % name)
+    if cu.device != q.device:
+        raise ValueError("%s is on %s: it must be on q's device (%s)"
+                         % (name, cu.device, q.device))
+    if not isinstance(max_len, int) or isinstance(max_len, bool):
+        raise TypeError("max_seqlen_%s must be an int" % name[-1])
+    if not validate:
+        return
+    off = cu.tolist()   # one small device-to-host copy
+    if off[0] != 0 or any(b < a for a, b in zip(off, off[1:])) or \
+            off[-1] > total:
+        raise ValueError("%s is %s: offsets must start at 0, never "
+                         "decrease and end at most at the total tokens "
+                         "(%d)" % (name, off if len(off) <= 8 else
+                                   str(off[:8])[:-1] + ", ...]", total))
+    longest = max(b - a for a, b in zip(off, off[1:]))
+    if longest > max_len:
+        raise ValueError("max_seqlen_%s is %d but a sequence has %d tokens"
+                         % (name[-1], max_len, longest))
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                     max_seqlen_k, causal=False, scale=None, window=None,
+                     softcap=None, sinks=None, out=None, lse=None,
+                     schedule=None, validate=True):
+    """Attention over a packed batch of sequences of different lengths, as
+    flash_attn_varlen_func: (out, lse).
+
+    q: (total_q, H, D), k and v: (total_k, Hk, D), the B sequences one
+    after the other; sequence b's queries are rows cu_seqlens_q[b] ..
+    cu_seqlens_q[b + 1] - 1 of q and its keys rows cu_seqlens_k[b] ..
+    cu_seqlens_k[b + 1] - 1 of k and v (int32 (B + 1,) CUDA tensors);
+    max_seqlen_q, max_seqlen_k: ints, the longest sequence's lengths.
+    Each sequence is attended alone, with attention()'s options (causal
+    and window bottom-right aligned per sequence; GQA when Hk < H).  out
+    is (total_q, H, D) of q's dtype, lse float32 (H, total_q), as
+    flash-attention's.  validate (default) copies the offsets to the host
+    once and checks them (start at 0, non-decreasing, end at most at the
+    totals, no sequence longer than its max_seqlen); validate=False skips
+    that copy, e.g. under CUDA graphs: then bad offsets give undefined
+    rows (never an access out of bounds).  Rows past the last sequence are
+    left as they are in out (new ones: uninitialized)."""
+    torch = _torch()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if isinstance(t, torch.Tensor) and t.dim() != 3:
+            raise ValueError("%s has %d dimensions: attention_varlen takes "
+                             "(total_tokens, H, D)" % (name, t.dim()))
+    q4, k4, v4 = (t.unsqueeze(0).transpose(1, 2)
+                  if isinstance(t, torch.Tensor) else t for t in (q, k, v))
+    _check(torch, q4, k4, v4)
+    _check_opts(torch, q, scale, window, softcap, sinks)
+    tq, h, d = q.shape
+    _check_cu(torch, "cu_seqlens_q", cu_seqlens_q, q, tq, max_seqlen_q,
+              validate)
+    _check_cu(torch, "cu_seqlens_k", cu_seqlens_k, q, k.shape[0],
+              max_seqlen_k, validate)
+    if cu_seqlens_q.numel() != cu_seqlens_k.numel():
+        raise ValueError("cu_seqlens_q has %d entries and cu_seqlens_k %d: "
+                         "both are (B + 1,)" % (cu_seqlens_q.numel(),
+                                                cu_seqlens_k.numel()))
+    if out is None:
+        out = torch.empty((tq, h, d), dtype=q.dtype, device=q.device)
+    elif not isinstance(out, torch.Tensor) or out.shape != q.shape or \
+            out.dtype != q.dtype or out.device != q.device or \
+            not out.is_contiguous():
+        raise ValueError("out must be a contiguous tensor of q's shape %s, "
+                         "dtype and device" % (tuple(q.shape),))
+    if lse is None:
+        lse = torch.empty((h, tq), dtype=torch.float32, device=q.device)
+    elif not isinstance(lse, torch.Tensor) or lse.shape != (h, tq) or \
+            lse.dtype != torch.float32 or lse.device != q.device or \
+            not lse.is_contiguous():
+        raise ValueError("lse must be a contiguous float32 (H, total_q) = "
+                         "%s tensor on q's device" % ((h, tq),))
+    _launch(torch, "fg_attention_forward", q4, k4, v4,
+            out.unsqueeze(0).transpose(1, 2), lse, cu_seqlens_q.numel() - 1,
+            causal, scale, schedule, window, softcap, sinks,
+            (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+    return out, lse

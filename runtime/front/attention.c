@@ -30,6 +30,7 @@ struct AttnVariant {
 	int cc, d, causal;    /* compute capability: 90 */
 	bool window, softcap; /* -D WINDOW=true, -D SOFTCAP=true */
 	bool sinks;           /* -D SINKS=true */
+	bool varlen;          /* -D VARLEN=true */
 	fg_dtype dt;
 	char file[64];        /* the schedule's file name */
 	fg_kernel *k;
@@ -90,10 +91,34 @@ sizes(fg_ctx *c, const char *fn, const fg_attention_args *a, bool tma)
 	if (!tma && a->seq_q > 65535 * 16)  /* its grids' y extent */
 		return bad(c, fn, "seq_q is %lld; the reference supports up "
 			"to %d", (long long)a->seq_q, 65535 * 16);
+	if (attn_varlen(a)) {
+		if (!a->cu_seqlens_q || !a->cu_seqlens_k)
+			return bad(c, fn, "cu_seqlens_%s is NULL: a "
+				"variable-length batch gives both cu_seqlens_q "
+				"and cu_seqlens_k", a->cu_seqlens_q ? "k" : "q");
+		if (a->cu_seqlens_q % 4 || a->cu_seqlens_k % 4)
+			return bad(c, fn, "cu_seqlens_%s = 0x%llx is not aligned "
+				"to its int32 elements", a->cu_seqlens_q % 4 ?
+				"q" : "k", (unsigned long long)(a->cu_seqlens_q %
+				4 ? a->cu_seqlens_q : a->cu_seqlens_k));
+		if (a->batch >= INT32_MAX)
+			return bad(c, fn, "batch is %lld: cu_seqlens has batch "
+				"+ 1 int32 entries", (long long)a->batch);
+		if (a->max_seqlen_q < 1 || a->max_seqlen_q > a->seq_q)
+			return bad(c, fn, "max_seqlen_q is %lld: a variable-"
+				"length batch needs 1 .. seq_q (%lld, the total "
+				"query tokens)", (long long)a->max_seqlen_q,
+				(long long)a->seq_q);
+		if (a->max_seqlen_k < 0 || a->max_seqlen_k > a->seq_k)
+			return bad(c, fn, "max_seqlen_k is %lld: a variable-"
+				"length batch needs 0 .. seq_k (%lld, the total "
+				"key tokens)", (long long)a->max_seqlen_k,
+				(long long)a->seq_k);
+	}
 	/* the kernel indexes LSE with 32-bit arithmetic */
 	int64_t bh;
-	if (tma && (!ck_mul64(a->batch, a->heads, &bh) || bh > INT32_MAX /
-	    a->seq_q))
+	if (tma && (!ck_mul64(attn_varlen(a) ? 1 : a->batch, a->heads, &bh) ||
+	    bh > INT32_MAX / a->seq_q))
 		return bad(c, fn, "batch * heads * seq_q = %lld * %lld * %lld "
 			"LSE entries overflow the kernel's 32-bit indexing (at "
 			"most 2^31 - 1)", (long long)a->batch,
@@ -166,10 +191,14 @@ tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
 	const int64_t *given, bool q_rows, const fg_attention_args *a,
 	bool tma, int64_t *st)
 {
-	const int64_t n[4] = {a->batch, q_rows ? a->heads : attn_heads_k(a),
-		q_rows ? a->seq_q : a->seq_k, a->head_dim};
+	/* varlen: one batch of every sequence's rows; the batch stride is
+	 * unused (given[0] is ignored and taken as the token stride) */
+	const int64_t n[4] = {attn_varlen(a) ? 1 : a->batch, q_rows ?
+		a->heads : attn_heads_k(a), q_rows ? a->seq_q : a->seq_k,
+		a->head_dim};
 	int64_t span = 0, x;
-	bool isdense = !given[0] && !given[1] && !given[2] && !given[3];
+	bool isdense = (!given[0] || attn_varlen(a)) && !given[1] &&
+		!given[2] && !given[3];
 	fg_status rs;
 
 	if (!ptr)
@@ -178,11 +207,19 @@ tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
 		return bad(c, fn, "%s = 0x%llx is not %d-byte aligned%s", name,
 			(unsigned long long)ptr, tma ? 16 : 2, tma ?
 			", as TMA requires" : "");
-	if (isdense && (rs = dense(c, fn, name, q_rows || !a->heads_k ?
-	    "heads" : "heads_k", q_rows ? "seq_q" : "seq_k", n, st)))
+	if (isdense && attn_varlen(a)) {
+		/* packed [tokens, heads, head_dim] (each extent < 2^31) */
+		st[3] = 1;
+		st[1] = n[3];
+		st[0] = st[2] = n[1] * n[3];
+	} else if (isdense && (rs = dense(c, fn, name, q_rows || !a->heads_k ?
+	    "heads" : "heads_k", q_rows ? "seq_q" : "seq_k", n, st))) {
 		return rs;
+	}
 	for (int i = 0; i < 4 && !isdense; i++)
 		st[i] = given[i];
+	if (!isdense && attn_varlen(a))
+		st[0] = st[2];
 	if (st[3] != 1)
 		return bad(c, fn, "%s_strides[3] (head_dim) is %lld: the head "
 			"dimension must be contiguous (stride 1)", name,
@@ -238,6 +275,13 @@ attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
 	    (st = tensor(c, fn, "o", a->o, a->o_strides, true, a, tma,
 	    out->st[3])))
 		return st;
+	if (attn_varlen(a) && (out->st[3][1] != a->head_dim || out->st[3][2] !=
+	    a->heads * a->head_dim))
+		return bad(c, fn, "o_strides are (head %lld, token %lld): a "
+			"variable-length batch writes o from registers as a dense "
+			"[seq_q, heads, head_dim] tensor; pass 0 strides and a "
+			"contiguous o", (long long)out->st[3][1],
+			(long long)out->st[3][2]);
 	if (!a->lse)
 		return bad(c, fn, "lse is NULL");
 	if (a->lse % 4)
@@ -317,12 +361,13 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
  * docs/PERF.md's grid; at d = 128 and 256 the warp-specialized one is
  * 1.3x to 1.7x the other. */
 static fg_status
-pick(fg_ctx *c, const char *fn, int cc, int d, const char *asked,
+pick(fg_ctx *c, const char *fn, int cc, int d, bool varlen, const char *asked,
 	const char **file)
 {
 	if (cc == 90) {
-		*file = asked ? asked : d == 64 ? "fa_fwd_baseline_sm90.fa" :
-			"fa_fwd_sm90.fa";
+		/* the baseline has no variable-length batches yet */
+		*file = asked ? asked : d == 64 && !varlen ?
+			"fa_fwd_baseline_sm90.fa" : "fa_fwd_sm90.fa";
 		return FG_OK;
 	}
 	if (cc == 100)
@@ -340,7 +385,7 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
 	char path[4096], d1[16], d2[16], d3[16];
-	const char *defs[6] = {d1, d2, d3};
+	const char *defs[7] = {d1, d2, d3};
 	fg_compile_options o = {.defines = defs, .ndefines = 3};
 	fg_program *p;
 	fg_status st;
@@ -357,14 +402,17 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 		defs[o.ndefines++] = "SOFTCAP=true";
 	if (v->sinks)  /* only when asked: a schedule without sinks stays valid */
 		defs[o.ndefines++] = "SINKS=true";
+	if (v->varlen)
+		defs[o.ndefines++] = "VARLEN=true";
 	st = fg_compile_file(c, path, &o, &p);
 	if (st == FG_OK)
 		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
 	else if (st == FG_ERR_COMPILE)
 		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D "
-			"%s%s%s%s) does not compile:\n%s", fn, path, d1, d2, d3,
-			v->window ? " -D WINDOW=true" : "", v->softcap ?
+			"%s%s%s%s%s) does not compile:\n%s", fn, path, d1, d2,
+			d3, v->window ? " -D WINDOW=true" : "", v->softcap ?
 			" -D SOFTCAP=true" : "", v->sinks ? " -D SINKS=true" : "",
+			v->varlen ? " -D VARLEN=true" : "",
 			fg_program_diagnostics(p));
 	fg_program_free(p);
 	return st;
@@ -378,11 +426,12 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	AttnVariant want = {.cc = cc, .d = (int)a->head_dim,
 		.causal = a->causal && !a->window, .dt = a->dtype,
 		.window = a->window != 0, .softcap = a->softcap > 0,
-		.sinks = a->sinks != 0}, *v;
+		.sinks = a->sinks != 0, .varlen = attn_varlen(a)}, *v;
 	const char *file = NULL;
 	fg_status st;
 
-	if ((st = pick(c, fn, cc, (int)a->head_dim, a->schedule, &file)))
+	if ((st = pick(c, fn, cc, (int)a->head_dim, want.varlen, a->schedule,
+	    &file)))
 		return st;
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
@@ -390,7 +439,7 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
 		    v->causal == want.causal && v->window == want.window &&
 		    v->softcap == want.softcap && v->sinks == want.sinks &&
-		    !strcmp(v->file, want.file))
+		    v->varlen == want.varlen && !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
 		if ((v = rt_alloc(c, sizeof *v))) {
@@ -412,6 +461,12 @@ int64_t
 attn_heads_k(const fg_attention_args *a)
 {
 	return a->heads_k ? a->heads_k : a->heads;
+}
+
+bool
+attn_varlen(const fg_attention_args *a)
+{
+	return a->cu_seqlens_q || a->cu_seqlens_k;
 }
 
 int
@@ -446,6 +501,12 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 		args[n++] = FG_FLOAT("sc_in", t->scale / a->softcap);
 	if (a->sinks)
 		args[n++] = FG_PTR("SINK", a->sinks);  /* f32 [heads] */
+	if (attn_varlen(a)) {
+		args[n++] = FG_INT("MQ", a->max_seqlen_q);
+		args[n++] = FG_INT("MK", a->max_seqlen_k);
+		args[n++] = FG_PTR("CUQ", a->cu_seqlens_q);  /* i32 [Z + 1] */
+		args[n++] = FG_PTR("CUK", a->cu_seqlens_k);
+	}
 	return n;
 }
 

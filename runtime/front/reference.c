@@ -294,6 +294,10 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 
 	if (!c)
 		return FG_ERR_INVALID;
+	if (a && attn_varlen(a))
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: the reference takes "
+			"dense batches; for a variable-length batch, run it on "
+			"each sequence (its rows of q, k, v) alone", fn);
 	if ((st = attn_check(c, fn, a, s, false, &t)) ||
 	    (st = cuda_get(c, &d)) || (st = module(c, fn, d, &m)))
 		return st;

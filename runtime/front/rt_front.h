@@ -36,7 +36,7 @@ fg_status attn_variant(fg_ctx *, const char *fn, int cc,
  * per K/V head), SQ, SK, scale_log2, Q, K, V, O, LSE, then WL and WR
  * with a window, sc_in with a softcap and SINK with sinks (the variant's
  * -D WINDOW, SOFTCAP and SINKS); returns how many. */
-enum { ATTN_NARGS = 15 };
+enum { ATTN_NARGS = 19 };
 int attn_bind(const fg_attention_args *a, const Attn *,
 	fg_arg args[ATTN_NARGS]);
 /* The window's sides as the kernels take them: keys left (wl) and right
@@ -44,6 +44,7 @@ int attn_bind(const fg_attention_args *a, const Attn *,
  * for unbounded, -1, or no window); a causal window has wr = 0. */
 void attn_window(const fg_attention_args *a, int64_t *wl, int64_t *wr);
 int64_t attn_heads_k(const fg_attention_args *a);  /* heads_k, 0: heads */
+bool attn_varlen(const fg_attention_args *a);  /* cu_seqlens given */
 void attn_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- reference.c */

@@ -19,6 +19,7 @@ refused with libfagen's messages, and fagen and SDPA (each backend PyTorch
 has here) are timed at 8k tokens.  Exit 77 (SKIP) without PyTorch or a
 Hopper GPU.
 """
+import itertools
 import math
 import sys
 
@@ -192,6 +193,83 @@ def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None,
     print("%s: rel err fagen %.2e, sdpa %.2e; lse err %.1e; %d rows see no "
           "key -> %s" % (name, e_fa, e_sd, e_lse, int((~seen).sum()),
                          "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
+
+
+def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
+                 softcap=None, sinks=False):
+    """fagen.attention_varlen on sequences of query lengths lq and key
+    lengths lk packed together: each sequence against the float64
+    reference and against fagen.attention on it alone; outputs poisoned
+    (NaN) first, rows past the last sequence left alone, two runs
+    bitwise equal."""
+    hk = hk or h
+    cq = torch.tensor([0] + list(itertools.accumulate(lq)), dtype=torch.int32,
+                      device=dev)
+    ck = torch.tensor([0] + list(itertools.accumulate(lk)), dtype=torch.int32,
+                      device=dev)
+    tail = 5                              # rows past the last sequence
+    q = torch.randn(sum(lq) + tail, h, d, device=dev, dtype=dtype)
+    k = torch.randn(sum(lk), hk, d, device=dev, dtype=dtype)
+    v = torch.randn(sum(lk), hk, d, device=dev, dtype=dtype)
+    sk_ = torch.randn(h, device=dev, dtype=torch.float32) * 2 if sinks \
+        else None
+    kw = dict(causal=causal, window=window, softcap=softcap, sinks=sk_)
+    runs = []
+    for _ in range(2):
+        out = torch.full_like(q, math.nan)
+        lse = torch.full((h, q.shape[0]), math.nan, device=dev)
+        fagen.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), out=out,
+                               lse=lse, **kw)
+        runs.append((out, lse))
+    out, lse = runs[0]
+    same = torch.equal(out.view(torch.int16), runs[1][0].view(torch.int16)) \
+        and torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+    tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
+    worst, alone, lse_err, ok = 0.0, 0.0, 0.0, same
+    sc = 1 / math.sqrt(d)
+    for b in range(len(lq)):
+        q0, q1, k0, k1 = cq[b].item(), cq[b + 1].item(), ck[b].item(), \
+            ck[b + 1].item()
+        if q1 == q0:
+            continue
+        qs = q[q0:q1].transpose(0, 1)[None]
+        ks = k[k0:k1].transpose(0, 1)[None]
+        vs = v[k0:k1].transpose(0, 1)[None]
+        o_b = out[q0:q1].transpose(0, 1)[None]
+        l_b = lse[:, q0:q1][None]
+        if sinks:
+            ref, rl = f64_ref_sinks(qs, ks, vs, causal, sc, sk_)
+        else:
+            ref, rl = f64_ref(qs, ks, vs, causal, sc, window, softcap)
+        worst = max(worst, rel(o_b, ref) if ref.norm() > 0 else
+                    o_b.double().abs().max().item())
+        seen = rl > -math.inf
+        if seen.any():
+            lse_err = max(lse_err, (l_b.double() - rl)[seen].abs().max()
+                          .item())
+        if not sinks and not bool((l_b[~seen] == -math.inf).all() and
+                                  (o_b.transpose(1, 2)[~seen.transpose(
+                                      1, 2)] == 0).all()):
+            ok = False
+        if k1 > k0:
+            a_o, _ = fagen.attention(qs, ks, vs, **kw)
+            alone = max(alone, (a_o.double() - o_b.double()).abs().max()
+                        .item())
+    untouched = bool(out[sum(lq):].isnan().all() and
+                     lse[:, sum(lq):].isnan().all())
+    ok = ok and worst <= tol and lse_err < 1e-3 and untouched and \
+        alone <= 1e-2
+    name = "varlen lq=%s lk=%s H=%d Hk=%d D=%d %s%s%s%s%s" % (
+        lq, lk, h, hk, d, str(dtype)[6:], " causal" if causal else "",
+        "" if window is None else " window=%s" % (window,),
+        "" if not softcap else " softcap=%g" % softcap,
+        " sinks" if sinks else "")
+    print("%s: rel err %.2e; lse err %.1e; vs alone %.1e; repeat %s; tail "
+          "%s -> %s" % (name, worst, lse_err, alone, "bitwise" if same else
+                        "DIFFERS", "untouched" if untouched else "WRITTEN",
+                        "ok" if ok else "FAIL"))
     if not ok:
         failures.append(name)
 
@@ -446,6 +524,17 @@ def main():
         check("bhsd", 1, 4, 777, 1500, 64, hf, False, softcap=5.0,
               window=(256, 256))
         ref_window_check()
+        mix_q = [0, 1, 63, 333, 2049, 3333, 128]
+        mix_k = [5, 0, 63, 1000, 2049, 333, 129]
+        varlen_check(mix_q, mix_q, 4, 128, bf, causal=True)
+        varlen_check(mix_q, mix_k, 8, 128, hf, hk=2)
+        varlen_check(mix_q, mix_k, 4, 64, bf, causal=True, hk=1)
+        varlen_check([777, 1, 2049], [777, 3000, 100], 2, 256, bf)
+        varlen_check(mix_q, mix_k, 32, 128, bf, hk=8, window=(256, 0))
+        varlen_check([1000, 17, 300], [1000, 17, 900], 4, 128, hf,
+                     causal=True, softcap=30.0)
+        varlen_check([1000, 0, 300], [1000, 9, 0], 6, 128, bf, causal=True,
+                     sinks=True)
         sinks_check("bhsd", 2, 6, 1000, 1000, 128, bf, False)
         sinks_check("bshd", 1, 6, 1000, 300, 128, bf, True)  # rows see none
         sinks_check("bshd", 2, 8, 333, 2049, 64, hf, True, hk=2)

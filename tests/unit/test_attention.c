@@ -472,6 +472,90 @@ sinks_pick_their_variant_and_bind_as_sink(void **state)
 	}
 }
 
+/* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
+ * appended for variable-length batches sit after sinks. */
+_Static_assert(sizeof(fg_attention_args) == 312, "fg_attention_args size");
+_Static_assert(offsetof(fg_attention_args, sinks) == 272, "sinks");
+_Static_assert(offsetof(fg_attention_args, cu_seqlens_q) == 280, "cuq");
+_Static_assert(offsetof(fg_attention_args, cu_seqlens_k) == 288, "cuk");
+_Static_assert(offsetof(fg_attention_args, max_seqlen_q) == 296, "mq");
+_Static_assert(offsetof(fg_attention_args, max_seqlen_k) == 304, "mk");
+
+/* A packed batch of 3 sequences, 100 query and 300 key tokens in all. */
+static fg_attention_args
+packed(void)
+{
+	fg_attention_args a = problem();
+
+	a.batch = 3;
+	a.cu_seqlens_q = X0 + 0x50000000;
+	a.cu_seqlens_k = X0 + 0x50001000;
+	a.max_seqlen_q = 60;
+	a.max_seqlen_k = 200;
+	return a;
+}
+
+/* Variable-length batches: both offset tables, aligned; max lengths
+ * within the totals; o dense; the VARLEN variant of fa_fwd_sm90.fa at
+ * every head dim, its grid over max_seqlen_q, MQ, MK, CUQ and CUK bound;
+ * the reference refuses them. */
+static void
+varlen_is_checked_and_bound(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a;
+	fg_kernel *k, *dense;
+	fg_arg args[ATTN_NARGS];
+	int64_t tiles[3];
+	Attn t;
+
+	a = packed(), valid(f, &a);
+	a = packed(), a.cu_seqlens_k = 0;
+	invalid(f, &a, "cu_seqlens_k is NULL: a variable-length batch gives "
+		"both");
+	a = packed(), a.cu_seqlens_q = X0 + 2;
+	invalid(f, &a, "cu_seqlens_q = 0x7f0000000002 is not aligned");
+	a = packed(), a.max_seqlen_q = 0;
+	invalid(f, &a, "max_seqlen_q is 0: a variable-length batch needs 1 "
+		".. seq_q (100");
+	a = packed(), a.max_seqlen_k = 301;
+	invalid(f, &a, "max_seqlen_k is 301");
+	a = packed(), a.o_strides[0] = 0, a.o_strides[1] = 64;
+	a.o_strides[2] = 512, a.o_strides[3] = 1;  /* a padded token row */
+	invalid(f, &a, "o_strides are (head 64, token 512): a "
+		"variable-length batch writes o from registers");
+	a = packed(), a.q_strides[0] = 12345;  /* unused: dense */
+	valid(f, &a);
+	for (int d = 64; d <= 256; d *= 2) {
+		a = problem(), a.head_dim = d;
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &dense),
+			FG_OK);
+		a = packed(), a.head_dim = d, a.causal = d == 128;
+		if (attn_variant(f->ctx, FWD, 90, &a, &k) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		assert_ptr_not_equal(k, dense);
+		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
+			&t), FG_OK);
+		int n = attn_bind(&a, &t, args);
+		assert_int_equal(n, 15);
+		assert_string_equal(args[11].name, "MQ");
+		assert_int_equal(args[11].i, 60);
+		assert_string_equal(args[14].name, "CUK");
+		assert_int_equal(args[14].t.ptr, X0 + 0x50001000);
+		if (fg_kernel_check(k, args, n, tiles) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		/* one query block of 128 rows covers max_seqlen_q = 60 */
+		assert_int_equal(tiles[0] * tiles[1] * tiles[2], 1 * 4 * 3);
+		assert_int_not_equal(fg_kernel_check(dense, args, n, tiles),
+			FG_OK);
+	}
+	a = packed();
+	assert_int_equal(fg_attention_reference(f->ctx, &a, FAKE_STREAM),
+		FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "the reference takes dense "
+		"batches"));
+}
+
 /* Every variant compiles from the shipped schedule, and the arguments
  * fg_attention_forward passes satisfy the kernel for both layouts. */
 static void
@@ -655,6 +739,7 @@ main(void)
 		T(defaults_are_dense_bhsd_and_one_over_sqrt_d),
 		T(every_variant_binds_both_layouts),
 		T(sinks_pick_their_variant_and_bind_as_sink),
+		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(only_sm90_has_a_schedule),
 		T(schedule_must_be_a_shipped_file_name),

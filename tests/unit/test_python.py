@@ -42,12 +42,14 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 280, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 312, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
     assert a.window.offset == 240 and a.window_left.offset == 248
     assert a.window_right.offset == 256 and a.softcap.offset == 264
-    assert a.sinks.offset == 272
+    assert a.sinks.offset == 272 and a.cu_seqlens_q.offset == 280
+    assert a.cu_seqlens_k.offset == 288 and a.max_seqlen_q.offset == 296
+    assert a.max_seqlen_k.offset == 304
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     assert fagen.version().count(".") == 2, fagen.version()
 
@@ -96,6 +98,30 @@ def with_torch(torch):
                "sinks must be a contiguous float32 (H,) = (2,)")
     expect(RuntimeError, lambda: fagen.attention(
         c, c, c, sinks=s.clone().requires_grad_()), "no backward")
+    # variable-length batches: (total, H, D) tensors and int32 offsets
+    p = torch.zeros(10, 2, 64, dtype=torch.bfloat16, device=c.device)
+    cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=c.device)
+    vl = fagen.attention_varlen
+    expect(ValueError, lambda: vl(c, p, p, cu, cu, 6, 6),
+           "q has 4 dimensions: attention_varlen takes (total_tokens, H, D)")
+    expect(ValueError, lambda: vl(p, p, p, cu.cpu(), cu, 6, 6),
+           "cu_seqlens_q is on cpu")
+    expect(ValueError, lambda: vl(p, p, p, cu.long(), cu, 6, 6),
+           "cu_seqlens_q must be a contiguous int32 (B + 1,) tensor")
+    bad = torch.tensor([0, 6, 4, 10], dtype=torch.int32, device=c.device)
+    expect(ValueError, lambda: vl(p, p, p, bad, bad, 6, 6),
+           "offsets must start at 0, never decrease")
+    over = torch.tensor([0, 4, 11], dtype=torch.int32, device=c.device)
+    expect(ValueError, lambda: vl(p, p, p, over, cu, 7, 6),
+           "end at most at the total tokens (10)")
+    expect(ValueError, lambda: vl(p, p, p, cu, cu, 5, 6),
+           "max_seqlen_q is 5 but a sequence has 6 tokens")
+    expect(TypeError, lambda: vl(p, p, p, cu, cu, 6.0, 6),
+           "max_seqlen_q must be an int")
+    expect(ValueError, lambda: vl(p, p, p, cu, cu[:2], 6, 6),
+           "cu_seqlens_q has 3 entries and cu_seqlens_k 2")
+    expect(ValueError, lambda: vl(p, p, p, cu, cu, 6, 6, lse=p),
+           "lse must be a contiguous float32 (H, total_q) = (2, 10)")
 
 
 def main():

@@ -92,7 +92,9 @@ typedef struct fg_options {
 	void *alloc_ud;
 	const char *cache_dir;  /* NULL: $FAGEN_CACHE_DIR, else
 				 * $XDG_CACHE_HOME/fagen, else ~/.cache/fagen;
-				 * "": cache in memory only */
+				 * "": cache in memory only.  Used only when
+				 * the user (or root) owns it and no one else
+				 * may write to it (API.md, "Security") */
 	int log_level;          /* FG_LOG_*; 0: no messages */
 	fg_log_fn log;          /* receives the messages; NULL: none */
 	void *log_ud;

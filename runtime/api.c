@@ -84,7 +84,7 @@ fg_ctx_destroy(fg_ctx *c)
 	ref_free(c);
 	cuda_free(c);
 	jit_free(c);
-	cache_mem_free(c);
+	cache_free(c);
 	rt_errs_free(c);
 	rt_strfree(c, c->driver_lib);
 	rt_strfree(c, c->cache_dir);

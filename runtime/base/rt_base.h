@@ -45,6 +45,7 @@ void hex32(const uint8_t key[32], char out[65]);
  * The context: options, per-thread error messages, logging. */
 typedef struct ErrSlot ErrSlot;
 typedef struct MemEntry MemEntry;       /* jit/cache.c */
+typedef struct CacheDir CacheDir;       /* jit/cache.c */
 typedef struct Driver Driver;           /* driver/cuda.c */
 typedef struct Tools Tools;             /* jit/jit.c */
 typedef struct AttnVariant AttnVariant; /* front/attention.c */
@@ -61,9 +62,10 @@ struct fg_ctx {
 	char *driver_lib;     /* NULL: $FAGEN_DRIVER_LIB or libcuda.so.1 */
 	char *cache_dir;      /* NULL: memory only */
 	atomic_bool disk_ok;  /* false once the directory proved unwritable */
-	pthread_mutex_t mu;   /* guards errs, mem, drv and tools setup */
+	pthread_mutex_t mu;   /* guards errs, mem, dir, drv and tools setup */
 	ErrSlot *errs;
 	MemEntry *mem;        /* the memory cache */
+	CacheDir *dir;        /* cache_dir, opened and checked on first use */
 	Driver *drv;          /* loaded on first use */
 	Tools *tools;         /* found on first use */
 	char *schedule_dir;   /* NULL: $FAGEN_SCHEDULE_DIR or the defaults */

@@ -74,7 +74,10 @@ int ty_tma_code(Ty);  /* CUtensorMapDataType, or -1 */
  * An entry on disk is a header (magic, format, key, length, SHA-256 of the
  * payload) and the cubin; a file that does not match in every field is a
  * miss and is replaced, never loaded.  Writers write a temporary file and
- * rename it over the entry, so readers see a whole entry or none. */
+ * rename it over the entry, so readers see a whole entry or none.  The
+ * directory is used only when no one but the user (or root) can write
+ * to it, and its entries only when they are the user's (API.md,
+ * "Security"). */
 typedef enum { CACHE_MISS, CACHE_HIT, CACHE_BAD } CacheResult;
 enum { CACHE_HDR = 88, CACHE_MAXLEN = 1 << 28 };
 
@@ -85,7 +88,7 @@ char *cache_default_dir(fg_ctx *);        /* from the environment */
 CacheResult cache_get(fg_ctx *, const uint8_t key[32], void **data,
 	size_t *len, fg_code_source *src);  /* data: rt_alloc'd */
 void cache_put(fg_ctx *, const uint8_t key[32], const void *, size_t);
-void cache_mem_free(fg_ctx *);
+void cache_free(fg_ctx *);  /* the memory cache, the directory's fd */
 /* The entry format, exposed for the tests. */
 void cache_encode_hdr(uint8_t hdr[CACHE_HDR], const uint8_t key[32],
 	const void *data, size_t len);

@@ -19,6 +19,8 @@ have H/G heads, grouped-query attention) it runs, on fresh random inputs:
   NAME      each --extra NAME=FILE: another schedule, for A/B tests
   cudnn     torch SDPA restricted to the cuDNN backend
   flash     torch SDPA restricted to the flash (FlashAttention 2) backend
+  fa4       FlashAttention-4 (flash_attn.cute, CuTe DSL) where importable
+            (../shared/peers/README.md puts it on the device machine)
   unfused   libfagen's nvrtc reference (S = QK^T in f32, softmax, PV),
             for S up to 4k
 
@@ -51,9 +53,10 @@ except ImportError:     # --plot needs neither
     torch = None
 
 SEQS = [1024, 2048, 4096, 8192, 16384]
-METHODS = ["fagen", "ws", "baseline", "cudnn", "flash", "unfused"]
+METHODS = ["fagen", "ws", "baseline", "cudnn", "flash", "fa4", "unfused"]
 COLORS = {"fagen": "tab:blue", "ws": "tab:cyan", "baseline": "tab:orange",
-          "cudnn": "tab:green", "flash": "tab:red", "unfused": "tab:purple"}
+          "cudnn": "tab:green", "flash": "tab:red", "fa4": "tab:brown",
+          "unfused": "tab:purple"}
 SETS = 3          # rotating input sets
 
 
@@ -90,6 +93,17 @@ def make_fns(d, causal, extra=(), gqa=1):
                 q, k, v, causal=causal, schedule=file, out=out)[0])(file)
     fns["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
     fns["flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+    try:     # FlashAttention-4 (CuTe DSL), when installed (shared/peers)
+        from flash_attn.cute import flash_attn_func as fa4
+
+        def fa4_fn(q, k, v, out):
+            # (B, H, S, D) views of its (B, S, H, D); GQA native
+            o = fa4(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                    causal=causal)[0]
+            return o.transpose(1, 2)
+        fns["fa4"] = fa4_fn
+    except ImportError:
+        pass
     fns["unfused"] = lambda q, k, v, out: fagen.reference(
         q, k, v, causal=causal, out=out)[0]
     return fns

@@ -65,7 +65,8 @@ def point(d, causal, s, total, h, reps, gen):
                          device="cuda").tolist()
     mixed, acc = [], 0
     for n in lens:                   # lengths 1 .. 2S up to the total
-        if acc + n > total:
+        n = min(n, total - acc)
+        if n <= 0:
             break
         mixed.append(n)
         acc += n

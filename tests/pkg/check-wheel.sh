@@ -12,8 +12,9 @@
 #     fg_version(), like fagen.__version__ and the wheel's metadata, is
 #     VERSION; its argument checks answer without a GPU (libfagen's
 #     FG_ERR_INVALID, and the package's errors: without PyTorch
-#     attention() says it needs it; with PyTorch, CPU tensors are
-#     refused);
+#     attention() and fagen.ops say they need it; with PyTorch, CPU
+#     tensors are refused; fagen.integrations.transformers.register()
+#     names transformers when it is missing);
 #   - readelf: libfagen.so needs only glibc (libc, libm, libpthread,
 #     libdl and the dynamic loader): CUDA is loaded at run time.
 # Prints the wheel's files and size.  meson-python, meson and ninja come
@@ -123,10 +124,16 @@ try:
     import torch
 except ImportError:
     torch = None
+import fagen.integrations.transformers as ft
+try:
+    import transformers
+except ImportError:
+    refused(ImportError, "needs transformers", ft.register)
 if torch is None:
     refused(ImportError, "fagen.attention needs PyTorch", fagen.attention,
             1, 2, 3)
-    print("no PyTorch: attention() says it needs it")
+    refused(ImportError, "fagen.ops needs PyTorch", __import__, "fagen.ops")
+    print("no PyTorch: attention() and fagen.ops say they need it")
 else:
     q = torch.zeros(1, 2, 16, 64, dtype=torch.bfloat16)
     refused(ValueError, "fagen needs CUDA tensors", fagen.attention,

@@ -102,10 +102,11 @@ typedef struct fg_options {
 	unsigned jit;           /* FG_JIT_* mask; 0: all of them */
 	const char *driver_lib; /* NULL: $FAGEN_DRIVER_LIB, else
 				 * libcuda.so.1 */
-	const char *schedule_dir; /* the shipped schedules, for
+	const char *schedule_dir; /* schedules to use instead of the
+				 * shipped ones built into libfagen, for
 				 * fg_attention_forward; NULL:
-				 * $FAGEN_SCHEDULE_DIR, else the installed
-				 * ones, else the source tree's */
+				 * $FAGEN_SCHEDULE_DIR, else the built-in
+				 * copy */
 } fg_options;
 
 typedef struct fg_ctx fg_ctx;

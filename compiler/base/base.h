@@ -15,7 +15,11 @@
 
 #define FMT(a, b) __attribute__((format(printf, a, b)))
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define FAGEN_VERSION "0.1.0"  /* keep equal to meson.build's version */
+/* The version of the CLI, libfagen and the Python package: meson.build's
+ * project version, passed by the build as -DFAGEN_VERSION (issue #17). */
+#ifndef FAGEN_VERSION
+#error "FAGEN_VERSION is not defined: build with meson (meson.build passes it)"
+#endif
 
 typedef struct Ctx Ctx;
 

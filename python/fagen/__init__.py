@@ -27,13 +27,18 @@ are refused (use torch.no_grad() or torch.inference_mode()).
 fagen.reference() computes the same with the unfused float32 baseline
 (nvrtc-compiled CUDA C), for checking.  The package imports without
 libfagen, a GPU or PyTorch; those are needed when a function is called.
-libfagen is found through $FAGEN_LIB, next to this file, the dynamic
-linker's path (libfagen.so.0), then the source tree's build/.
+libfagen is found through $FAGEN_LIB, next to this file (where pip
+install puts it), the dynamic linker's path (libfagen.so.0), then the
+source tree's build/; where no CUDA toolkit is installed it assembles PTX
+with the nvidia-cuda-nvcc and nvidia-nvjitlink wheels (fagen[cuda];
+_cuda.py).  fagen.__version__ is libfagen's version.
 """
 
 import ctypes
 import os
 import threading
+
+from . import _cuda
 
 __all__ = ["attention", "attention_varlen", "reference", "version",
            "FagenError"]
@@ -107,6 +112,7 @@ def _load():
     with _lock:
         if _lib is not None:
             return _lib
+        _cuda.use_wheels()
         errors = []
         for path in _candidates():
             try:
@@ -405,3 +411,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             causal, scale, schedule, window, softcap, sinks,
             (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
     return out, lse
+
+
+def __getattr__(name):
+    # fagen.__version__ is libfagen's: one version for the library, the
+    # CLI and the package (meson.build's; issue #17)
+    if name == "__version__":
+        return version()
+    raise AttributeError("module 'fagen' has no attribute %r" % name)

@@ -309,19 +309,35 @@ readable(char *path, size_t n, const char *dir, const char *file)
 	return access(path, R_OK) == 0;
 }
 
+/* The built-in copy of the shipped schedule file, or NULL. */
+static const Shipped *
+built_in(const char *file)
+{
+	for (const Shipped *s = attn_shipped; s->name; s++)
+		if (!strcmp(s->name, file))
+			return s;
+	return NULL;
+}
+
 fg_status
-attn_schedule(fg_ctx *c, const char *file, char *path, size_t n)
+attn_schedule(fg_ctx *c, const char *file, char *path, size_t n,
+	const Shipped **in)
 {
 	const char *env = getenv("FAGEN_SCHEDULE_DIR");
 	const char *dir = c->schedule_dir ? c->schedule_dir : env && env[0] ?
 		env : NULL;
 
+	*in = NULL;
 	if (dir) {
 		if (readable(path, n, dir, file))
 			return FG_OK;
 		return rt_err(c, FG_ERR_IO, "cannot read the schedule '%s' in "
 			"%s (from %s)", file, dir, c->schedule_dir ?
 			"fg_options.schedule_dir" : "$FAGEN_SCHEDULE_DIR");
+	}
+	if ((*in = built_in(file))) {
+		snprintf(path, n, "<built-in>/%s", file);
+		return FG_OK;
 	}
 	if (readable(path, n, FG_INSTALL_SCHEDULES, file))
 		return FG_OK;
@@ -332,8 +348,9 @@ attn_schedule(fg_ctx *c, const char *file, char *path, size_t n)
 #else
 #define ALSO ""
 #endif
-	return rt_err(c, FG_ERR_IO, "cannot find the schedule '%s' in %s%s; "
-		"set FAGEN_SCHEDULE_DIR or fg_options.schedule_dir to the "
+	return rt_err(c, FG_ERR_IO, "cannot find the schedule '%s' among "
+		"libfagen's built-in schedules nor in %s%s; set "
+		"FAGEN_SCHEDULE_DIR or fg_options.schedule_dir to the "
 		"directory of fagen's schedules", file, FG_INSTALL_SCHEDULES,
 		ALSO);
 #undef ALSO
@@ -387,10 +404,11 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	char path[4096], d1[16], d2[16], d3[16];
 	const char *defs[7] = {d1, d2, d3};
 	fg_compile_options o = {.defines = defs, .ndefines = 3};
+	const Shipped *in;
 	fg_program *p;
 	fg_status st;
 
-	if ((st = attn_schedule(c, file, path, sizeof path)))
+	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
 		return st;
 	snprintf(d1, sizeof d1, "D=%d", v->d);
 	snprintf(d2, sizeof d2, "DT=%s", v->dt == FG_DTYPE_F16 ? "f16" :
@@ -404,7 +422,8 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 		defs[o.ndefines++] = "SINKS=true";
 	if (v->varlen)
 		defs[o.ndefines++] = "VARLEN=true";
-	st = fg_compile_file(c, path, &o, &p);
+	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
+		&o, &p) : fg_compile_file(c, path, &o, &p);
 	if (st == FG_OK)
 		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
 	else if (st == FG_ERR_COMPILE)

@@ -23,10 +23,24 @@ typedef struct Attn {
  * 32-bit LSE indexing). */
 fg_status attn_check(fg_ctx *, const char *fn, const fg_attention_args *a,
 	CUstream, bool tma, Attn *out);
-/* The path of a shipped schedule: fg_options.schedule_dir, else
- * $FAGEN_SCHEDULE_DIR, else the installed directory, else the source
- * tree's; FG_ERR_IO naming the places looked in. */
-fg_status attn_schedule(fg_ctx *, const char *file, char *path, size_t n);
+/* The shipped schedules built into libfagen: the .fa files of
+ * schedules/, written out as C by tools/embed-schedules.py when the
+ * library is built.  The last row has a NULL name. */
+typedef struct Shipped {
+	const char *name;           /* the file name, "fa_fwd_sm90.fa" */
+	const unsigned char *text;  /* its bytes, not NUL-terminated */
+	size_t len;
+} Shipped;
+extern const Shipped attn_shipped[];
+
+/* Where the shipped schedule file is: in the directory of
+ * fg_options.schedule_dir, else of $FAGEN_SCHEDULE_DIR (path gets
+ * DIR/file); else libfagen's built-in copy (*in gets its row, path
+ * "<built-in>/file", the name its diagnostics use); else the installed
+ * directory, else the source tree's.  *in is NULL unless the built-in
+ * copy was taken.  FG_ERR_IO naming the places looked in. */
+fg_status attn_schedule(fg_ctx *, const char *file, char *path, size_t n,
+	const Shipped **in);
 /* The kernel for a's variant on compute capability cc (90: sm_90a),
  * compiled on first use and kept in the context; FG_ERR_UNSUPPORTED for
  * an arch without a schedule. */

@@ -102,6 +102,8 @@ cache_key(uint8_t key[32], const char *ptx, size_t len, const char *arch,
 
 	sha256_init(&s);
 	field(&s, what, sizeof what);
+	/* libfagen's: no release reads another's entries (issue #17) */
+	field(&s, FAGEN_VERSION, strlen(FAGEN_VERSION));
 	field(&s, arch, strlen(arch));
 	field(&s, opts, strlen(opts));
 	field(&s, tool, strlen(tool));

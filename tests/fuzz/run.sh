@@ -65,8 +65,11 @@ flex --outfile="$dir/gen/lexer.c" --header-file="$dir/gen/lexer.h" \
 bison -Wall -Werror --defines="$dir/gen/parser.h" \
 	--output="$dir/gen/parser.c" grammar/parser.y
 san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+# the version, as meson.build passes it
+version=$(sed -n "s/^  version: '\(.*\)',\$/\1/p" meson.build)
 cflags=(-std=c17 -D_POSIX_C_SOURCE=200809L -g -O1 "${san[@]}"
-	-Icompiler -Iinclude -Igrammar -I"$dir/gen")
+	-DFAGEN_VERSION="\"$version\"" -Icompiler -Iinclude -Igrammar
+	-I"$dir/gen")
 srcs=("$dir/gen/lexer.c" "$dir/gen/parser.c" "tests/fuzz/fuzz_$target.c")
 for f in $(grep -o "'compiler/[a-z_0-9/]*\.c'" meson.build | tr -d "'" |
     sort -u); do
@@ -86,6 +89,9 @@ if [ "$target" = meta ]; then
 	    tr -d "'" | sort -u); do
 		srcs+=("$f")
 	done
+	# the schedules built into libfagen, as meson.build makes them
+	python3 tools/embed-schedules.py "$dir/gen/shipped.c" schedules/*.fa
+	srcs+=("$dir/gen/shipped.c")
 	libs+=(-ldl -lpthread)
 fi
 objs=()

@@ -659,40 +659,44 @@ only_sm90_has_a_schedule(void **state)
 }
 
 static void
-schedules_come_from_option_env_or_source_tree(void **state)
+schedules_come_from_option_env_or_built_in_copy(void **state)
 {
 	TestAlloc ta = {0};
 	fg_options o = {.alloc = test_alloc, .alloc_ud = &ta, .cache_dir = "",
 		.schedule_dir = "/nonexistent/sched"};
 	char path[4096];
+	const Shipped *in;
 	fg_ctx *c;
 
 	(void)state;
 	assert_int_equal(fg_ctx_create(&c, &o), FG_OK);
 	setenv("FAGEN_SCHEDULE_DIR", FAGEN_SRCDIR "/schedules", 1);
-	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
-		FG_ERR_IO);   /* the option wins */
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path,
+		sizeof path, &in), FG_ERR_IO);   /* the option wins */
 	assert_string_equal(fg_errmsg(c), "cannot read the schedule "
 		"'fa_fwd_sm90.fa' in /nonexistent/sched (from "
 		"fg_options.schedule_dir)");
 	fg_ctx_destroy(c);
 	o.schedule_dir = NULL;
 	assert_int_equal(fg_ctx_create(&c, &o), FG_OK);
-	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
-		FG_OK);
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path,
+		sizeof path, &in), FG_OK);
 	assert_string_equal(path, FAGEN_SRCDIR "/schedules/fa_fwd_sm90.fa");
 	setenv("FAGEN_SCHEDULE_DIR", "/nonexistent/env", 1);
-	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
-		FG_ERR_IO);
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path,
+		sizeof path, &in), FG_ERR_IO);
 	assert_non_null(strstr(fg_errmsg(c), "(from $FAGEN_SCHEDULE_DIR)"));
 	unsetenv("FAGEN_SCHEDULE_DIR");
-	/* no option, no environment: installed, else this source tree */
-	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path, sizeof path),
-		FG_OK);
-	assert_int_equal(attn_schedule(c, "no_such.fa", path, sizeof path),
-		FG_ERR_IO);
+	/* no option, no environment: the built-in copy (test_shipped.c),
+	 * else installed, else this source tree */
+	assert_int_equal(attn_schedule(c, "fa_fwd_sm90.fa", path,
+		sizeof path, &in), FG_OK);
+	assert_non_null(in);
+	assert_string_equal(path, "<built-in>/fa_fwd_sm90.fa");
+	assert_int_equal(attn_schedule(c, "no_such.fa", path,
+		sizeof path, &in), FG_ERR_IO);
 	assert_non_null(strstr(fg_errmsg(c), "cannot find the schedule "
-		"'no_such.fa' in "));
+		"'no_such.fa' among libfagen's built-in schedules nor in "));
 	assert_non_null(strstr(fg_errmsg(c), "set FAGEN_SCHEDULE_DIR"));
 	fg_ctx_destroy(c);
 	assert_int_equal(ta.live, 0);
@@ -743,7 +747,7 @@ main(void)
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(only_sm90_has_a_schedule),
 		T(schedule_must_be_a_shipped_file_name),
-		cmocka_unit_test(schedules_come_from_option_env_or_source_tree),
+		cmocka_unit_test(schedules_come_from_option_env_or_built_in_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1 @@
+"""fagen in other libraries' attention hooks (transformers)."""

@@ -180,6 +180,7 @@ typedef struct Walk {
 	const SirPart *sp;
 	List want;            /* the encoders' constants, in emission order */
 	int tgt;
+	bool bad;
 } Walk;
 
 static void
@@ -188,6 +189,15 @@ put_stages(Walk *w, bool isa, const Res *x, bool mn, int64_t roff, int nk)
 	char what[160];
 
 	for (int s = 0; s < x->stages; s++) {
+		int64_t at = x->off + s * x->bytes + roff * x->lay->swizzle;
+		/* both encoders leave the base offset 0, which holds for an
+		 * operand that starts on a swizzle atom (8 rows of a span) */
+		if (at % (8 * x->lay->swizzle)) {
+			fprintf(stderr, "fgdesc: %s: '%s' stage %d starts at byte "
+				"%" PRId64 ", not on a %d-byte swizzle atom\n",
+				w->name, x->name, s, at, 8 * x->lay->swizzle);
+			w->bad = true;
+		}
 		snprintf(what, sizeof what, "%s: %s '%s' stage %d%s", w->name,
 			isa ? "A" : "B", x->name, s, roff ? " (a row slice)" : "");
 		put_smem(w->tgt, isa, x, mn, roff, (uint32_t)(x->off + s *
@@ -428,12 +438,13 @@ check_kernel(Ctx *ctx, int argc, char **argv)
 	memcpy(ptx, ctx->out.p, ctx->out.len);
 	ptx[ctx->out.len] = '\0';
 	scrape(ptx, &got);
+	bad = w.bad;
 	if (got.n != w.want.n) {
 		fprintf(stderr, "fgdesc: %s: the PTX has %d MMA instructions, "
 			"the schedule's MMAs make %d\n", w.name, got.n, w.want.n);
 		bad = 1;
 	}
-	for (int i = 0; !bad && i < got.n; i++) {
+	for (int i = 0; got.n == w.want.n && i < got.n; i++) {
 		const Mma *e = &w.want.v[i], *g = &got.v[i];
 		if (same(e, g))
 			continue;
@@ -443,6 +454,7 @@ check_kernel(Ctx *ctx, int argc, char **argv)
 			PRIx64 " idesc 0x%08" PRIx32 "\n", w.name, i, g->a, g->b,
 			g->idesc, e->a, e->b, e->idesc);
 		bad = 1;
+		break;      /* the first is enough */
 	}
 	if (!bad)
 		fprintf(stderr, "fgdesc: %s: %d MMA instructions take the "

@@ -21,7 +21,8 @@ print(os.path.join(list(s.submodule_search_locations)[0], "source",
 fi
 if [ -z "$inc" ] || [ ! -f "$inc/cute/arch/mma_sm100_desc.hpp" ]; then
 	echo "SKIP: CUTLASS headers not found; install them with"
-	echo "  scripts/setup --with-oracle   (pip install nvidia-cutlass)"
+	echo "  scripts/setup --with-oracle"
+	echo "  (python3 -m pip install --no-deps nvidia-cutlass==4.2.0.0)"
 	exit 77
 fi
 cxx=${CXX:-c++}

@@ -88,3 +88,26 @@ pg_kmajor_off(const Res *x, int kk)
 
 	return k0 / per * x->shape[0] * span + k0 % per * esz;
 }
+
+/* The byte offsets in the shared-memory descriptor of a swizzled operand
+ * laid out as above (the same for wgmma and tcgen05.mma, PTX ISA
+ * "matrix descriptor"): K-major, the leading offset is unused (16 by
+ * convention) and the stride offset steps 8 rows; MN-major (rows are K,
+ * columns M or N), the leading offset steps a span-wide column block of
+ * all the rows and the stride offset 8 rows. */
+void
+pg_desc_offs(const Res *x, bool mn, int64_t *lbo, int64_t *sbo)
+{
+	int span = x->lay->swizzle;
+
+	*lbo = mn ? x->shape[0] * span : 16;
+	*sbo = 8 * span;
+}
+
+/* The byte offset of K-chunk kk (16 elements) from the operand's start:
+ * 16 rows of an MN-major operand, pg_kmajor_off of a K-major one. */
+int64_t
+pg_desc_koff(const Res *x, bool mn, int kk)
+{
+	return mn ? 16 * kk * x->lay->swizzle : pg_kmajor_off(x, kk);
+}

@@ -46,5 +46,7 @@ PReg *pg_frag(PG *, Ref, int *n);  /* a tile's registers (ops->tile_regs) */
 void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */
 PReg pg_stage_base(PG *, const Res *, Ref stage);
 int64_t pg_kmajor_off(const Res *, int kk);
+void pg_desc_offs(const Res *, bool mn, int64_t *lbo, int64_t *sbo);
+int64_t pg_desc_koff(const Res *, bool mn, int kk);
 
 #endif

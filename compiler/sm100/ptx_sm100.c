@@ -33,19 +33,36 @@ const PtxRow sm100_rows[] = {
  * fields (start address >> 4 in bits 0-13, leading byte offset >> 4 in
  * 16-29, stride byte offset >> 4 in 32-45), the fixed version 1 at bit
  * 46, and the swizzle mode in bits 61-63: 2 = 128B, 4 = 64B, 6 = 32B
- * (the bits wgmma's 1, 2, 3 set at 62-63). */
-static PReg
-desc(PG *g, PReg addr, int64_t lbo, int64_t sbo, int swizzle)
+ * (the bits wgmma's 1, 2, 3 set at 62-63).  desc_hi is all but the start
+ * address, for operand x used MN-major or not. */
+static uint64_t
+desc_hi(const Res *x, bool mn)
 {
+	int swizzle = x->lay->swizzle;
 	uint64_t code = swizzle == 128 ? 2 : swizzle == 64 ? 4 : 6;
-	uint64_t hi = ((uint64_t)(lbo >> 4) & 0x3fff) << 16 |
+	int64_t lbo, sbo;
+
+	pg_desc_offs(x, mn, &lbo, &sbo);
+	return ((uint64_t)(lbo >> 4) & 0x3fff) << 16 |
 		((uint64_t)(sbo >> 4) & 0x3fff) << 32 | 1ull << 46 | code << 61;
+}
+
+uint64_t
+sm100_smem_desc(uint32_t addr, const Res *x, bool mn, int kk)
+{
+	return ((addr & 262143) >> 4 | desc_hi(x, mn)) +
+		(uint64_t)(pg_desc_koff(x, mn, kk) >> 4);
+}
+
+static PReg
+desc(PG *g, PReg addr, const Res *x, bool mn)
+{
 	PReg t = ptx_reg(g->f, RB32), d = ptx_reg(g->f, RB64);
 
 	ptx_emit(g->f, "and.b32 %R, %R, 262143;", t, addr);
 	ptx_emit(g->f, "shr.u32 %R, %R, 4;", t, t);
 	ptx_emit(g->f, "cvt.u64.u32 %R, %R;", d, t);
-	ptx_emit(g->f, "or.b64 %R, %R, %U;", d, d, hi);
+	ptx_emit(g->f, "or.b64 %R, %R, %U;", d, d, desc_hi(x, mn));
 	return d;
 }
 
@@ -53,8 +70,8 @@ desc(PG *g, PReg addr, int64_t lbo, int64_t sbo, int swizzle)
  * (bits 4-5 = 1), A and B bf16 (1) or f16 (0) at 7 and 10, A and B
  * MN-major at 15 and 16, N >> 3 at 17-22, M >> 4 at 24-28 (bit 23 is
  * reserved). */
-static uint32_t
-idesc(Ty ety, bool amn, bool bmn, int64_t m, int64_t n)
+uint32_t
+sm100_idesc(Ty ety, bool amn, bool bmn, int64_t m, int64_t n)
 {
 	uint32_t fmt = ety == TY_BF16;
 
@@ -77,7 +94,7 @@ a_operand(PG *g, const SirIns *in, bool amn)
 	if (in->roff[1])
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", base, base,
 			in->roff[1] * sa);
-	return desc(g, base, amn ? a->shape[0] * sa : 16, 8 * sa, sa);
+	return desc(g, base, a, amn);
 }
 
 /* mma D (=|+=) A @ B on sm_100a, inside 'elect': one
@@ -112,19 +129,18 @@ sm100_tcmma(PG *g, const SirIns *in)
 		return;
 	}
 	PReg dt = sm100_tmem_addr(g, d, in->ri[0], 0, false);
-	PReg bd = desc(g, pg_stage_base(g, b, in->ri[2]), bmn ? b->shape[0] *
-		sb : 16, 8 * sb, sb);
+	PReg bd = desc(g, pg_stage_base(g, b, in->ri[2]), b, bmn);
 	PReg ad = a_operand(g, in, amn);
 	PReg bk = ptx_reg(g->f, RB64);
 	PReg ak = ptx_reg(g->f, atm ? RB32 : RB64);
-	uint32_t id = idesc(b->ety, amn, bmn, m, n);
+	uint32_t id = sm100_idesc(b->ety, amn, bmn, m, n);
 
 	if (in->a[0])
 		ptx_regname(g->f, pg_reg(g, in->a[0]), en);
 	else
 		snprintf(en, sizeof en, "%d", in->imm ? 1 : 0);
 	for (int kk = 0; kk < k / 16; kk++) {
-		int64_t boff = bmn ? 16 * kk * sb : pg_kmajor_off(b, kk);
+		int64_t boff = pg_desc_koff(b, bmn, kk);
 		PReg bx = bd, ax = ad;
 		if (boff) {
 			ptx_emit(g->f, "add.s64 %R, %R, %I;", bk, bd, boff >> 4);
@@ -135,8 +151,8 @@ sm100_tcmma(PG *g, const SirIns *in)
 				(int64_t)(8 * kk));
 			ax = ak;
 		} else if (kk) {
-			ptx_emit(g->f, "add.s64 %R, %R, %I;", ak, ad, (amn ? 16 *
-				kk * sa : pg_kmajor_off(a, kk)) >> 4);
+			ptx_emit(g->f, "add.s64 %R, %R, %I;", ak, ad,
+				pg_desc_koff(a, amn, kk) >> 4);
 			ax = ak;
 		}
 		ptx_emit(g->f, atm ? "tcgen05.mma.cta_group::1.kind::f16 [%R], "

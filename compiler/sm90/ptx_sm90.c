@@ -33,19 +33,36 @@ const PtxRow sm90_rows[] = {
 /* A wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2): start
  * address >> 4 in bits 0-13, leading byte offset >> 4 in 16-29, stride
  * byte offset >> 4 in 32-45, the swizzle mode in 62-63 (1 = 128B,
- * 2 = 64B, 3 = 32B). */
-static PReg
-desc(PG *g, PReg addr, int64_t lbo, int64_t sbo, int swizzle)
+ * 2 = 64B, 3 = 32B).  desc_hi is all but the start address, for operand
+ * x used MN-major or not. */
+static uint64_t
+desc_hi(const Res *x, bool mn)
 {
+	int swizzle = x->lay->swizzle;
 	uint64_t code = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
-	uint64_t hi = ((uint64_t)(lbo >> 4) & 0x3fff) << 16 |
+	int64_t lbo, sbo;
+
+	pg_desc_offs(x, mn, &lbo, &sbo);
+	return ((uint64_t)(lbo >> 4) & 0x3fff) << 16 |
 		((uint64_t)(sbo >> 4) & 0x3fff) << 32 | code << 62;
+}
+
+uint64_t
+sm90_smem_desc(uint32_t addr, const Res *x, bool mn, int kk)
+{
+	return ((addr & 262143) >> 4 | desc_hi(x, mn)) +
+		(uint64_t)(pg_desc_koff(x, mn, kk) >> 4);
+}
+
+static PReg
+desc(PG *g, PReg addr, const Res *x, bool mn)
+{
 	PReg t = ptx_reg(g->f, RB32), d = ptx_reg(g->f, RB64);
 
 	ptx_emit(g->f, "and.b32 %R, %R, 262143;", t, addr);
 	ptx_emit(g->f, "shr.u32 %R, %R, 4;", t, t);
 	ptx_emit(g->f, "cvt.u64.u32 %R, %R;", d, t);
-	ptx_emit(g->f, "or.b64 %R, %R, %U;", d, d, hi);
+	ptx_emit(g->f, "or.b64 %R, %R, %U;", d, d, desc_hi(x, mn));
 	return d;
 }
 
@@ -85,16 +102,14 @@ sm90_wgmma(PG *g, const SirIns *in)
 			nm));
 	buf_putc(&dl, '}');
 
-	int sb = b->lay->swizzle;
-	PReg bd = desc(g, pg_stage_base(g, b, in->ri[2]), bmn ? b->shape[0] *
-		sb : 16, 8 * sb, sb);
+	PReg bd = desc(g, pg_stage_base(g, b, in->ri[2]), b, bmn);
 	PReg ad = {0};
 	if (a) {
 		PReg base = pg_stage_base(g, a, in->ri[1]);
 		if (in->roff[1])
 			ptx_emit(g->f, "add.s32 %R, %R, %I;", base, base,
 				in->roff[1] * a->lay->swizzle);
-		ad = desc(g, base, 16, 8 * a->lay->swizzle, a->lay->swizzle);
+		ad = desc(g, base, a, false);
 	}
 	PReg p = ptx_reg(g->f, RP);
 	if (in->a[0]) {
@@ -107,14 +122,14 @@ sm90_wgmma(PG *g, const SirIns *in)
 	ptx_emit(g->f, "wgmma.fence.sync.aligned;");
 	PReg bk = ptx_reg(g->f, RB64), ak = ptx_reg(g->f, RB64);
 	for (int kk = 0; kk < k / 16; kk++) {
-		int64_t boff = bmn ? 16 * kk * sb : pg_kmajor_off(b, kk);
+		int64_t boff = pg_desc_koff(b, bmn, kk);
 		char sc[16];
 		ptx_emit(g->f, "add.s64 %R, %R, %I;", bk, bd, boff >> 4);
 		snprintf(sc, sizeof sc, "%s", kk ? "1" : ptx_regname(g->f, p,
 			nm));
 		if (a) {
 			ptx_emit(g->f, "add.s64 %R, %R, %I;", ak, ad,
-				pg_kmajor_off(a, kk) >> 4);
+				pg_desc_koff(a, false, kk) >> 4);
 			ptx_emit(g->f, "wgmma.mma_async.sync.aligned.m64n%Ik16."
 				"f32.%S.%S %S, %R, %R, %S, 1, 1, 0, %I;",
 				(int64_t)n, ty, ty, dl.p, ak, bk, sc,

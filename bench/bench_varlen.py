@@ -3,12 +3,15 @@
 same total tokens (issue 12's target: within 5 %), and on mixed lengths.
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench_varlen.py \
-        [--reps N] [--dims 64,128] [--total 16384] [--heads H]
+        [--reps N] [--dims 64,128] [--total 16384] [--heads H] \
+        [--schedule FILE]
 
 For each D, causal off and on, and S in 1k, 4k, 16k: B = total / S
 sequences of S tokens, once as a dense (B, H, S, D) batch through
-fagen.attention (fa_fwd_sm90.fa, the schedule with VARLEN) and once packed (B*S, H, D) through fagen.attention_varlen
-(the same kernel, VARLEN=true), and a mixed batch of the same total
+fagen.attention and once packed (B*S, H, D) through
+fagen.attention_varlen (the same schedule, -D VARLEN=true: the
+runtime's for D, fa_fwd_baseline_sm90.fa at 64 and fa_fwd_sm90.fa at 128
+and 256, or --schedule's), and a mixed batch of the same total
 tokens (lengths spread 1..2S), each checked first against float64 on one
 sequence (outputs NaN-poisoned), then timed with CUDA events (median of
 --reps interleaved runs, warm-up excluded).  TFLOP/s counts each
@@ -53,7 +56,7 @@ def f64(q, k, v, causal):
     return (torch.softmax(s, -1) @ v).transpose(0, 1)
 
 
-def point(d, causal, s, total, h, reps, gen):
+def point(d, causal, s, total, h, reps, gen, sched):
     b = total // s
     mk = lambda *sh: torch.randn(*sh, device="cuda", dtype=torch.bfloat16,
                                  generator=gen)
@@ -78,12 +81,13 @@ def point(d, causal, s, total, h, reps, gen):
     od = torch.empty_like(qd)
     runs = {
         "dense": lambda: fagen.attention(qd, kd, vd, causal=causal, out=od,
-                                         schedule="fa_fwd_sm90.fa"),
+                                         schedule=sched),
         "varlen": lambda: fagen.attention_varlen(
-            qp, kp, vp, cu, cu, s, s, causal=causal, out=op, validate=False),
+            qp, kp, vp, cu, cu, s, s, causal=causal, out=op, validate=False,
+            schedule=sched),
         "mixed": lambda: fagen.attention_varlen(
             qm, km, vm, cm, cm, max(mixed), max(mixed), causal=causal,
-            out=om, validate=False),
+            out=om, validate=False, schedule=sched),
     }
     # check: NaN-poisoned outputs against float64 on one sequence each
     for o in (op, om, od):
@@ -132,6 +136,7 @@ def main():
     ap.add_argument("--seqs", default="1024,4096,16384")
     ap.add_argument("--total", type=int, default=16384)
     ap.add_argument("--heads", type=int, default=None)
+    ap.add_argument("--schedule", default=None)
     a = ap.parse_args()
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
@@ -143,7 +148,8 @@ def main():
             for causal in (False, True):
                 for s in (int(x) for x in a.seqs.split(",")):
                     good, r = point(d, causal, s, a.total,
-                                    a.heads or 2048 // d, a.reps, gen)
+                                    a.heads or 2048 // d, a.reps, gen,
+                                    a.schedule)
                     ok &= good
                     ratios.append(r)
     print("varlen / dense: geomean %.3f, min %.3f" % (

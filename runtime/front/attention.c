@@ -376,15 +376,15 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
  * the non-specialized schedule, three 64-row CTAs per SM, measured 10 to
  * 29 % faster than the warp-specialized one on an H200 at every point of
  * docs/PERF.md's grid; at d = 128 and 256 the warp-specialized one is
- * 1.3x to 1.7x the other. */
+ * 1.3x to 1.7x the other.  Variable-length batches take the same
+ * schedules (both have -D VARLEN=true). */
 static fg_status
-pick(fg_ctx *c, const char *fn, int cc, int d, bool varlen, const char *asked,
+pick(fg_ctx *c, const char *fn, int cc, int d, const char *asked,
 	const char **file)
 {
 	if (cc == 90) {
-		/* the baseline has no variable-length batches yet */
-		*file = asked ? asked : d == 64 && !varlen ?
-			"fa_fwd_baseline_sm90.fa" : "fa_fwd_sm90.fa";
+		*file = asked ? asked : d == 64 ? "fa_fwd_baseline_sm90.fa" :
+			"fa_fwd_sm90.fa";
 		return FG_OK;
 	}
 	if (cc == 100)
@@ -449,8 +449,7 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	const char *file = NULL;
 	fg_status st;
 
-	if ((st = pick(c, fn, cc, (int)a->head_dim, want.varlen, a->schedule,
-	    &file)))
+	if ((st = pick(c, fn, cc, (int)a->head_dim, a->schedule, &file)))
 		return st;
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);

@@ -198,12 +198,12 @@ def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None,
 
 
 def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
-                 softcap=None, sinks=False):
+                 softcap=None, sinks=False, schedule=None):
     """fagen.attention_varlen on sequences of query lengths lq and key
     lengths lk packed together: each sequence against the float64
-    reference and against fagen.attention on it alone; outputs poisoned
-    (NaN) first, rows past the last sequence left alone, two runs
-    bitwise equal."""
+    reference and against fagen.attention on it alone (both on schedule,
+    None: the runtime's pick); outputs poisoned (NaN) first, rows past
+    the last sequence left alone, two runs bitwise equal."""
     hk = hk or h
     cq = torch.tensor([0] + list(itertools.accumulate(lq)), dtype=torch.int32,
                       device=dev)
@@ -215,7 +215,8 @@ def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
     v = torch.randn(sum(lk), hk, d, device=dev, dtype=dtype)
     sk_ = torch.randn(h, device=dev, dtype=torch.float32) * 2 if sinks \
         else None
-    kw = dict(causal=causal, window=window, softcap=softcap, sinks=sk_)
+    kw = dict(causal=causal, window=window, softcap=softcap, sinks=sk_,
+              schedule=schedule)
     runs = []
     for _ in range(2):
         out = torch.full_like(q, math.nan)
@@ -261,11 +262,12 @@ def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
                      lse[:, sum(lq):].isnan().all())
     ok = ok and worst <= tol and lse_err < 1e-3 and untouched and \
         alone <= 1e-2
-    name = "varlen lq=%s lk=%s H=%d Hk=%d D=%d %s%s%s%s%s" % (
+    name = "varlen lq=%s lk=%s H=%d Hk=%d D=%d %s%s%s%s%s%s" % (
         lq, lk, h, hk, d, str(dtype)[6:], " causal" if causal else "",
         "" if window is None else " window=%s" % (window,),
         "" if not softcap else " softcap=%g" % softcap,
-        " sinks" if sinks else "")
+        " sinks" if sinks else "",
+        " " + schedule if schedule else "")
     print("%s: rel err %.2e; lse err %.1e; vs alone %.1e; repeat %s; tail "
           "%s -> %s" % (name, worst, lse_err, alone, "bitwise" if same else
                         "DIFFERS", "untouched" if untouched else "WRITTEN",
@@ -529,6 +531,15 @@ def main():
         varlen_check(mix_q, mix_q, 4, 128, bf, causal=True)
         varlen_check(mix_q, mix_k, 8, 128, hf, hk=2)
         varlen_check(mix_q, mix_k, 4, 64, bf, causal=True, hk=1)
+        # D = 64 runs the baseline (64-row tiles): sequences ending on a
+        # tile's edge, just past it, a row, none; window, softcap, sinks;
+        # and fa_fwd_sm90.fa's VARLEN at D = 64 by name
+        varlen_check([64, 1, 65, 0, 128, 333], [64, 200, 1, 7, 0, 1000], 4,
+                     64, hf, causal=True, sinks=True)
+        varlen_check(mix_q, mix_k, 8, 64, bf, hk=2, window=(100, 30),
+                     softcap=20.0)
+        varlen_check(mix_q, mix_k, 4, 64, hf, causal=True,
+                     schedule="fa_fwd_sm90.fa")
         varlen_check([777, 1, 2049], [777, 3000, 100], 2, 256, bf)
         varlen_check(mix_q, mix_k, 32, 128, bf, hk=8, window=(256, 0))
         varlen_check([1000, 17, 300], [1000, 17, 900], 4, 128, hf,

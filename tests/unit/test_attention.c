@@ -496,15 +496,16 @@ packed(void)
 }
 
 /* Variable-length batches: both offset tables, aligned; max lengths
- * within the totals; o dense; the VARLEN variant of fa_fwd_sm90.fa at
- * every head dim, its grid over max_seqlen_q, MQ, MK, CUQ and CUK bound;
- * the reference refuses them. */
+ * within the totals; o dense; the VARLEN variant of the head dim's
+ * schedule (fa_fwd_baseline_sm90.fa at 64, as dense batches, else
+ * fa_fwd_sm90.fa), its grid over max_seqlen_q, MQ, MK, CUQ and CUK
+ * bound; the reference refuses them. */
 static void
 varlen_is_checked_and_bound(void **state)
 {
 	Fix *f = *state;
 	fg_attention_args a;
-	fg_kernel *k, *dense;
+	fg_kernel *k, *dense, *named;
 	fg_arg args[ATTN_NARGS];
 	int64_t tiles[3];
 	Attn t;
@@ -548,6 +549,31 @@ varlen_is_checked_and_bound(void **state)
 		assert_int_equal(tiles[0] * tiles[1] * tiles[2], 1 * 4 * 3);
 		assert_int_not_equal(fg_kernel_check(dense, args, n, tiles),
 			FG_OK);
+		/* the schedule pick() chose, by name: the same variant */
+		a.schedule = d == 64 ? "fa_fwd_baseline_sm90.fa" :
+			"fa_fwd_sm90.fa";
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &named),
+			FG_OK);
+		assert_ptr_equal(named, k);
+	}
+	/* D = 64: the baseline's 64-row tiles, 2 cover max_seqlen_q = 100,
+	 * causal or not (fa_fwd_sm90.fa's 128-row tiles: 1) */
+	for (int causal = 0; causal < 2; causal++) {
+		a = packed(), a.head_dim = 64, a.causal = causal;
+		a.max_seqlen_q = 100;
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &k), FG_OK);
+		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
+			&t), FG_OK);
+		int n = attn_bind(&a, &t, args);
+		if (fg_kernel_check(k, args, n, tiles) != FG_OK)
+			fail_msg("causal=%d: %s", causal, fg_errmsg(f->ctx));
+		assert_int_equal(tiles[0] * tiles[1] * tiles[2], 2 * 4 * 3);
+		a.schedule = "fa_fwd_sm90.fa";
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &named),
+			FG_OK);
+		assert_ptr_not_equal(named, k);
+		assert_int_equal(fg_kernel_check(named, args, n, tiles), FG_OK);
+		assert_int_equal(tiles[0] * tiles[1] * tiles[2], 1 * 4 * 3);
 	}
 	a = packed();
 	assert_int_equal(fg_attention_reference(f->ctx, &a, FAKE_STREAM),

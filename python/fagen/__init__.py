@@ -339,7 +339,7 @@ def _check_cu(torch, name, cu, q, total, max_len, validate):
     if not isinstance(max_len, int) or isinstance(max_len, bool):
         raise TypeError("max_seqlen_%s must be an int" % name[-1])
     if not validate:
-        return
+        return None
     off = cu.tolist()   # one small device-to-host copy
     if off[0] != 0 or any(b < a for a, b in zip(off, off[1:])) or \
             off[-1] > total:
@@ -351,6 +351,7 @@ def _check_cu(torch, name, cu, q, total, max_len, validate):
     if longest > max_len:
         raise ValueError("max_seqlen_%s is %d but a sequence has %d tokens"
                          % (name[-1], max_len, longest))
+    return off[-1]
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -384,10 +385,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     _check(torch, q4, k4, v4)
     _check_opts(torch, q, scale, window, softcap, sinks)
     tq, h, d = q.shape
-    _check_cu(torch, "cu_seqlens_q", cu_seqlens_q, q, tq, max_seqlen_q,
-              validate)
-    _check_cu(torch, "cu_seqlens_k", cu_seqlens_k, q, k.shape[0],
-              max_seqlen_k, validate)
+    endq = _check_cu(torch, "cu_seqlens_q", cu_seqlens_q, q, tq,
+                     max_seqlen_q, validate)
+    endk = _check_cu(torch, "cu_seqlens_k", cu_seqlens_k, q, k.shape[0],
+                     max_seqlen_k, validate)
     if cu_seqlens_q.numel() != cu_seqlens_k.numel():
         raise ValueError("cu_seqlens_q has %d entries and cu_seqlens_k %d: "
                          "both are (B + 1,)" % (cu_seqlens_q.numel(),
@@ -406,6 +407,15 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             not lse.is_contiguous():
         raise ValueError("lse must be a contiguous float32 (H, total_q) = "
                          "%s tensor on q's device" % ((h, tq),))
+    if endq == 0:
+        return out, lse         # no query rows: nothing to compute
+    if endk:
+        # K and V end where the last sequence does: the last sequence's
+        # partial key block then reads zeros (TMA's out-of-bounds fill)
+        # past it, never an uninitialized tail whose NaN would survive
+        # P = 0 in P V (rows of the next sequence are read, as in
+        # FlashAttention 3; they are finite where the inputs are)
+        k4, v4 = k4[:, :, :endk], v4[:, :, :endk]
     _launch(torch, "fg_attention_forward", q4, k4, v4,
             out.unsqueeze(0).transpose(1, 2), lse, cu_seqlens_q.numel() - 1,
             causal, scale, schedule, window, softcap, sinks,

@@ -211,8 +211,12 @@ def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
                       device=dev)
     tail = 5                              # rows past the last sequence
     q = torch.randn(sum(lq) + tail, h, d, device=dev, dtype=dtype)
-    k = torch.randn(sum(lk), hk, d, device=dev, dtype=dtype)
-    v = torch.randn(sum(lk), hk, d, device=dev, dtype=dtype)
+    # K and V rows past the last sequence: NaN, which must not leak into
+    # the last sequence's partial key block (P = 0 there, but 0 * NaN)
+    k = torch.randn(sum(lk) + tail, hk, d, device=dev, dtype=dtype)
+    v = torch.randn(sum(lk) + tail, hk, d, device=dev, dtype=dtype)
+    k[sum(lk):] = math.nan
+    v[sum(lk):] = math.nan
     sk_ = torch.randn(h, device=dev, dtype=torch.float32) * 2 if sinks \
         else None
     kw = dict(causal=causal, window=window, softcap=softcap, sinks=sk_,

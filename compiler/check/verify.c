@@ -382,7 +382,11 @@ setup(Sim *s, const SirMod *m)
 		s->nb[16 + (pt->warp_lo + s->p[i].warp) / 4 % 8].count += 32;
 	}
 	s->nrec = 0;
+	memset(s->rlive, 0, sizeof s->rlive);
+	memset(s->rwrite, 0, sizeof s->rwrite);
+	memset(s->rpend, 0, sizeof s->rpend);
 	memset(s->ntrec, 0, sizeof s->ntrec);
+	memset(s->tlive, 0, sizeof s->tlive);
 	s->tm_state = 0;
 	s->tm_at = NULL;
 	s->nev = 0;

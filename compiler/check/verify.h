@@ -17,6 +17,8 @@
 #define MAXTREC 64          /* tensor-memory access records, per
 			     * bucket: a lane quarter's, or the MMAs' */
 #define TQ_MMA 4
+#define RECW (MAXREC / 64)  /* words of a Rec bitmap */
+_Static_assert(MAXREC % 64 == 0 && MAXTREC == 64, "record bitmaps");
 
 /* A vector clock entry.  Every increment takes a step of a run, so an
  * entry stays below MAXSTEPS. */
@@ -170,6 +172,10 @@ typedef struct Sim {
 	char shape[160];
 	Rec rec[MAXREC];
 	int nrec;
+	uint64_t rlive[RECW];     /* bit i: rec[i].live, so scans visit */
+	uint64_t rwrite[RECW];    /* the live records only, in index order;
+				   * rwrite: those of writes (A_TMAW, A_GENW) */
+	uint64_t rpend[MAXPROC][RECW];  /* by process: its live pending reads */
 	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
 	Clk *done[MAXBAR][2];     /* of the last completed phases */
 	Clk *nbvc[24][2];         /* named barriers: accumulating, released */
@@ -189,6 +195,7 @@ typedef struct Sim {
 	uint32_t rdy;             /* processes that may move (vf_wake) */
 	TRec trec[TQ_MMA + 1][MAXTREC]; /* tensor memory, by bucket */
 	int ntrec[TQ_MMA + 1];
+	uint64_t tlive[TQ_MMA + 1];   /* bit i: trec[k][i].live */
 	int tm_state;             /* 0 not allocated, 1 allocated, 2 freed */
 	int tm_proc;              /* who allocated (freed) it */
 	Clk tm_clock;             /* the allocating process's clock */
@@ -197,6 +204,14 @@ typedef struct Sim {
 				   * element in mb */
 	int nmbase;
 } Sim;
+
+/* For each i with bit i set in the nw words of bm, in increasing order,
+ * while cond holds (as a scan of the records by index visits the live
+ * ones); each word is read once, when the loop reaches it. */
+#define FOR_BITS(i, bm, nw, cond) \
+	for (int w_ = 0, i = 0; w_ < (nw) && (cond); w_++) \
+		for (uint64_t m_ = (bm)[w_]; m_ && (cond) && \
+		    ((i = w_ * 64 + __builtin_ctzll(m_)), 1); m_ &= m_ - 1)
 
 /* The clock entry of mbarrier b: how many of its phases were observed. */
 #define VB(s, b) ((s)->np + (b))

@@ -515,9 +515,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (in->imm == FENCE_TMEM_BEFORE || in->imm == FENCE_TMEM_AFTER)
 			vf_tmem_fence(s, p, in->imm == FENCE_TMEM_BEFORE);
 		if (in->imm == FENCE_ASYNC_SMEM)
-			for (int i = 0; i < s->nrec; i++)
-				if (s->rec[i].live && s->rec[i].kind == A_GENW &&
-				    s->rec[i].proc == self)
+			FOR_BITS(i, s->rwrite, RECW, true)
+				if (s->rec[i].kind == A_GENW && s->rec[i].proc == self)
 					s->rec[i].dirty = false;
 		return true;
 	default:
@@ -529,6 +528,50 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		return true;
 	}
+}
+
+/* What exec() does for the pure instructions that need no hazard check
+ * (p has no wgmma in flight) and only set a scalar or nothing: the
+ * common steps, without the call.  False for any other instruction. */
+static inline bool
+quick(const Sim *s, Proc *p, const SirIns *in)
+{
+	const SirVal *dv;
+
+	if (p->ninfl)
+		return false;
+	switch (in->op) {
+	case SOP_const_i:
+		p->v[in->dst] = in->imm;
+		return true;
+	case SOP_param:
+		p->v[in->dst] = s->params[in->r[0]->index];
+		return true;
+	case SOP_const_f: case SOP_exp2: case SOP_log2: case SOP_rcp:
+	case SOP_tanh: case SOP_rowmax: case SOP_rowsum: case SOP_convert:
+	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
+	case SOP_fill: case SOP_gstore:
+		return true;
+	case SOP_mov:
+		if (p->sp->vals[in->dst].ty != TY_FRAG) {
+			p->v[in->dst] = val(p, in->a[0]);
+			p->lanevar[in->dst] = p->lanevar[in->a[0]];
+		}
+		return true;
+	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div: case SOP_rem:
+	case SOP_and: case SOP_or: case SOP_xor: case SOP_shl: case SOP_shr:
+	case SOP_min: case SOP_max: case SOP_eq: case SOP_ne: case SOP_lt:
+	case SOP_le: case SOP_gt: case SOP_ge:
+		dv = in->dst ? &p->sp->vals[in->dst] : NULL;
+		if (dv && dv->ty != TY_FRAG && in->na == 2) {
+			p->v[in->dst] = wrap(arith(in->op, val(p, in->a[0]),
+				val(p, in->a[1]), p->sp->vals[in->a[0]].ty), dv->ty);
+			p->lanevar[in->dst] = p->lanevar[in->a[0]] ||
+				p->lanevar[in->a[1]];
+		}
+		return true;
+	}
+	return false;
 }
 
 /* The coordinates of work index i of a tile loop over grid d (total
@@ -681,6 +724,10 @@ vf_step(Sim *s, Proc *p)
 		if (in->body || in->op == SOP_exit) {
 			f->pc++;
 			enter(s, p, in);
+			continue;
+		}
+		if (quick(s, p, in)) {
+			f->pc++;
 			continue;
 		}
 		if (!exec(s, p, in, f->elect))

@@ -264,44 +264,49 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 
 	/* a warp's access meets its lane quarter's records and the MMAs'; an
 	 * MMA meets every bucket */
-	for (int k = 0; k <= TQ_MMA; k++)
-	for (int i = 0; (mma || k == mine || k == TQ_MMA) && i < s->ntrec[k] &&
-	    !s->failed; i++) {
-		TRec *r = &s->trec[k][i];
-		if (!r->live)
+	for (int k = 0; k <= TQ_MMA && !s->failed; k++) {
+		if (!mma && k != mine && k != TQ_MMA)
 			continue;
-		/* a thread's unfenced accesses from one statement (the
-		 * unrolled slices of a 'static for') merge into one record
-		 * when their columns meet: the same ordering covers them */
-		if (!mma && r->proc == qi && r->kind == kind && r->lanes ==
-		    lanes && r->clock == CLK_NEVER && r->c0 <= c1 && c0 <=
-		    r->c1 && r->at->span.lo == in->span.lo && r->at->span.hi ==
-		    in->span.hi && r->it.tile == q_it_tile(q))
-			join = r;
-		if (r->c1 <= c0 || c1 <= r->c0 || !(r->lanes & lanes))
-			continue;
-		bool rw = r->kind == T_MMAW || r->kind == T_THRW;
-		if ((w || rw) && !ordered(s, r, q, mma, false)) {
-			conflict(s, q, in, kind, res, idx, c0, c1, r);
-			return;
+		FOR_BITS(i, &s->tlive[k], 1, !s->failed) {
+			TRec *r = &s->trec[k][i];
+			/* neither joined nor met: columns apart, lanes apart */
+			if (r->c1 < c0 || c1 < r->c0 || !(r->lanes & lanes))
+				continue;
+			/* a thread's unfenced accesses from one statement (the
+			 * unrolled slices of a 'static for') merge into one
+			 * record when their columns meet: the same ordering
+			 * covers them */
+			if (!mma && r->proc == qi && r->kind == kind &&
+			    r->lanes == lanes && r->clock == CLK_NEVER &&
+			    r->at->span.lo == in->span.lo && r->at->span.hi ==
+			    in->span.hi && r->it.tile == q_it_tile(q))
+				join = r;
+			if (r->c1 <= c0 || c1 <= r->c0)
+				continue;
+			bool rw = r->kind == T_MMAW || r->kind == T_THRW;
+			if ((w || rw) && !ordered(s, r, q, mma, false)) {
+				conflict(s, q, in, kind, res, idx, c0, c1, r);
+				return;
+			}
+			/* a write replaces what it covers; an access replaces
+			 * the same process's like access it covers */
+			if (r->c0 >= c0 && r->c1 <= c1 && (r->lanes & ~lanes) ==
+			    0 && (w || (r->kind == kind && r->proc == qi))) {
+				r->live = false;
+				s->tlive[k] &= ~(1ull << i);
+			}
 		}
-		/* a write replaces what it covers; an access replaces the
-		 * same process's like access it covers */
-		if (r->c0 >= c0 && r->c1 <= c1 && (r->lanes & ~lanes) == 0 &&
-		    (w || (r->kind == kind && r->proc == qi)))
-			r->live = false;
 	}
 	if (join && join->live) {
 		join->c0 = join->c0 < c0 ? join->c0 : c0;
 		join->c1 = join->c1 > c1 ? join->c1 : c1;
 		return;
 	}
-	TRec *t = NULL;
-	for (int i = 0; i < s->ntrec[mine] && !t; i++)
-		if (!s->trec[mine][i].live)
-			t = &s->trec[mine][i];
-	if (!t && s->ntrec[mine] < MAXTREC)
-		t = &s->trec[mine][s->ntrec[mine]++];
+	/* the first free slot: the lowest clear bit of tlive below ntrec */
+	int ti = ~s->tlive[mine] ? __builtin_ctzll(~s->tlive[mine]) : 64;
+	if (ti >= s->ntrec[mine] && s->ntrec[mine] < MAXTREC)
+		ti = s->ntrec[mine]++;
+	TRec *t = ti < s->ntrec[mine] ? &s->trec[mine][ti] : NULL;
 	if (!t) {
 		if (!s->capped)
 			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
@@ -311,6 +316,7 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 		s->capped = true;
 		return;
 	}
+	s->tlive[mine] |= 1ull << ti;
 	*t = (TRec){.kind = kind, .proc = qi, .c0 = c0, .c1 = c1, .lanes =
 		lanes, .clock = CLK_NEVER, .raw = q->vc[qi], .live = true,
 		.at = in};
@@ -333,10 +339,10 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 	case SOP_tmem_free:
 		if (!alloc_ok(s, p, in))
 			return;
-		for (int k = 0; k <= TQ_MMA; k++)
-		for (int i = 0; i < s->ntrec[k] && !s->failed; i++) {
+		for (int k = 0; k <= TQ_MMA && !s->failed; k++)
+		FOR_BITS(i, &s->tlive[k], 1, !s->failed) {
 			const TRec *r = &s->trec[k][i];
-			if (!r->live || ordered(s, r, p, false, true))
+			if (ordered(s, r, p, false, true))
 				continue;
 			Iter it;
 			vf_iter(p, &it);
@@ -396,9 +402,9 @@ vf_tmem_fence(Sim *s, Proc *p, bool before)
 		return;
 	}
 	int k = (p->sp->part->warp_lo + p->warp) % 4;
-	for (int i = 0; i < s->ntrec[k]; i++) {
+	FOR_BITS(i, &s->tlive[k], 1, true) {
 		TRec *r = &s->trec[k][i];
-		if (r->live && r->proc == self && r->clock == CLK_NEVER)
+		if (r->proc == self && r->clock == CLK_NEVER)
 			r->clock = p->vc[self];
 	}
 }
@@ -410,16 +416,16 @@ vf_tc_commit(Sim *s, Proc *p)
 {
 	int self = (int)(p - s->p), n = ++p->tc_commits;
 
-	for (int i = 0; i < s->ntrec[TQ_MMA]; i++) {
+	FOR_BITS(i, &s->tlive[TQ_MMA], 1, true) {
 		TRec *r = &s->trec[TQ_MMA][i];
-		if (r->live && r->proc == self && r->clock == CLK_NEVER)
+		if (r->proc == self && r->clock == CLK_NEVER)
 			r->clock = n;
 	}
-	for (int i = 0; i < s->nrec; i++) {
-		Rec *r = &s->rec[i];
-		if (r->live && r->kind == A_READ && r->bulk == 2 && r->proc ==
-		    self && r->group == CLK_NEVER)
-			r->group = n;
-	}
+	for (int w = 0; w < RECW; w++)  /* pending until a commit */
+		for (uint64_t m = s->rpend[self][w]; m; m &= m - 1) {
+			Rec *r = &s->rec[w * 64 + __builtin_ctzll(m)];
+			if (r->bulk == 2 && r->group == CLK_NEVER)
+				r->group = n;
+		}
 	return n;
 }

@@ -146,27 +146,32 @@ vf_range_of(const Res *r, int64_t st, int64_t *lo, int64_t *hi)
 static Rec *
 add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
 {
-	for (int i = 0; i < s->nrec; i++)
-		if (!s->rec[i].live) {
-			s->rec[i] = (Rec){.kind = kind, .proc = (int)(p - s->p),
-				.lo = lo, .hi = hi, .live = true, .at = at,
-				.clock = p->vc[p - s->p]};
-			vf_iter(p, &s->rec[i].it);
-			return &s->rec[i];
+	int i = 0;
+
+	/* the first free slot: the lowest clear bit of rlive below nrec */
+	while (i < s->nrec && !~s->rlive[i / 64])
+		i += 64;
+	if (i < s->nrec)
+		i += __builtin_ctzll(~s->rlive[i / 64]);
+	if (i >= s->nrec) {
+		if (s->nrec == MAXREC) {
+			if (!s->capped)
+				diag_warn(s->ctx, "verify-limit", s->k->span, "the "
+					"verifier stopped tracking shared-memory "
+					"accesses: more than %d at once (%s)", MAXREC,
+					s->shape);
+			s->capped = true;
+			return NULL;
 		}
-	if (s->nrec == MAXREC) {
-		if (!s->capped)
-			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
-				"verifier stopped tracking shared-memory accesses: "
-				"more than %d at once (%s)", MAXREC, s->shape);
-		s->capped = true;
-		return NULL;
+		i = s->nrec++;
 	}
-	s->rec[s->nrec] = (Rec){.kind = kind, .proc = (int)(p - s->p),
-		.lo = lo, .hi = hi, .live = true, .at = at,
-		.clock = p->vc[p - s->p]};
-	vf_iter(p, &s->rec[s->nrec].it);
-	return &s->rec[s->nrec++];
+	s->rec[i] = (Rec){.kind = kind, .proc = (int)(p - s->p), .lo = lo,
+		.hi = hi, .live = true, .at = at, .clock = p->vc[p - s->p]};
+	vf_iter(p, &s->rec[i].it);
+	s->rlive[i / 64] |= 1ull << (i % 64);
+	if (kind != A_READ)
+		s->rwrite[i / 64] |= 1ull << (i % 64);
+	return &s->rec[i];
 }
 
 /* An asynchronous read of [lo, hi) (wgmma operand, TMA store source):
@@ -175,10 +180,9 @@ void
 vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 	int bulk, int64_t geo, int64_t r0, int64_t r1)
 {
-	for (int i = 0; i < s->nrec && !s->failed; i++) {
+	FOR_BITS(i, s->rwrite, RECW, !s->failed) {
 		Rec *r = &s->rec[i];
-		if (!r->live || r->kind == A_READ || !overlaps(r, lo, hi, geo,
-		    r0, r1))
+		if (!overlaps(r, lo, hi, geo, r0, r1))
 			continue;
 		if (r->kind == A_GENW && r->dirty) {
 			vf_fail(s, in->span, "proxy-fence", "TMA or wgmma reads shared "
@@ -199,6 +203,8 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		r->r1 = r1;
 		r->pending = true;
 		r->bulk = bulk;
+		int i = (int)(r - s->rec);
+		s->rpend[r->proc][i / 64] |= 1ull << (i % 64);
 		r->group = bulk == 2 ? CLK_NEVER : bulk ? p->bulk_groups + 1 :
 			p->wg_seq + 1;
 	}
@@ -220,8 +226,12 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 			race(s, p, in, r, tma ? "a TMA load overwrites" :
 				"this overwrites");
 		if (r->lo >= lo && r->hi <= hi && (!geo || r->geo != geo ||
-		    (r->r0 >= r0 && r->r1 <= r1)))
+		    (r->r0 >= r0 && r->r1 <= r1))) {
 			r->live = false;
+			s->rlive[i / 64] &= ~(1ull << (i % 64));
+			s->rwrite[i / 64] &= ~(1ull << (i % 64));
+			s->rpend[r->proc][i / 64] &= ~(1ull << (i % 64));
+		}
 	}
 	Rec *r = add_rec(s, tma ? A_TMAW : A_GENW, p, lo, hi, in);
 	if (r) {
@@ -238,12 +248,15 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 void
 vf_retire_reads(Sim *s, Proc *p, bool bulk, int upto)
 {
-	for (int i = 0; i < s->nrec; i++) {
-		Rec *r = &s->rec[i];
-		if (r->live && r->kind == A_READ && r->pending && r->bulk == bulk
-		    && r->proc == p - s->p && r->group <= upto) {
-			r->pending = false;
-			r->clock = p->vc[p - s->p];
+	uint64_t *pend = s->rpend[p - s->p];
+
+	for (int w = 0; w < RECW; w++)
+		for (uint64_t m = pend[w]; m; m &= m - 1) {
+			Rec *r = &s->rec[w * 64 + __builtin_ctzll(m)];
+			if (r->bulk == bulk && r->group <= upto) {
+				r->pending = false;
+				r->clock = p->vc[p - s->p];
+				pend[w] &= ~(m & -m);
+			}
 		}
-	}
 }

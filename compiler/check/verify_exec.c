@@ -692,42 +692,56 @@ loop_end(Sim *s, Proc *p)
 }
 
 /* Run one process until it blocks, finishes, or completes one
- * synchronizing instruction (an interleaving point). */
+ * synchronizing instruction (an interleaving point).  The innermost
+ * frame's position and the step counts live in locals between the calls
+ * that leave the frame (enter, exec) and are stored back before them. */
 void
 vf_step(Sim *s, Proc *p)
 {
+	long ps = p->steps, ss = s->steps;
+
 	while (p->depth > 0) {
 		Frame *f = &p->fr[p->depth - 1];
-		if (f->pc >= f->b->n) {
+		const SirIns *v = f->b->v;
+		const int *skip = f->skip;
+		int n = f->b->n, pc = f->pc;
+		const SirIns *in = NULL;
+		while (pc < n) {
+			int k = skip[pc];
+			if (k && ps + k <= MAXSTEPS / 4 && ss + k <= MAXSTEPS) {
+				ps += k;  /* as if stepped one by one */
+				ss += k;
+				pc += k;
+				continue;
+			}
+			in = &v[pc];
+			if (++ps > MAXSTEPS / 4 || ++ss > MAXSTEPS)
+				break;
+			if (in->body || in->op == SOP_exit || !quick(s, p, in))
+				break;
+			pc++;
+			in = NULL;
+		}
+		f->pc = pc;
+		p->steps = ps;
+		s->steps = ss;
+		if (!in) {
 			loop_end(s, p);
 			continue;
 		}
-		int k = f->skip[f->pc];
-		if (k && p->steps + k <= MAXSTEPS / 4 && s->steps + k <=
-		    MAXSTEPS) {  /* as if stepped one by one */
-			p->steps += k;
-			s->steps += k;
-			f->pc += k;
-			continue;
-		}
-		const SirIns *in = &f->b->v[f->pc];
-		if (++p->steps > MAXSTEPS / 4 || ++s->steps > MAXSTEPS) {
+		if (ps > MAXSTEPS / 4 || ss > MAXSTEPS) {
 			Iter it;
 			vf_iter(p, &it);
 			vf_fail(s, in->span, "runaway", "a run of the schedule did "
 				"not finish: %s was still running here when %s step "
-				"budget ran out", vf_who(s, p, &it), p->steps >
-				MAXSTEPS / 4 ? "its" : "the run's");
+				"budget ran out", vf_who(s, p, &it), ps > MAXSTEPS / 4 ?
+				"its" : "the run's");
 			p->depth = 0;
 			break;
 		}
 		if (in->body || in->op == SOP_exit) {
 			f->pc++;
 			enter(s, p, in);
-			continue;
-		}
-		if (quick(s, p, in)) {
-			f->pc++;
 			continue;
 		}
 		if (!exec(s, p, in, f->elect))

@@ -263,11 +263,13 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 	int mine = mma ? TQ_MMA : __builtin_ctz(lanes);
 
 	/* a warp's access meets its lane quarter's records and the MMAs'; an
-	 * MMA meets every bucket */
-	for (int k = 0; k <= TQ_MMA && !s->failed; k++) {
-		if (!mma && k != mine && k != TQ_MMA)
-			continue;
-		FOR_BITS(i, &s->tlive[k], 1, !s->failed) {
+	 * MMA meets every bucket (a run that failed checks no more) */
+	unsigned bk = s->failed ? 0 : mma ? 0x1fu : 1u << mine | 1u << TQ_MMA;
+	int32_t tile = -2;  /* q_it_tile(q), once needed */
+	for (; bk; bk &= bk - 1) {
+		int k = __builtin_ctz(bk);
+		for (uint64_t m = s->tlive[k]; m; m &= m - 1) {
+			int i = __builtin_ctzll(m);
 			TRec *r = &s->trec[k][i];
 			/* neither joined nor met: columns apart, lanes apart */
 			if (r->c1 < c0 || c1 < r->c0 || !(r->lanes & lanes))
@@ -279,7 +281,8 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 			if (!mma && r->proc == qi && r->kind == kind &&
 			    r->lanes == lanes && r->clock == CLK_NEVER &&
 			    r->at->span.lo == in->span.lo && r->at->span.hi ==
-			    in->span.hi && r->it.tile == q_it_tile(q))
+			    in->span.hi && r->it.tile == (tile == -2 ?
+			    (tile = q_it_tile(q)) : tile))
 				join = r;
 			if (r->c1 <= c0 || c1 <= r->c0)
 				continue;

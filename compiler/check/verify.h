@@ -203,6 +203,11 @@ typedef struct Sim {
 	int *mbase;               /* by mbarrier Res index: its first
 				   * element in mb */
 	int nmbase;
+	SirFinding **finds;       /* the module's list, for --emit dot */
+	const Proc *cur;          /* the process stepping, or NULL */
+	const Proc *other;        /* the next failure's other access, */
+	const SirIns *other_at;   /* set just before vf_fail, or NULL */
+	const Res *wait_bar;      /* the next failure's barrier (a hang) */
 } Sim;
 
 /* For each i with bit i set in the nw words of bm, in increasing order,
@@ -247,6 +252,10 @@ vf_rnd(Sim *s)
 }
 
 /* verify.c */
+const char *vf_last_error(Ctx *);
+SirFinding *vf_find_add(Ctx *, SirFinding **, const char *check,
+	const char *msg, const SirPart *, Span);
+void vf_find(Sim *, Span, const char *check, const char *msg);
 void vf_fail(Sim *, Span, const char *check, const char *fmt,
 	const char *a, const char *b);
 void vf_note_traces(Sim *, const Proc *);
@@ -288,6 +297,7 @@ void vf_skips(Sim *, const SirMod *);
 Skip *vf_skip_slot(const Sim *, const SirBlock *);
 
 /* verify_load.c */
-bool vf_loads(Ctx *, const SirMod *);  /* loaded values steer nothing */
+bool vf_loads(Ctx *, const SirMod *, SirFinding **);  /* loaded values
+							 * steer nothing */
 
 #endif

@@ -233,6 +233,8 @@ conflict(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 		verbs[r->kind]);
 	snprintf(b, sizeof b, ", not ordered after it: %s",
 		missing(r, kind == T_MMAW || kind == T_MMAR));
+	s->other = &s->p[r->proc];
+	s->other_at = r->at;
 	vf_fail(s, in->span, "tmem-race", "%s%s", a, b);
 	if (r->at)
 		diag_note(s->ctx, r->at->span, "the other access, by %s",
@@ -349,6 +351,8 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 				continue;
 			Iter it;
 			vf_iter(p, &it);
+			s->other = &s->p[r->proc];
+			s->other_at = r->at;
 			vf_fail(s, in->span, "tmem-alloc", "%s frees tensor memory "
 				"that %s, not ordered before the free", vf_who(s, p, &it),
 				verbs[r->kind]);

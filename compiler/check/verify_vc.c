@@ -125,6 +125,8 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 	vf_iter(q, &it);
 	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
 		&it), what, tc ? "a tcgen05.mma reads" : kinds[r->kind]);
+	s->other = &s->p[r->proc];
+	s->other_at = r->at;
 	vf_fail(s, in->span, "race", "%s without an ordering barrier%s", a,
 		tc ? (r->group == CLK_NEVER ? " (no commit follows the MMA yet)" :
 		" (wait on the phase a commit after the MMA arrives on)") :
@@ -185,6 +187,8 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		if (!overlaps(r, lo, hi, geo, r0, r1))
 			continue;
 		if (r->kind == A_GENW && r->dirty) {
+			s->other = &s->p[r->proc];
+			s->other_at = r->at;
 			vf_fail(s, in->span, "proxy-fence", "TMA or wgmma reads shared "
 				"memory that '%s' wrote with ordinary stores and no "
 				"'fence async_smem' after them%s",

@@ -21,6 +21,9 @@
  *                 not ordered (verify_tmem.c)
  *   tmem-alloc    tensor memory used before tmem_alloc or after
  *                 tmem_free, or freed while in use
+ *   tmem-fence    tensor-memory operations of two warps ordered by a
+ *                 thread sync without 'fence tmem_before' / 'fence
+ *                 tmem_after' around it (verify_tmem.c)
  *   runaway       a run does not finish within the step budget
  *   index-range   a run indexes a barrier array outside its elements
  *   race          two accesses to overlapping shared memory, one a write,

@@ -198,7 +198,10 @@ typedef struct Sim {
 	uint64_t tlive[TQ_MMA + 1];   /* bit i: trec[k][i].live */
 	int tm_state;             /* 0 not allocated, 1 allocated, 2 freed */
 	int tm_proc;              /* who allocated (freed) it */
-	Clk tm_clock;             /* the allocating process's clock */
+	Clk tm_clock;             /* the allocating process's clock at its
+				   * first 'fence tmem_before' after the
+				   * alloc (CLK_NEVER: none yet) */
+	Clk tm_raw;               /* ... and at the alloc */
 	const SirIns *tm_at;      /* the tmem_alloc (tmem_free) */
 	int *mbase;               /* by mbarrier Res index: its first
 				   * element in mb */

@@ -180,8 +180,11 @@ typedef struct Sim {
 	Clk *done[MAXBAR][2];     /* of the last completed phases */
 	Clk *nbvc[24][2];         /* named barriers: accumulating, released */
 	bool capped;              /* a capacity limit was hit: warned */
-	int nvc;                  /* clock entries: np processes, then nmb
-				   * mbarriers (VB) */
+	int nvc;                  /* clock entries: np processes, then the
+				   * mbarriers' (VB) and tcgen05 commits'
+				   * (TC) that are read */
+	int *vbslot;              /* by mbarrier: VB entry, or -1 */
+	int tcslot[MAXPROC];      /* by process: TC entry, or -1 */
 	Clk *clocks;              /* every clock above, nclocks * nvc */
 	int nclocks;
 	Clk **vfree;              /* unused EV_TC clocks */
@@ -221,11 +224,13 @@ typedef struct Sim {
 		for (uint64_t m_ = (bm)[w_]; m_ && (cond) && \
 		    ((i = w_ * 64 + __builtin_ctzll(m_)), 1); m_ &= m_ - 1)
 
-/* The clock entry of mbarrier b: how many of its phases were observed. */
-#define VB(s, b) ((s)->np + (b))
+/* The clock entry of mbarrier b: how many of its phases were observed;
+ * -1 when no TMA load completes on it (vf_clocks). */
+#define VB(s, b) ((s)->vbslot[b])
 /* The clock entry of process i's tcgen05 commits: how many of them are
- * known to have completed (so every MMA it issued before them). */
-#define TC(s, i) ((s)->np + (s)->nmb + (i))
+ * known to have completed (so every MMA it issued before them); -1 when
+ * it issues no MMA and no commit. */
+#define TC(s, i) ((s)->tcslot[i])
 
 /* Four clock entries; clocks are arena arrays of nvc entries, a multiple
  * of four, so 16-byte aligned. */

@@ -310,7 +310,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->seen[b] = obs;
 		if (obs >= 0) {  /* acquire: what the phase's arrivers did */
 			vf_join(s, p->vc, s->done[b][obs & 1]);
-			if (p->vc[VB(s, b)] < obs + 1)
+			if (VB(s, b) >= 0 && p->vc[VB(s, b)] < obs + 1)
 				p->vc[VB(s, b)] = obs + 1;
 		}
 		trace(p, in->span, "waited here", obs);

@@ -12,6 +12,47 @@
 #include "check/check.h"
 #include "check/verify.h"
 
+/* Does b (or a block in it) hold a TMA load completing on r, or (r
+ * NULL) a tcgen05.mma or commit? */
+static bool
+uses(const SirBlock *b, const Res *r)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (r ? in->op == SOP_tma_load && in->r[2] == r :
+		    in->op == SOP_tc_mma || in->op == SOP_tc_commit)
+			return true;
+		if ((in->body && uses(in->body, r)) ||
+		    (in->els && uses(in->els, r)))
+			return true;
+	}
+	return false;
+}
+
+/* The clock entries: one per process; one per element of an mbarrier
+ * that TMA loads complete on (VB: the phases observed, which order the
+ * loads' writes; no other barrier's is read); on sm_100a, one per warp of
+ * a partition that issues tcgen05.mma or commits (TC).  The entries are
+ * independent under a join, so leaving out those nothing reads changes
+ * no other. */
+static void
+slots(Sim *s)
+{
+	int n = s->np;
+
+	s->vbslot = NEWARR(&s->ctx->scratch, int, s->nmb + 1);
+	for (int b = 0; b < s->nmb; b++) {
+		bool tma = false;
+		for (int i = 0; i < s->m->nparts && !tma; i++)
+			tma = uses(&s->m->parts[i]->body, s->mb[b].r);
+		s->vbslot[b] = tma ? n++ : -1;
+	}
+	for (int i = 0; i < s->np; i++)
+		s->tcslot[i] = s->k->target == TGT_SM100A &&
+			uses(&s->p[i].sp->body, NULL) ? n++ : -1;
+	s->nvc = (n + 3) & ~3;
+}
+
 /* The clocks of processes, mbarrier phases and named barriers, sized to
  * the processes and mbarriers in use (the same in every run).  A run
  * starts from zero in those it joins into (processes, accumulating
@@ -22,10 +63,8 @@ vf_clocks(Sim *s)
 {
 	Clk *c;
 
-	/* sm_100a: one more entry per process, its tcgen05 commits */
-	int ntc = s->k->target == TGT_SM100A ? s->np : 0;
-	s->nvc = (s->np + s->nmb + ntc + 3) & ~3;
 	if (!s->clocks) {
+		slots(s);
 		s->nclocks = 2 * s->np + 3 * s->nmb + 2 * 24;
 		s->clocks = NEWARR(&s->ctx->scratch, Clk, (size_t)s->nclocks *
 			s->nvc);

@@ -145,7 +145,8 @@ typedef struct TRec {
 #define CLK_NEVER INT32_MAX
 
 /* The instructions of a block that a run may step over without executing
- * them: n[i] of them from instruction i (0: execute instruction i). */
+ * them: n[i] of them from instruction i (0: execute instruction i; -1:
+ * execute it, one that vf_step may do itself, vf_quick_op). */
 typedef struct Skip {
 	const SirBlock *b;
 	int *n;
@@ -299,6 +300,26 @@ int vf_tc_commit(Sim *, Proc *);
 
 /* verify_why.c */
 void vf_why_deadlock(Sim *, const Proc *first);
+
+/* The pure ops that only set a scalar or nothing in a run: vf_step
+ * steps them without exec() when no wgmma is in flight. */
+static inline bool
+vf_quick_op(int op)
+{
+	switch (op) {
+	case SOP_const_i: case SOP_param: case SOP_const_f: case SOP_exp2:
+	case SOP_log2: case SOP_rcp: case SOP_tanh: case SOP_rowmax:
+	case SOP_rowsum: case SOP_convert: case SOP_mask_cols:
+	case SOP_mask_causal: case SOP_mask_below: case SOP_fill:
+	case SOP_gstore: case SOP_mov: case SOP_add: case SOP_sub:
+	case SOP_mul: case SOP_div: case SOP_rem: case SOP_and: case SOP_or:
+	case SOP_xor: case SOP_shl: case SOP_shr: case SOP_min: case SOP_max:
+	case SOP_eq: case SOP_ne: case SOP_lt: case SOP_le: case SOP_gt:
+	case SOP_ge:
+		return true;
+	}
+	return false;
+}
 
 /* verify_skip.c */
 void vf_skips(Sim *, const SirMod *);

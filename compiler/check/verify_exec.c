@@ -708,7 +708,7 @@ vf_step(Sim *s, Proc *p)
 		const SirIns *in = NULL;
 		while (pc < n) {
 			int k = skip[pc];
-			if (k && ps + k <= MAXSTEPS / 4 && ss + k <= MAXSTEPS) {
+			if (k > 0 && ps + k <= MAXSTEPS / 4 && ss + k <= MAXSTEPS) {
 				ps += k;  /* as if stepped one by one */
 				ss += k;
 				pc += k;
@@ -717,7 +717,7 @@ vf_step(Sim *s, Proc *p)
 			in = &v[pc];
 			if (++ps > MAXSTEPS / 4 || ++ss > MAXSTEPS)
 				break;
-			if (in->body || in->op == SOP_exit || !quick(s, p, in))
+			if (k >= 0 || !quick(s, p, in))
 				break;
 			pc++;
 			in = NULL;

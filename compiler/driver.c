@@ -50,8 +50,12 @@ driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 		return ctx->nerr;
 	if (ctx->dump_after && !strcmp(ctx->dump_after, "sirgen") && ctx->dump)
 		sir_print(m, ctx->dump);
-	if (!pass_run_all(ctx, m))
+	if (!pass_run_all(ctx, m)) {
+		/* the graph with the verifier's errors drawn in it */
+		if (emit == EMIT_DOT && m->finds && !check_only)
+			sir_dot(ctx, m, &ctx->out);
 		return ctx->nerr;
+	}
 	if (check_only)
 		return 0;
 	if (emit == EMIT_IR)

@@ -26,7 +26,9 @@ static const char usage[] =
 "                     element type such as bf16, or a word); repeatable\n"
 "  --emit KIND        ptx (default), ir (the schedule IR's text form),\n"
 "                     dot (partitions, barriers and buffers for\n"
-"                     Graphviz) or ast (the syntax tree)\n"
+"                     Graphviz; a schedule the verifier refuses is\n"
+"                     drawn with its errors in red, exit status 1)\n"
+"                     or ast (the syntax tree)\n"
 "  --check            run every check, write nothing\n"
 "  --dump-after PASS  print the IR after PASS (sirgen, layout,\n"
 "                     legalize, verify) to standard error\n"
@@ -341,7 +343,9 @@ main(int argc, char **argv)
 	buf_init(&diags, &ctx.perm);
 	diag_render(&ctx, &diags);
 	fwrite(diags.p, 1, diags.len, stderr);
-	if (nerr == 0 && !o.check)
+	/* --emit dot also writes the graph of a schedule the verifier
+	 * refuses, its errors drawn in red */
+	if ((nerr == 0 || (o.emit == EMIT_DOT && ctx.out.len)) && !o.check)
 		write_out(o.out, ctx.out.p ? ctx.out.p : "", ctx.out.len);
 	free(text);
 	ctx_free(&ctx);

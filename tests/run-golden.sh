@@ -9,6 +9,9 @@
 #   <name>.ir         fagen INPUT --emit ir -o -       stdout compared
 #   <name>.sm90.ptx   fagen INPUT --arch sm_90a -o -   stdout compared
 #   <name>.sm100.ptx  fagen INPUT --arch sm_100a -o -  stdout compared
+#   <name>.dot        fagen INPUT --emit dot -o -      stdout compared
+#                     (exit 1 when there is a <name>.err: the graph of a
+#                     schedule the verifier refuses, its errors in red)
 # Lines '// RUN: ARGS' among the input's leading comment lines add ARGS to
 # every command (split at blanks; no quoting).  fagen runs from the repository root, so diagnostics name
 # the input as tests/golden/...  With FAGEN_UPDATE_GOLDEN=1 the expected files
@@ -78,11 +81,19 @@ check() {
 [ -f "$base.sm90.ptx" ] && check "$base.sm90.ptx" 0 stdout --arch sm_90a -o -
 [ -f "$base.sm100.ptx" ] &&
 	check "$base.sm100.ptx" 0 stdout --arch sm_100a -o -
+if [ -f "$base.dot" ]; then
+	if [ -f "$base.err" ]; then
+		check "$base.dot" 1 stdout --emit dot -o -
+	else
+		check "$base.dot" 0 stdout --emit dot -o -
+	fi
+fi
 
 if [ "$nchecks" -eq 0 ]; then
 	echo "run-golden: $input has no expected file: create an empty" \
-		"$base.err, .warn, .ir, .sm90.ptx or .sm100.ptx and fill it with" \
-		"FAGEN_UPDATE_GOLDEN=1 meson test -C build --suite golden" >&2
+		"$base.err, .warn, .ir, .sm90.ptx, .sm100.ptx or .dot and fill" \
+		"it with FAGEN_UPDATE_GOLDEN=1 meson test -C build --suite" \
+		"golden" >&2
 	exit 1
 fi
 [ "$nfail" -eq 0 ]

@@ -21,6 +21,9 @@
  *                 not ordered (verify_tmem.c)
  *   tmem-alloc    tensor memory used before tmem_alloc or after
  *                 tmem_free, or freed while in use
+ *   tmem-fence    tensor-memory operations of two warps ordered by a
+ *                 thread sync without 'fence tmem_before' / 'fence
+ *                 tmem_after' around it (verify_tmem.c)
  *   runaway       a run does not finish within the step budget
  *   index-range   a run indexes a barrier array outside its elements
  *   race          two accesses to overlapping shared memory, one a write,
@@ -85,6 +88,53 @@ vf_pname(Sim *s, const Proc *p)
 	return b.p;
 }
 
+/* The text of the last diagnostic, an error, without its ' [check]'. */
+const char *
+vf_last_error(Ctx *ctx)
+{
+	const char *m = ctx->dlast ? ctx->dlast->msg : "";
+	const char *b = strrchr(m, '[');
+
+	return arena_strndup(&ctx->perm, m, b && b > m ? (size_t)(b - m - 1) :
+		strlen(m));
+}
+
+/* A new finding at the end of *list (perm: it outlives the pass). */
+SirFinding *
+vf_find_add(Ctx *ctx, SirFinding **list, const char *check,
+	const char *msg, const SirPart *part, Span at)
+{
+	SirFinding *f = NEW(&ctx->perm, SirFinding);
+
+	f->check = check;
+	f->msg = arena_strndup(&ctx->perm, msg, strlen(msg));
+	f->part = part;
+	f->at = at;
+	while (*list)
+		list = &(*list)->next;
+	*list = f;
+	return f;
+}
+
+/* Keep a failure for --emit dot: the stepping process (s->cur) and what
+ * the caller set in s->other, s->other_at and s->wait_bar, which it
+ * clears. */
+void
+vf_find(Sim *s, Span sp, const char *check, const char *msg)
+{
+	SirFinding *f = vf_find_add(s->ctx, s->finds, check, msg, s->cur ?
+		s->cur->sp : NULL, sp);
+
+	if (s->other && s->other_at) {
+		f->other = s->other->sp;
+		f->other_at = s->other_at->span;
+	}
+	f->bar = s->wait_bar;
+	s->other = NULL;
+	s->other_at = NULL;
+	s->wait_bar = NULL;
+}
+
 void
 vf_fail(Sim *s, Span sp, const char *check, const char *fmt, const char *a,
 	const char *b)
@@ -92,6 +142,7 @@ vf_fail(Sim *s, Span sp, const char *check, const char *fmt, const char *a,
 	char msg[512];
 
 	snprintf(msg, sizeof msg, fmt, a, b);
+	vf_find(s, sp, check, msg);
 	if (s->shape[0])
 		diag_error(s->ctx, sp, "%s [%s] (%s)", msg, check, s->shape);
 	else
@@ -113,6 +164,11 @@ vf_mbar_complete(Sim *s, int b)
 		snprintf(a, sizeof a, "%s[%d]", m->r->name, m->idx);
 		snprintf(c, sizeof c, "%lld bytes but declares tx=%lld",
 			(long long)m->bytes, (long long)m->r->tx);
+		s->wait_bar = m->r;
+		if (m->last && m->last_proc >= 0) {
+			s->other = &s->p[m->last_proc];
+			s->other_at = m->last;
+		}
 		vf_fail(s, m->r->nspan, "tx-bytes", "a phase of '%s' received %s",
 			a, c);
 		if (m->last && m->last_proc >= 0)
@@ -266,8 +322,14 @@ deadlock(Sim *s)
 		}
 	if (!first)
 		return;
+	s->cur = first;
+	s->wait_bar = first->state == B_MBAR ? s->mb[first->bar].r :
+		first->state == B_NBAR && first->bar < 16 ? first->at->r[0] : NULL;
 	vf_fail(s, first->at->span, "deadlock", "deadlock: every partition is "
 		"blocked and nothing is in flight%s%s", "", "");
+	SirFinding *df = *s->finds;  /* the error's: it gets first's note */
+	while (df && df->next)
+		df = df->next;
 	const SirPart *shown[MAXPROC];
 	int ns = 0;
 	for (int i = 0; i < s->np; i++) {
@@ -278,6 +340,7 @@ deadlock(Sim *s)
 		if (p->state == B_DONE || dup || !p->at)
 			continue;
 		shown[ns++] = p->sp;
+		char note[400];
 		if (p->state == B_MBAR) {
 			const Mbar *m = &s->mb[p->bar];
 			char what[96];
@@ -290,24 +353,33 @@ deadlock(Sim *s)
 					"%lld bytes more than expected",
 					(long long)m->pending, m->pending == 1 ? "" : "s",
 					(long long)-m->tx);
-			diag_note(s->ctx, p->at->span, "'%s' waits here on "
-				"'%s' for parity %lld; it has completed %lld "
-				"phase%s (%s)", vf_pname(s, p), bname(m),
-				(long long)p->want, (long long)m->phase,
-				m->phase == 1 ? "" : "s", what);
+			snprintf(note, sizeof note, "'%s' waits here on '%s' for "
+				"parity %lld; it has completed %lld phase%s (%s)",
+				vf_pname(s, p), bname(m), (long long)p->want,
+				(long long)m->phase, m->phase == 1 ? "" : "s", what);
 		} else if (p->state == B_NBAR && p->bar >= 16) {
-			diag_note(s->ctx, p->at->span, "'%s' waits here for the "
-				"other warps of its warpgroup to issue this wgmma",
+			snprintf(note, sizeof note, "'%s' waits here for the other "
+				"warps of its warpgroup to issue this wgmma",
 				vf_pname(s, p));
 		} else if (p->state == B_NBAR) {
-			diag_note(s->ctx, p->at->span, "'%s' waits here on named "
+			snprintf(note, sizeof note, "'%s' waits here on named "
 				"barrier '%s' (%lld of %lld threads arrived)",
 				vf_pname(s, p), p->at->r[0]->name,
 				(long long)s->nb[p->bar].arrived,
 				(long long)s->nb[p->bar].count);
 		} else {
-			diag_note(s->ctx, p->at->span, "'%s' waits here for its "
-				"own asynchronous operations", vf_pname(s, p));
+			snprintf(note, sizeof note, "'%s' waits here for its own "
+				"asynchronous operations", vf_pname(s, p));
+		}
+		diag_note(s->ctx, p->at->span, "%s", note);
+		if (p == first && df) {  /* the graph shows what each waits on */
+			df->msg = arena_strndup(&s->ctx->perm, note, strlen(note));
+		} else {
+			s->cur = p;
+			s->wait_bar = p->state == B_MBAR ? s->mb[p->bar].r :
+				p->state == B_NBAR && p->bar < 16 ? p->at->r[0] :
+				NULL;
+			vf_find(s, p->at->span, "deadlock", note);
 		}
 		vf_note_traces(s, p);
 	}
@@ -382,7 +454,11 @@ setup(Sim *s, const SirMod *m)
 		s->nb[16 + (pt->warp_lo + s->p[i].warp) / 4 % 8].count += 32;
 	}
 	s->nrec = 0;
+	memset(s->rlive, 0, sizeof s->rlive);
+	memset(s->rwrite, 0, sizeof s->rwrite);
+	memset(s->rpend, 0, sizeof s->rpend);
 	memset(s->ntrec, 0, sizeof s->ntrec);
+	memset(s->tlive, 0, sizeof s->tlive);
 	s->tm_state = 0;
 	s->tm_at = NULL;
 	s->nev = 0;
@@ -446,9 +522,11 @@ run(Sim *s)
 			if (p->state == B_NBAR)
 				vf_join(s, p->vc, s->nbvc[p->bar][1]);
 			p->state = B_RUN;
+			s->cur = p;
 			vf_step(s, p);
 			vf_wake(s, pick);
 		} else {
+			s->cur = NULL;
 			complete(s, pick - MAXPROC);
 		}
 	}
@@ -476,21 +554,27 @@ scan(const SirBlock *b, const Res *r, const SirIns **wait, bool *prod)
 }
 
 static bool
-producers(Ctx *ctx, const SirMod *m)
+producers(Ctx *ctx, SirMod *m)
 {
 	bool ok = true;
 
 	for (const Res *r = m->k->res; r; r = r->next) {
 		const SirIns *w = NULL;
+		const SirPart *wp = NULL;
 		bool prod = false;
 		if (r->kind != R_MBAR)
 			continue;
-		for (int i = 0; i < m->nparts; i++)
+		for (int i = 0; i < m->nparts; i++) {
 			scan(&m->parts[i]->body, r, &w, &prod);
+			if (w && !wp)
+				wp = m->parts[i];
+		}
 		if (w && !prod) {
 			diag_error(ctx, w->span, "'%s' is waited on but nothing "
 				"arrives on it: no arrive, expect, TMA or commit "
 				"[no-producer]", r->name);
+			vf_find_add(ctx, &m->finds, "no-producer",
+				vf_last_error(ctx), wp, w->span)->bar = r;
 			diag_note(ctx, r->nspan, "'%s' declared here", r->name);
 			ok = false;
 		}
@@ -630,7 +714,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 	int nd[64], np = 0;
 	long combos = 1;
 
-	if (ctx->no_verify || !producers(ctx, m) || !vf_loads(ctx, m))
+	if (ctx->no_verify || !producers(ctx, m) || !vf_loads(ctx, m, &m->finds))
 		return;
 	int nbar = 0, nmres = 0;
 	for (const Res *r = m->k->res; r; r = r->next)
@@ -649,6 +733,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 	s->m = m;
 	s->k = m->k;
 	s->nmbase = nmres;
+	s->finds = &m->finds;
 	s->mbase = NEWARR(&ctx->scratch, int, nmres + 1);
 	vf_skips(s, m);
 	s->gdata = NEWARR(&ctx->scratch, const Node *,

@@ -17,6 +17,8 @@
 #define MAXTREC 64          /* tensor-memory access records, per
 			     * bucket: a lane quarter's, or the MMAs' */
 #define TQ_MMA 4
+#define RECW (MAXREC / 64)  /* words of a Rec bitmap */
+_Static_assert(MAXREC % 64 == 0 && MAXTREC == 64, "record bitmaps");
 
 /* A vector clock entry.  Every increment takes a step of a run, so an
  * entry stays below MAXSTEPS. */
@@ -143,7 +145,8 @@ typedef struct TRec {
 #define CLK_NEVER INT32_MAX
 
 /* The instructions of a block that a run may step over without executing
- * them: n[i] of them from instruction i (0: execute instruction i). */
+ * them: n[i] of them from instruction i (0: execute instruction i; -1:
+ * execute it, one that vf_step may do itself, vf_quick_op). */
 typedef struct Skip {
 	const SirBlock *b;
 	int *n;
@@ -172,12 +175,19 @@ typedef struct Sim {
 	char shape[320];
 	Rec rec[MAXREC];
 	int nrec;
+	uint64_t rlive[RECW];     /* bit i: rec[i].live, so scans visit */
+	uint64_t rwrite[RECW];    /* the live records only, in index order;
+				   * rwrite: those of writes (A_TMAW, A_GENW) */
+	uint64_t rpend[MAXPROC][RECW];  /* by process: its live pending reads */
 	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
 	Clk *done[MAXBAR][2];     /* of the last completed phases */
 	Clk *nbvc[24][2];         /* named barriers: accumulating, released */
 	bool capped;              /* a capacity limit was hit: warned */
-	int nvc;                  /* clock entries: np processes, then nmb
-				   * mbarriers (VB) */
+	int nvc;                  /* clock entries: np processes, then the
+				   * mbarriers' (VB) and tcgen05 commits'
+				   * (TC) that are read */
+	int *vbslot;              /* by mbarrier: VB entry, or -1 */
+	int tcslot[MAXPROC];      /* by process: TC entry, or -1 */
 	Clk *clocks;              /* every clock above, nclocks * nvc */
 	int nclocks;
 	Clk **vfree;              /* unused EV_TC clocks */
@@ -191,20 +201,39 @@ typedef struct Sim {
 	uint32_t rdy;             /* processes that may move (vf_wake) */
 	TRec trec[TQ_MMA + 1][MAXTREC]; /* tensor memory, by bucket */
 	int ntrec[TQ_MMA + 1];
+	uint64_t tlive[TQ_MMA + 1];   /* bit i: trec[k][i].live */
 	int tm_state;             /* 0 not allocated, 1 allocated, 2 freed */
 	int tm_proc;              /* who allocated (freed) it */
-	Clk tm_clock;             /* the allocating process's clock */
+	Clk tm_clock;             /* the allocating process's clock at its
+				   * first 'fence tmem_before' after the
+				   * alloc (CLK_NEVER: none yet) */
+	Clk tm_raw;               /* ... and at the alloc */
 	const SirIns *tm_at;      /* the tmem_alloc (tmem_free) */
 	int *mbase;               /* by mbarrier Res index: its first
 				   * element in mb */
 	int nmbase;
+	SirFinding **finds;       /* the module's list, for --emit dot */
+	const Proc *cur;          /* the process stepping, or NULL */
+	const Proc *other;        /* the next failure's other access, */
+	const SirIns *other_at;   /* set just before vf_fail, or NULL */
+	const Res *wait_bar;      /* the next failure's barrier (a hang) */
 } Sim;
 
-/* The clock entry of mbarrier b: how many of its phases were observed. */
-#define VB(s, b) ((s)->np + (b))
+/* For each i with bit i set in the nw words of bm, in increasing order,
+ * while cond holds (as a scan of the records by index visits the live
+ * ones); each word is read once, when the loop reaches it. */
+#define FOR_BITS(i, bm, nw, cond) \
+	for (int w_ = 0, i = 0; w_ < (nw) && (cond); w_++) \
+		for (uint64_t m_ = (bm)[w_]; m_ && (cond) && \
+		    ((i = w_ * 64 + __builtin_ctzll(m_)), 1); m_ &= m_ - 1)
+
+/* The clock entry of mbarrier b: how many of its phases were observed;
+ * -1 when no TMA load completes on it (vf_clocks). */
+#define VB(s, b) ((s)->vbslot[b])
 /* The clock entry of process i's tcgen05 commits: how many of them are
- * known to have completed (so every MMA it issued before them). */
-#define TC(s, i) ((s)->np + (s)->nmb + (i))
+ * known to have completed (so every MMA it issued before them); -1 when
+ * it issues no MMA and no commit. */
+#define TC(s, i) ((s)->tcslot[i])
 
 /* Four clock entries; clocks are arena arrays of nvc entries, a multiple
  * of four, so 16-byte aligned. */
@@ -234,6 +263,10 @@ vf_rnd(Sim *s)
 }
 
 /* verify.c */
+const char *vf_last_error(Ctx *);
+SirFinding *vf_find_add(Ctx *, SirFinding **, const char *check,
+	const char *msg, const SirPart *, Span);
+void vf_find(Sim *, Span, const char *check, const char *msg);
 void vf_fail(Sim *, Span, const char *check, const char *fmt,
 	const char *a, const char *b);
 void vf_note_traces(Sim *, const Proc *);
@@ -270,6 +303,26 @@ int vf_tc_commit(Sim *, Proc *);
 /* verify_why.c */
 void vf_why_deadlock(Sim *, const Proc *first);
 
+/* The pure ops that only set a scalar or nothing in a run: vf_step
+ * steps them without exec() when no wgmma is in flight. */
+static inline bool
+vf_quick_op(int op)
+{
+	switch (op) {
+	case SOP_const_i: case SOP_param: case SOP_const_f: case SOP_exp2:
+	case SOP_log2: case SOP_rcp: case SOP_tanh: case SOP_rowmax:
+	case SOP_rowsum: case SOP_convert: case SOP_mask_cols:
+	case SOP_mask_causal: case SOP_mask_below: case SOP_fill:
+	case SOP_gstore: case SOP_mov: case SOP_add: case SOP_sub:
+	case SOP_mul: case SOP_div: case SOP_rem: case SOP_and: case SOP_or:
+	case SOP_xor: case SOP_shl: case SOP_shr: case SOP_min: case SOP_max:
+	case SOP_eq: case SOP_ne: case SOP_lt: case SOP_le: case SOP_gt:
+	case SOP_ge:
+		return true;
+	}
+	return false;
+}
+
 /* verify_skip.c */
 void vf_skips(Sim *, const SirMod *);
 Skip *vf_skip_slot(const Sim *, const SirBlock *);
@@ -278,6 +331,7 @@ Skip *vf_skip_slot(const Sim *, const SirBlock *);
 bool vf_element(const Node *content, int64_t i, int64_t *v);
 
 /* verify_load.c */
-bool vf_loads(Ctx *, const SirMod *);  /* loaded values steer nothing */
+bool vf_loads(Ctx *, const SirMod *, SirFinding **);  /* loaded values
+							 * steer nothing */
 
 #endif

@@ -327,7 +327,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->seen[b] = obs;
 		if (obs >= 0) {  /* acquire: what the phase's arrivers did */
 			vf_join(s, p->vc, s->done[b][obs & 1]);
-			if (p->vc[VB(s, b)] < obs + 1)
+			if (VB(s, b) >= 0 && p->vc[VB(s, b)] < obs + 1)
 				p->vc[VB(s, b)] = obs + 1;
 		}
 		trace(p, in->span, "waited here", obs);
@@ -532,9 +532,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (in->imm == FENCE_TMEM_BEFORE || in->imm == FENCE_TMEM_AFTER)
 			vf_tmem_fence(s, p, in->imm == FENCE_TMEM_BEFORE);
 		if (in->imm == FENCE_ASYNC_SMEM)
-			for (int i = 0; i < s->nrec; i++)
-				if (s->rec[i].live && s->rec[i].kind == A_GENW &&
-				    s->rec[i].proc == self)
+			FOR_BITS(i, s->rwrite, RECW, true)
+				if (s->rec[i].kind == A_GENW && s->rec[i].proc == self)
 					s->rec[i].dirty = false;
 		return true;
 	default:
@@ -546,6 +545,50 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		return true;
 	}
+}
+
+/* What exec() does for the pure instructions that need no hazard check
+ * (p has no wgmma in flight) and only set a scalar or nothing: the
+ * common steps, without the call.  False for any other instruction. */
+static inline bool
+quick(const Sim *s, Proc *p, const SirIns *in)
+{
+	const SirVal *dv;
+
+	if (p->ninfl)
+		return false;
+	switch (in->op) {
+	case SOP_const_i:
+		p->v[in->dst] = in->imm;
+		return true;
+	case SOP_param:
+		p->v[in->dst] = s->params[in->r[0]->index];
+		return true;
+	case SOP_const_f: case SOP_exp2: case SOP_log2: case SOP_rcp:
+	case SOP_tanh: case SOP_rowmax: case SOP_rowsum: case SOP_convert:
+	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
+	case SOP_fill: case SOP_gstore:
+		return true;
+	case SOP_mov:
+		if (p->sp->vals[in->dst].ty != TY_FRAG) {
+			p->v[in->dst] = val(p, in->a[0]);
+			p->lanevar[in->dst] = p->lanevar[in->a[0]];
+		}
+		return true;
+	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div: case SOP_rem:
+	case SOP_and: case SOP_or: case SOP_xor: case SOP_shl: case SOP_shr:
+	case SOP_min: case SOP_max: case SOP_eq: case SOP_ne: case SOP_lt:
+	case SOP_le: case SOP_gt: case SOP_ge:
+		dv = in->dst ? &p->sp->vals[in->dst] : NULL;
+		if (dv && dv->ty != TY_FRAG && in->na == 2) {
+			p->v[in->dst] = wrap(arith(in->op, val(p, in->a[0]),
+				val(p, in->a[1]), p->sp->vals[in->a[0]].ty), dv->ty);
+			p->lanevar[in->dst] = p->lanevar[in->a[0]] ||
+				p->lanevar[in->a[1]];
+		}
+		return true;
+	}
+	return false;
 }
 
 /* The coordinates of work index i of a tile loop over grid d (total
@@ -666,32 +709,50 @@ loop_end(Sim *s, Proc *p)
 }
 
 /* Run one process until it blocks, finishes, or completes one
- * synchronizing instruction (an interleaving point). */
+ * synchronizing instruction (an interleaving point).  The innermost
+ * frame's position and the step counts live in locals between the calls
+ * that leave the frame (enter, exec) and are stored back before them. */
 void
 vf_step(Sim *s, Proc *p)
 {
+	long ps = p->steps, ss = s->steps;
+
 	while (p->depth > 0) {
 		Frame *f = &p->fr[p->depth - 1];
-		if (f->pc >= f->b->n) {
+		const SirIns *v = f->b->v;
+		const int *skip = f->skip;
+		int n = f->b->n, pc = f->pc;
+		const SirIns *in = NULL;
+		while (pc < n) {
+			int k = skip[pc];
+			if (k > 0 && ps + k <= MAXSTEPS / 4 && ss + k <= MAXSTEPS) {
+				ps += k;  /* as if stepped one by one */
+				ss += k;
+				pc += k;
+				continue;
+			}
+			in = &v[pc];
+			if (++ps > MAXSTEPS / 4 || ++ss > MAXSTEPS)
+				break;
+			if (k >= 0 || !quick(s, p, in))
+				break;
+			pc++;
+			in = NULL;
+		}
+		f->pc = pc;
+		p->steps = ps;
+		s->steps = ss;
+		if (!in) {
 			loop_end(s, p);
 			continue;
 		}
-		int k = f->skip[f->pc];
-		if (k && p->steps + k <= MAXSTEPS / 4 && s->steps + k <=
-		    MAXSTEPS) {  /* as if stepped one by one */
-			p->steps += k;
-			s->steps += k;
-			f->pc += k;
-			continue;
-		}
-		const SirIns *in = &f->b->v[f->pc];
-		if (++p->steps > MAXSTEPS / 4 || ++s->steps > MAXSTEPS) {
+		if (ps > MAXSTEPS / 4 || ss > MAXSTEPS) {
 			Iter it;
 			vf_iter(p, &it);
 			vf_fail(s, in->span, "runaway", "a run of the schedule did "
 				"not finish: %s was still running here when %s step "
-				"budget ran out", vf_who(s, p, &it), p->steps >
-				MAXSTEPS / 4 ? "its" : "the run's");
+				"budget ran out", vf_who(s, p, &it), ps > MAXSTEPS / 4 ?
+				"its" : "the run's");
 			p->depth = 0;
 			break;
 		}

@@ -95,7 +95,8 @@ role(const SirIns *in, int k, char *buf, size_t n)
 }
 
 static bool
-check(Ctx *ctx, const SirPart *sp, const SirBlock *b, const SirIns **src)
+check(Ctx *ctx, const SirPart *sp, const SirBlock *b, const SirIns **src,
+	SirFinding **finds)
 {
 	char buf[96];
 
@@ -122,20 +123,24 @@ check(Ctx *ctx, const SirPart *sp, const SirBlock *b, const SirIns **src)
 				"barriers or branches that synchronize "
 				"[loaded-value]", role(in, k, buf, sizeof buf),
 				from->r[0]->name);
+			SirFinding *f = vf_find_add(ctx, finds, "loaded-value",
+				vf_last_error(ctx), sp, in->span);
 			diag_note(ctx, from->span, "'%s' is loaded here",
 				from->r[0]->name);
+			f->other = sp;
+			f->other_at = from->span;
 			return false;
 		}
-		if (in->body && !check(ctx, sp, in->body, src))
+		if (in->body && !check(ctx, sp, in->body, src, finds))
 			return false;
-		if (in->els && !check(ctx, sp, in->els, src))
+		if (in->els && !check(ctx, sp, in->els, src, finds))
 			return false;
 	}
 	return true;
 }
 
 bool
-vf_loads(Ctx *ctx, const SirMod *m)
+vf_loads(Ctx *ctx, const SirMod *m, SirFinding **finds)
 {
 	for (int i = 0; i < m->nparts; i++) {
 		const SirPart *sp = m->parts[i];
@@ -143,7 +148,7 @@ vf_loads(Ctx *ctx, const SirMod *m)
 			sp->nvals + 1);
 		while (spread(&sp->body, src, NULL))
 			;
-		if (!check(ctx, sp, &sp->body, src))
+		if (!check(ctx, sp, &sp->body, src, finds))
 			return false;
 	}
 	return true;

@@ -238,6 +238,9 @@ skip_blocks(Sim *s, const SirBlock *b, const bool *rel, const bool *wg,
 	for (int i = b->n - 1; i >= 0; i--)
 		k->n[i] = skippable(&b->v[i], rel, wg, isk) ? k->n[i + 1] + 1 :
 			0;
+	for (int i = 0; i < b->n; i++)
+		if (!k->n[i] && vf_quick_op(b->v[i].op))
+			k->n[i] = -1;
 	for (int i = 0; i < b->n; i++) {
 		if (b->v[i].body)
 			nb += skip_blocks(s, b->v[i].body, rel, wg, isk);

@@ -7,17 +7,23 @@
  * warp touch its 32 lanes (warp % 4) of the columns of their slice; a
  * tcgen05.mma writes its accumulator's columns (and reads a tensor-memory
  * A operand) in all 128 lanes, asynchronously, until a 'commit' of its
- * issuer after it reaches an mbarrier.  Orderings:
+ * issuer after it reaches an mbarrier.  Orderings (the PTX ISA's tcgen05
+ * memory consistency rules: only with the tcgen05 fences does a thread
+ * sync order tcgen05 operations):
  *   thread -> other    'fence tmem_before', a release (arrive, bsync),
  *                      its acquire, then 'fence tmem_after' in the other
+ *                      (a write after a read, and the free, too)
+ *   alloc -> other     the same: the allocating warp's first 'fence
+ *                      tmem_before' after the alloc publishes it
  *   MMA -> thread      a wait on a phase a later commit of the issuer
  *                      arrived on (or anything ordered after it), then
- *                      'fence tmem_after'
+ *                      'fence tmem_after' (the free, too, in any warp)
  *   MMA -> MMA         issue order, when one process issues both
  * A read not ordered after a write, or a write not ordered after an
  * access, is a 'tmem-race'; an access not ordered after 'tmem_alloc' or
  * after 'tmem_free', and a free not ordered after every access, are
- * 'tmem-alloc' errors.
+ * 'tmem-alloc' errors; when the thread sync is there and only a fence of
+ * the pair is missing, 'tmem-fence'.
  * Requires: a Sim set up by verify.c.  Ensures: those diagnostics. */
 #include <stddef.h>
 #include <stdio.h>
@@ -122,29 +128,48 @@ is_mma(const TRec *r)
 	return r->kind == T_MMAW || r->kind == T_MMAR;
 }
 
-/* Is access r ordered before q's access (an MMA q issues: mma; the
- * free: free)? */
+/* Is access r ordered before q's access (an MMA q issues: mma)?  Across warps, tcgen05 operations are ordered only
+ * through the fence pair (PTX ISA, tcgen05 memory consistency): 'fence
+ * tmem_before' after r in its warp, a release there that q acquires,
+ * then 'fence tmem_after' in q before its access; an MMA's completion
+ * reaches q through a commit's phase, then 'fence tmem_after'. */
 static bool
-ordered(const Sim *s, const TRec *r, const Proc *q, bool mma, bool free)
+ordered(const Sim *s, const TRec *r, const Proc *q, bool mma)
 {
 	int qi = (int)(q - s->p);
 
 	if (is_mma(r))
 		return (mma && r->proc == qi) || (r->clock != CLK_NEVER &&
-			(free ? q->vc : q->tvc)[TC(s, r->proc)] >= r->clock);
-	/* a thread's read is complete when its warp goes on (tcgen05.ld
-	 * waits for its registers), so a write after it, and the free,
-	 * need the release and acquire but not the acquiring side's
-	 * 'fence tmem_after' */
-	if (free)  /* tcgen05.wait::st and ::ld end them in the warp */
-		return r->proc == qi || q->vc[r->proc] >= r->raw;
-	const Clk *c = r->kind == T_THRR ? q->vc : q->tvc;
-	return r->proc == qi || (r->clock != CLK_NEVER && c[r->proc] >=
+			q->tvc[TC(s, r->proc)] >= r->clock);
+	return r->proc == qi || (r->clock != CLK_NEVER && q->tvc[r->proc] >=
 		r->clock);
+}
+
+/* Not ordered, but q has acquired what r's side released after r: only
+ * the fence pair is missing.  "before": r's warp has no 'fence
+ * tmem_before' between r and that release; else q has no 'fence
+ * tmem_after' between the acquire and its access. */
+static bool
+unfenced(const Sim *s, const TRec *r, const Proc *q, bool *before)
+{
+	if (is_mma(r)) {
+		*before = false;
+		return r->clock != CLK_NEVER && q->vc[TC(s, r->proc)] >=
+			r->clock;
+	}
+	*before = r->clock == CLK_NEVER || q->vc[r->proc] < r->clock;
+	return q->vc[r->proc] >= r->raw;
 }
 
 static const char *const verbs[] = {"a tcgen05.mma writes",
 	"a tcgen05.mma reads", "'tmem_store' writes", "'tmem_load' reads"};
+
+/* The other operation, for tmem-fence: how it is ordered before. */
+static const char *const synced[] = {"a tcgen05.mma writes it, its "
+	"completion waited for through a commit", "a tcgen05.mma reads it, "
+	"its completion waited for through a commit", "'tmem_store' writes "
+	"it in another warp, ordered by a thread sync", "'tmem_load' reads "
+	"it in another warp, ordered by a thread sync"};
 
 /* What would have ordered r before an access of q. */
 static const char *
@@ -163,6 +188,32 @@ missing(const TRec *r, bool mma)
 		"the issuer waits on before 'fence tmem_after' and the MMA" :
 		"an arrive or bsync after its 'fence tmem_before' that this "
 		"side waits on, then 'fence tmem_after'";
+}
+
+/* The tmem-fence error: q's operation (what, at in) is ordered after the
+ * other warp's (other, by p at at, it) by a thread sync, without the
+ * fence pair around that sync. */
+static void
+fence_missing(Sim *s, Proc *q, const SirIns *in, const char *what,
+	const char *other, const Proc *p, const SirIns *at, const Iter *it,
+	bool before)
+{
+	char a[400];
+	Iter qit;
+
+	vf_iter(q, &qit);
+	snprintf(a, sizeof a, "%s: %s after %s, without the tcgen05 fence "
+		"pair", vf_who(s, q, &qit), what, other);
+	s->other = p;
+	s->other_at = at;
+	vf_fail(s, in->span, "tmem-fence", "%s: %s", a, before ? "add 'fence "
+		"tmem_before' in that warp after it, before the arrive or "
+		"bsync that this side waits on" : "add 'fence tmem_after' in "
+		"this warp after the wait, before this operation");
+	if (at)
+		diag_note(s->ctx, at->span, "the other operation, by %s",
+			vf_who(s, p, it));
+	vf_note_traces(s, q);
 }
 
 /* The schedule's tmem_alloc, for a note, and the partition that runs it. */
@@ -185,9 +236,22 @@ alloc_ok(Sim *s, Proc *q, const SirIns *in)
 {
 	int qi = (int)(q - s->p);
 
+	if (s->failed)  /* reported: the run stops at this step */
+		return false;
 	if (s->tm_state == 1 && (s->tm_proc == qi || (s->tm_clock !=
-	    CLK_NEVER && q->vc[s->tm_proc] >= s->tm_clock)))
+	    CLK_NEVER && q->tvc[s->tm_proc] >= s->tm_clock)))
 		return true;
+	if (s->tm_state == 1 && q->vc[s->tm_proc] >= s->tm_raw) {
+		/* synced after the alloc, without the fence pair */
+		Iter it = {-1, -1, NULL};
+		fence_missing(s, q, in, in->op == SOP_tmem_free ? "this "
+			"'tmem_free' frees tensor memory" : "this uses tensor "
+			"memory", "'tmem_alloc' allocates it in another warp, "
+			"ordered by a thread sync", &s->p[s->tm_proc],
+			s->tm_at, &it, s->tm_clock == CLK_NEVER ||
+			q->vc[s->tm_proc] < s->tm_clock);
+		return false;
+	}
 	if (s->tm_state == 2) {
 		vf_fail(s, in->span, "tmem-alloc", "'%s' uses tensor memory "
 			"after 'tmem_free'%s", vf_pname(s, q), "");
@@ -233,12 +297,19 @@ conflict(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 		verbs[r->kind]);
 	snprintf(b, sizeof b, ", not ordered after it: %s",
 		missing(r, kind == T_MMAW || kind == T_MMAR));
+	s->other = &s->p[r->proc];
+	s->other_at = r->at;
 	vf_fail(s, in->span, "tmem-race", "%s%s", a, b);
 	if (r->at)
 		diag_note(s->ctx, r->at->span, "the other access, by %s",
 			vf_who(s, &s->p[r->proc], &r->it));
 	vf_note_traces(s, q);
 }
+
+/* q's operation, for tmem-fence */
+static const char *const mine_verb[] = {"this tcgen05.mma writes tensor "
+	"memory", "this tcgen05.mma reads tensor memory", "this 'tmem_store' "
+	"writes tensor memory", "this 'tmem_load' reads tensor memory"};
 
 /* q's tile iteration, as vf_iter finds it. */
 static int32_t
@@ -263,45 +334,58 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 	int mine = mma ? TQ_MMA : __builtin_ctz(lanes);
 
 	/* a warp's access meets its lane quarter's records and the MMAs'; an
-	 * MMA meets every bucket */
-	for (int k = 0; k <= TQ_MMA; k++)
-	for (int i = 0; (mma || k == mine || k == TQ_MMA) && i < s->ntrec[k] &&
-	    !s->failed; i++) {
-		TRec *r = &s->trec[k][i];
-		if (!r->live)
-			continue;
-		/* a thread's unfenced accesses from one statement (the
-		 * unrolled slices of a 'static for') merge into one record
-		 * when their columns meet: the same ordering covers them */
-		if (!mma && r->proc == qi && r->kind == kind && r->lanes ==
-		    lanes && r->clock == CLK_NEVER && r->c0 <= c1 && c0 <=
-		    r->c1 && r->at->span.lo == in->span.lo && r->at->span.hi ==
-		    in->span.hi && r->it.tile == q_it_tile(q))
-			join = r;
-		if (r->c1 <= c0 || c1 <= r->c0 || !(r->lanes & lanes))
-			continue;
-		bool rw = r->kind == T_MMAW || r->kind == T_THRW;
-		if ((w || rw) && !ordered(s, r, q, mma, false)) {
-			conflict(s, q, in, kind, res, idx, c0, c1, r);
-			return;
+	 * MMA meets every bucket (a run that failed checks no more) */
+	unsigned bk = s->failed ? 0 : mma ? 0x1fu : 1u << mine | 1u << TQ_MMA;
+	int32_t tile = -2;  /* q_it_tile(q), once needed */
+	for (; bk; bk &= bk - 1) {
+		int k = __builtin_ctz(bk);
+		for (uint64_t m = s->tlive[k]; m; m &= m - 1) {
+			int i = __builtin_ctzll(m);
+			TRec *r = &s->trec[k][i];
+			/* neither joined nor met: columns apart, lanes apart */
+			if (r->c1 < c0 || c1 < r->c0 || !(r->lanes & lanes))
+				continue;
+			/* a thread's unfenced accesses from one statement (the
+			 * unrolled slices of a 'static for') merge into one
+			 * record when their columns meet: the same ordering
+			 * covers them */
+			if (!mma && r->proc == qi && r->kind == kind &&
+			    r->lanes == lanes && r->clock == CLK_NEVER &&
+			    r->at->span.lo == in->span.lo && r->at->span.hi ==
+			    in->span.hi && r->it.tile == (tile == -2 ?
+			    (tile = q_it_tile(q)) : tile))
+				join = r;
+			if (r->c1 <= c0 || c1 <= r->c0)
+				continue;
+			bool rw = r->kind == T_MMAW || r->kind == T_THRW, bf;
+			if ((w || rw) && !ordered(s, r, q, mma)) {
+				if (unfenced(s, r, q, &bf))
+					fence_missing(s, q, in, mine_verb[kind],
+						synced[r->kind], &s->p[r->proc], r->at,
+						&r->it, bf);
+				else
+					conflict(s, q, in, kind, res, idx, c0, c1, r);
+				return;
+			}
+			/* a write replaces what it covers; an access replaces
+			 * the same process's like access it covers */
+			if (r->c0 >= c0 && r->c1 <= c1 && (r->lanes & ~lanes) ==
+			    0 && (w || (r->kind == kind && r->proc == qi))) {
+				r->live = false;
+				s->tlive[k] &= ~(1ull << i);
+			}
 		}
-		/* a write replaces what it covers; an access replaces the
-		 * same process's like access it covers */
-		if (r->c0 >= c0 && r->c1 <= c1 && (r->lanes & ~lanes) == 0 &&
-		    (w || (r->kind == kind && r->proc == qi)))
-			r->live = false;
 	}
 	if (join && join->live) {
 		join->c0 = join->c0 < c0 ? join->c0 : c0;
 		join->c1 = join->c1 > c1 ? join->c1 : c1;
 		return;
 	}
-	TRec *t = NULL;
-	for (int i = 0; i < s->ntrec[mine] && !t; i++)
-		if (!s->trec[mine][i].live)
-			t = &s->trec[mine][i];
-	if (!t && s->ntrec[mine] < MAXTREC)
-		t = &s->trec[mine][s->ntrec[mine]++];
+	/* the first free slot: the lowest clear bit of tlive below ntrec */
+	int ti = ~s->tlive[mine] ? __builtin_ctzll(~s->tlive[mine]) : 64;
+	if (ti >= s->ntrec[mine] && s->ntrec[mine] < MAXTREC)
+		ti = s->ntrec[mine]++;
+	TRec *t = ti < s->ntrec[mine] ? &s->trec[mine][ti] : NULL;
 	if (!t) {
 		if (!s->capped)
 			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
@@ -311,6 +395,7 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 		s->capped = true;
 		return;
 	}
+	s->tlive[mine] |= 1ull << ti;
 	*t = (TRec){.kind = kind, .proc = qi, .c0 = c0, .c1 = c1, .lanes =
 		lanes, .clock = CLK_NEVER, .raw = q->vc[qi], .live = true,
 		.at = in};
@@ -327,19 +412,29 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 	case SOP_tmem_alloc:
 		s->tm_state = 1;
 		s->tm_proc = self;
-		s->tm_clock = p->vc[self];
+		s->tm_clock = CLK_NEVER;  /* until its 'fence tmem_before' */
+		s->tm_raw = p->vc[self];
 		s->tm_at = in;
 		return;
 	case SOP_tmem_free:
 		if (!alloc_ok(s, p, in))
 			return;
-		for (int k = 0; k <= TQ_MMA; k++)
-		for (int i = 0; i < s->ntrec[k] && !s->failed; i++) {
+		for (int k = 0; k <= TQ_MMA && !s->failed; k++)
+		FOR_BITS(i, &s->tlive[k], 1, !s->failed) {
 			const TRec *r = &s->trec[k][i];
-			if (!r->live || ordered(s, r, p, false, true))
+			bool bf;
+			if (ordered(s, r, p, false))
 				continue;
+			if (unfenced(s, r, p, &bf)) {
+				fence_missing(s, p, in, "this 'tmem_free' frees "
+					"tensor memory", synced[r->kind],
+					&s->p[r->proc], r->at, &r->it, bf);
+				break;
+			}
 			Iter it;
 			vf_iter(p, &it);
+			s->other = &s->p[r->proc];
+			s->other_at = r->at;
 			vf_fail(s, in->span, "tmem-alloc", "%s frees tensor memory "
 				"that %s, not ordered before the free", vf_who(s, p, &it),
 				verbs[r->kind]);
@@ -395,10 +490,12 @@ vf_tmem_fence(Sim *s, Proc *p, bool before)
 		memcpy(p->tvc, p->vc, s->nvc * sizeof(Clk));
 		return;
 	}
+	if (s->tm_state == 1 && s->tm_proc == self && s->tm_clock == CLK_NEVER)
+		s->tm_clock = p->vc[self];  /* the alloc, published */
 	int k = (p->sp->part->warp_lo + p->warp) % 4;
-	for (int i = 0; i < s->ntrec[k]; i++) {
+	FOR_BITS(i, &s->tlive[k], 1, true) {
 		TRec *r = &s->trec[k][i];
-		if (r->live && r->proc == self && r->clock == CLK_NEVER)
+		if (r->proc == self && r->clock == CLK_NEVER)
 			r->clock = p->vc[self];
 	}
 }
@@ -410,16 +507,16 @@ vf_tc_commit(Sim *s, Proc *p)
 {
 	int self = (int)(p - s->p), n = ++p->tc_commits;
 
-	for (int i = 0; i < s->ntrec[TQ_MMA]; i++) {
+	FOR_BITS(i, &s->tlive[TQ_MMA], 1, true) {
 		TRec *r = &s->trec[TQ_MMA][i];
-		if (r->live && r->proc == self && r->clock == CLK_NEVER)
+		if (r->proc == self && r->clock == CLK_NEVER)
 			r->clock = n;
 	}
-	for (int i = 0; i < s->nrec; i++) {
-		Rec *r = &s->rec[i];
-		if (r->live && r->kind == A_READ && r->bulk == 2 && r->proc ==
-		    self && r->group == CLK_NEVER)
-			r->group = n;
-	}
+	for (int w = 0; w < RECW; w++)  /* pending until a commit */
+		for (uint64_t m = s->rpend[self][w]; m; m &= m - 1) {
+			Rec *r = &s->rec[w * 64 + __builtin_ctzll(m)];
+			if (r->bulk == 2 && r->group == CLK_NEVER)
+				r->group = n;
+		}
 	return n;
 }

@@ -12,6 +12,47 @@
 #include "check/check.h"
 #include "check/verify.h"
 
+/* Does b (or a block in it) hold a TMA load completing on r, or (r
+ * NULL) a tcgen05.mma or commit? */
+static bool
+uses(const SirBlock *b, const Res *r)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (r ? in->op == SOP_tma_load && in->r[2] == r :
+		    in->op == SOP_tc_mma || in->op == SOP_tc_commit)
+			return true;
+		if ((in->body && uses(in->body, r)) ||
+		    (in->els && uses(in->els, r)))
+			return true;
+	}
+	return false;
+}
+
+/* The clock entries: one per process; one per element of an mbarrier
+ * that TMA loads complete on (VB: the phases observed, which order the
+ * loads' writes; no other barrier's is read); on sm_100a, one per warp of
+ * a partition that issues tcgen05.mma or commits (TC).  The entries are
+ * independent under a join, so leaving out those nothing reads changes
+ * no other. */
+static void
+slots(Sim *s)
+{
+	int n = s->np;
+
+	s->vbslot = NEWARR(&s->ctx->scratch, int, s->nmb + 1);
+	for (int b = 0; b < s->nmb; b++) {
+		bool tma = false;
+		for (int i = 0; i < s->m->nparts && !tma; i++)
+			tma = uses(&s->m->parts[i]->body, s->mb[b].r);
+		s->vbslot[b] = tma ? n++ : -1;
+	}
+	for (int i = 0; i < s->np; i++)
+		s->tcslot[i] = s->k->target == TGT_SM100A &&
+			uses(&s->p[i].sp->body, NULL) ? n++ : -1;
+	s->nvc = (n + 3) & ~3;
+}
+
 /* The clocks of processes, mbarrier phases and named barriers, sized to
  * the processes and mbarriers in use (the same in every run).  A run
  * starts from zero in those it joins into (processes, accumulating
@@ -22,10 +63,8 @@ vf_clocks(Sim *s)
 {
 	Clk *c;
 
-	/* sm_100a: one more entry per process, its tcgen05 commits */
-	int ntc = s->k->target == TGT_SM100A ? s->np : 0;
-	s->nvc = (s->np + s->nmb + ntc + 3) & ~3;
 	if (!s->clocks) {
+		slots(s);
 		s->nclocks = 2 * s->np + 3 * s->nmb + 2 * 24;
 		s->clocks = NEWARR(&s->ctx->scratch, Clk, (size_t)s->nclocks *
 			s->nvc);
@@ -125,6 +164,8 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 	vf_iter(q, &it);
 	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
 		&it), what, tc ? "a tcgen05.mma reads" : kinds[r->kind]);
+	s->other = &s->p[r->proc];
+	s->other_at = r->at;
 	vf_fail(s, in->span, "race", "%s without an ordering barrier%s", a,
 		tc ? (r->group == CLK_NEVER ? " (no commit follows the MMA yet)" :
 		" (wait on the phase a commit after the MMA arrives on)") :
@@ -146,27 +187,32 @@ vf_range_of(const Res *r, int64_t st, int64_t *lo, int64_t *hi)
 static Rec *
 add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
 {
-	for (int i = 0; i < s->nrec; i++)
-		if (!s->rec[i].live) {
-			s->rec[i] = (Rec){.kind = kind, .proc = (int)(p - s->p),
-				.lo = lo, .hi = hi, .live = true, .at = at,
-				.clock = p->vc[p - s->p]};
-			vf_iter(p, &s->rec[i].it);
-			return &s->rec[i];
+	int i = 0;
+
+	/* the first free slot: the lowest clear bit of rlive below nrec */
+	while (i < s->nrec && !~s->rlive[i / 64])
+		i += 64;
+	if (i < s->nrec)
+		i += __builtin_ctzll(~s->rlive[i / 64]);
+	if (i >= s->nrec) {
+		if (s->nrec == MAXREC) {
+			if (!s->capped)
+				diag_warn(s->ctx, "verify-limit", s->k->span, "the "
+					"verifier stopped tracking shared-memory "
+					"accesses: more than %d at once (%s)", MAXREC,
+					s->shape);
+			s->capped = true;
+			return NULL;
 		}
-	if (s->nrec == MAXREC) {
-		if (!s->capped)
-			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
-				"verifier stopped tracking shared-memory accesses: "
-				"more than %d at once (%s)", MAXREC, s->shape);
-		s->capped = true;
-		return NULL;
+		i = s->nrec++;
 	}
-	s->rec[s->nrec] = (Rec){.kind = kind, .proc = (int)(p - s->p),
-		.lo = lo, .hi = hi, .live = true, .at = at,
-		.clock = p->vc[p - s->p]};
-	vf_iter(p, &s->rec[s->nrec].it);
-	return &s->rec[s->nrec++];
+	s->rec[i] = (Rec){.kind = kind, .proc = (int)(p - s->p), .lo = lo,
+		.hi = hi, .live = true, .at = at, .clock = p->vc[p - s->p]};
+	vf_iter(p, &s->rec[i].it);
+	s->rlive[i / 64] |= 1ull << (i % 64);
+	if (kind != A_READ)
+		s->rwrite[i / 64] |= 1ull << (i % 64);
+	return &s->rec[i];
 }
 
 /* An asynchronous read of [lo, hi) (wgmma operand, TMA store source):
@@ -175,12 +221,13 @@ void
 vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 	int bulk, int64_t geo, int64_t r0, int64_t r1)
 {
-	for (int i = 0; i < s->nrec && !s->failed; i++) {
+	FOR_BITS(i, s->rwrite, RECW, !s->failed) {
 		Rec *r = &s->rec[i];
-		if (!r->live || r->kind == A_READ || !overlaps(r, lo, hi, geo,
-		    r0, r1))
+		if (!overlaps(r, lo, hi, geo, r0, r1))
 			continue;
 		if (r->kind == A_GENW && r->dirty) {
+			s->other = &s->p[r->proc];
+			s->other_at = r->at;
 			vf_fail(s, in->span, "proxy-fence", "TMA or wgmma reads shared "
 				"memory that '%s' wrote with ordinary stores and no "
 				"'fence async_smem' after them%s",
@@ -199,6 +246,8 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		r->r1 = r1;
 		r->pending = true;
 		r->bulk = bulk;
+		int i = (int)(r - s->rec);
+		s->rpend[r->proc][i / 64] |= 1ull << (i % 64);
 		r->group = bulk == 2 ? CLK_NEVER : bulk ? p->bulk_groups + 1 :
 			p->wg_seq + 1;
 	}
@@ -220,8 +269,12 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 			race(s, p, in, r, tma ? "a TMA load overwrites" :
 				"this overwrites");
 		if (r->lo >= lo && r->hi <= hi && (!geo || r->geo != geo ||
-		    (r->r0 >= r0 && r->r1 <= r1)))
+		    (r->r0 >= r0 && r->r1 <= r1))) {
 			r->live = false;
+			s->rlive[i / 64] &= ~(1ull << (i % 64));
+			s->rwrite[i / 64] &= ~(1ull << (i % 64));
+			s->rpend[r->proc][i / 64] &= ~(1ull << (i % 64));
+		}
 	}
 	Rec *r = add_rec(s, tma ? A_TMAW : A_GENW, p, lo, hi, in);
 	if (r) {
@@ -238,12 +291,15 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 void
 vf_retire_reads(Sim *s, Proc *p, bool bulk, int upto)
 {
-	for (int i = 0; i < s->nrec; i++) {
-		Rec *r = &s->rec[i];
-		if (r->live && r->kind == A_READ && r->pending && r->bulk == bulk
-		    && r->proc == p - s->p && r->group <= upto) {
-			r->pending = false;
-			r->clock = p->vc[p - s->p];
+	uint64_t *pend = s->rpend[p - s->p];
+
+	for (int w = 0; w < RECW; w++)
+		for (uint64_t m = pend[w]; m; m &= m - 1) {
+			Rec *r = &s->rec[w * 64 + __builtin_ctzll(m)];
+			if (r->bulk == bulk && r->group <= upto) {
+				r->pending = false;
+				r->clock = p->vc[p - s->p];
+				pend[w] &= ~(m & -m);
+			}
 		}
-	}
 }

@@ -83,8 +83,20 @@ check_reg(const PtxFn *f, PReg r)
 const char *
 ptx_regname(PtxFn *f, PReg r, char buf[16])
 {
+	char d[10];
+	int n = 0, k = 0;
+	uint32_t id = r.id;
+
 	check_reg(f, r);
-	snprintf(buf, 16, "%s%" PRIu32, kinds[r.kind].prefix, r.id);
+	/* by hand, not snprintf: it names every operand of the kernel */
+	for (const char *c = kinds[r.kind].prefix; *c; c++)
+		buf[n++] = *c;
+	do
+		d[k++] = (char)('0' + id % 10);
+	while ((id /= 10));
+	while (k)
+		buf[n++] = d[--k];
+	buf[n] = 0;
 	return buf;
 }
 

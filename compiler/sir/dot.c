@@ -3,7 +3,9 @@
  * memory buffers (cylinders), with an edge for each kind of use: a
  * partition arrives on, expects, commits to or waits on a barrier; TMA
  * writes a buffer and completes on a barrier; wgmma and TMA stores read
- * buffers.  Edges are deduplicated and printed in a fixed order. */
+ * buffers.  Edges are deduplicated and printed in a fixed order.  The
+ * schedule verifier's errors (SirMod.finds), when it refused the
+ * schedule, follow in red. */
 #include <stdio.h>
 #include <string.h>
 
@@ -96,6 +98,81 @@ walk(D *d, const char *p, const SirBlock *b)
 	}
 }
 
+static const char *
+part_node(D *d, const SirPart *sp)
+{
+	const Part *pt = sp->part;
+	char nm[64];
+
+	if (pt->index >= 0)
+		snprintf(nm, sizeof nm, "%s_%d", pt->name, pt->index);
+	else
+		snprintf(nm, sizeof nm, "%s", pt->name);
+	return node(d, "p", nm);
+}
+
+/* s into a quoted label, escaped. */
+static void
+label_puts(Buf *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_putc(out, '\\');
+		buf_putc(out, *s);
+	}
+}
+
+static void
+label_at(D *d, Buf *out, const char *what, Span sp)
+{
+	uint32_t line, col;
+
+	src_linecol(&d->ctx->src, sp.lo, &line, &col);
+	buf_puts(out, "\\n");
+	buf_puts(out, what);
+	buf_puts(out, " ");
+	label_puts(out, d->ctx->src.name);
+	buf_printf(out, ":%u:%u", line, col);
+}
+
+/* A verifier error, in red: an edge from the other access's partition
+ * (or from the barrier a hang waits on) to the partition that reports
+ * it, labelled with the diagnostic and both places; an error with
+ * neither is a red note tied to what it names. */
+static void
+finding(D *d, Buf *out, const SirFinding *f, int n)
+{
+	const char *to = f->part ? part_node(d, f->part) : NULL;
+	const char *bar = f->bar ? node(d, f->bar->kind == R_NBAR ? "n" : "b",
+		f->bar->name) : NULL;
+	const char *from = f->other ? part_node(d, f->other) : bar;
+
+	if (!to || !from) {
+		to = node(d, "err", "");
+		buf_printf(out, "\t%s%d [shape=note, color=red, fontcolor=red, "
+			"label=\"", to, n);
+	} else {
+		buf_printf(out, "\t%s -> %s [color=red, fontcolor=red, "
+			"penwidth=2, label=\"", from, to);
+	}
+	buf_printf(out, "%s: ", f->check);
+	label_puts(out, f->msg);
+	if (f->part)
+		label_at(d, out, f->other ? "this access" : "at", f->at);
+	if (f->other)
+		label_at(d, out, "the other access", f->other_at);
+	buf_puts(out, "\"];\n");
+	if (f->part && from)
+		return;
+	/* the note: edges from what it names */
+	const char *names[] = {f->part ? part_node(d, f->part) : NULL,
+		f->other ? part_node(d, f->other) : NULL, bar};
+	for (size_t i = 0; i < COUNT(names); i++)
+		if (names[i])
+			buf_printf(out, "\t%s -> %s%d [color=red];\n", names[i],
+				to, n);
+}
+
 void
 sir_dot(Ctx *ctx, const SirMod *m, Buf *out)
 {
@@ -106,12 +183,7 @@ sir_dot(Ctx *ctx, const SirMod *m, Buf *out)
 		"\tedge [fontname=\"Helvetica\", fontsize=9];\n", m->k->name);
 	for (int i = 0; i < m->nparts; i++) {
 		const Part *pt = m->parts[i]->part;
-		char nm[64];
-		if (pt->index >= 0)
-			snprintf(nm, sizeof nm, "%s_%d", pt->name, pt->index);
-		else
-			snprintf(nm, sizeof nm, "%s", pt->name);
-		const char *id = node(&d, "p", nm);
+		const char *id = part_node(&d, m->parts[i]);
 		buf_printf(out, "\t%s [shape=box, style=filled, "
 			"fillcolor=\"#dde8f5\", label=\"%s%s\\nwarps %d..%d",
 			id, pt->name, pt->index >= 0 ? "[i]" : "", pt->warp_lo,
@@ -141,5 +213,8 @@ sir_dot(Ctx *ctx, const SirMod *m, Buf *out)
 	for (int i = 0; i < d.n; i++)
 		buf_printf(out, "\t%s -> %s [label=\"%s\"];\n", d.e[i].from,
 			d.e[i].to, d.e[i].label);
+	int n = 0;
+	for (const SirFinding *f = m->finds; f; f = f->next)
+		finding(&d, out, f, n++);
 	buf_puts(out, "}\n");
 }

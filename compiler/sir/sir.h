@@ -77,10 +77,25 @@ typedef struct SirPart {
 	SirBlock body;
 } SirPart;
 
+/* A schedule-verifier error, kept for --emit dot (check/verify.c writes
+ * them, dot.c draws them): the partition that reports it, the other
+ * access's partition and place, or the barrier a hang waits on. */
+typedef struct SirFinding {
+	const char *check;    /* "race", "deadlock", ... */
+	const char *msg;      /* the diagnostic's text */
+	const SirPart *part;  /* NULL: none (an asynchronous completion) */
+	Span at;
+	const SirPart *other; /* NULL: one place only */
+	Span other_at;
+	const Res *bar;       /* a hang: the barrier waited on, or NULL */
+	struct SirFinding *next;
+} SirFinding;
+
 typedef struct SirMod {
 	Kernel *k;
 	SirPart **parts;
 	int nparts;
+	SirFinding *finds;  /* the verifier's errors, in order */
 } SirMod;
 
 Ref sir_val(Ctx *, SirPart *, Ty, const char *name);

@@ -179,12 +179,14 @@ tmem_load_splits_into_power_of_two_shapes(void **state)
 		"partition p warps=0..3 {\n"
 		"	reg x : f32[128, 96] layout=r;\n"
 		"	bsync b;\n"
+		"	fence tmem_after;\n"
 		"	tmem_load x, s;\n"
 		"	let m = rowmax(x);\n"
+		"	fence tmem_before;\n"
 		"	bsync b;\n"
 		"}\n"
-		"partition o warps=4 { tmem_alloc 128; bsync b; bsync b; "
-		"tmem_free; }\n";
+		"partition o warps=4 { tmem_alloc 128; fence tmem_before; "
+		"bsync b; bsync b; fence tmem_after; tmem_free; }\n";
 	(void)state;
 	compile(src, EMIT_PTX, &o1, arena_default_alloc, NULL);
 	assert_int_equal(o1.nerr, 0);

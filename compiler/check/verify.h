@@ -288,6 +288,8 @@ int64_t vf_geometry(const Res *);
 void vf_range_of(const Res *, int64_t st, int64_t *lo, int64_t *hi);
 void vf_acc_read(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	int bulk, int64_t geo, int64_t r0, int64_t r1);
+void vf_acc_gread(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
+	int64_t geo, int64_t r0, int64_t r1);
 Rec *vf_acc_write(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	bool tma, int64_t geo, int64_t r0, int64_t r1);
 void vf_retire_reads(Sim *, Proc *, bool bulk, int upto);

@@ -209,17 +209,28 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_const_i:
 		p->v[in->dst] = in->imm;
 		return true;
-	case SOP_smem_store: {
-		const SirVal *x = &p->sp->vals[in->a[0]];
+	case SOP_smem_store: case SOP_smem_load: {
+		/* a warp moves its own rows of the tile: a quarter of a
+		 * warpgroup's (wgmma_acc: 16 of 64, tmem_rows: 32 of 128),
+		 * those of its warp index mod 4, as the lowering does */
+		bool ld = in->op == SOP_smem_load;
+		const SirVal *x = &p->sp->vals[ld ? in->dst : in->a[0]];
+		int64_t per = x->m / 4;
+		int64_t r0 = in->roff[0] + per *
+			((p->sp->part->warp_lo + p->warp) % 4);
 		vf_range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
-		vf_acc_write(s, p, in, lo, hi, false, vf_geometry(in->r[0]),
-			in->roff[0], in->roff[0] + x->m);
+		if (ld)
+			vf_acc_gread(s, p, in, lo, hi, vf_geometry(in->r[0]),
+				r0, r0 + per);
+		else
+			vf_acc_write(s, p, in, lo, hi, false,
+				vf_geometry(in->r[0]), r0, r0 + per);
 		return true;
 	}
 	case SOP_const_f: case SOP_cvt: case SOP_exp2: case SOP_log2:
 	case SOP_rcp: case SOP_tanh: case SOP_rowmax: case SOP_rowsum:
 	case SOP_convert: case SOP_mask_cols: case SOP_mask_causal:
-	case SOP_mask_below: case SOP_fill: case SOP_gstore:
+	case SOP_mask_below: case SOP_fill: case SOP_gstore: case SOP_gtload:
 		if (in->op == SOP_cvt && dv && ty_isint(dv->ty))
 			p->v[in->dst] = wrap(val(p, in->a[0]), dv->ty);
 		return true;
@@ -567,7 +578,7 @@ quick(const Sim *s, Proc *p, const SirIns *in)
 	case SOP_const_f: case SOP_exp2: case SOP_log2: case SOP_rcp:
 	case SOP_tanh: case SOP_rowmax: case SOP_rowsum: case SOP_convert:
 	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
-	case SOP_fill: case SOP_gstore:
+	case SOP_fill: case SOP_gstore: case SOP_gtload:
 		return true;
 	case SOP_mov:
 		if (p->sp->vals[in->dst].ty != TY_FRAG) {

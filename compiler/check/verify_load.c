@@ -27,6 +27,7 @@ static bool
 unread(int op)
 {
 	return op == SOP_tma_load || op == SOP_tma_store || op == SOP_gstore ||
+		op == SOP_gtload ||
 		op == SOP_wgmma || op == SOP_tc_mma || op == SOP_gload;
 }
 
@@ -40,7 +41,8 @@ spread(const SirBlock *b, const SirIns **src, const SirIns *under)
 
 	for (int i = 0; b && i < b->n; i++) {
 		const SirIns *in = &b->v[i], *from = under;
-		if (in->op == SOP_gload && !in->r[0]->vfy)
+		if ((in->op == SOP_gload || in->op == SOP_gtload) &&
+		    !in->r[0]->vfy)
 			from = in;
 		for (int k = 0; k < in->na && !from; k++)
 			from = src[in->a[k]];
@@ -67,7 +69,8 @@ inert(const SirBlock *b)
 			if (!inert(in->body) || !inert(in->els))
 				return false;
 		} else if (sir_ops[in->op].eff != E_PURE &&
-		    in->op != SOP_gstore && in->op != SOP_gload) {
+		    in->op != SOP_gstore && in->op != SOP_gload &&
+		    in->op != SOP_gtload) {
 			return false;
 		}
 	}

@@ -160,10 +160,12 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 	char a[200];
 
 	bool tc = r->kind == A_READ && r->bulk == 2;
+	bool thr = r->kind == A_READ && r->bulk == 3;
 	Iter it;
 	vf_iter(q, &it);
 	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
-		&it), what, tc ? "a tcgen05.mma reads" : kinds[r->kind]);
+		&it), what, tc ? "a tcgen05.mma reads" : thr ? "threads read "
+		"(smem_load)" : kinds[r->kind]);
 	s->other = &s->p[r->proc];
 	s->other_at = r->at;
 	vf_fail(s, in->span, "race", "%s without an ordering barrier%s", a,
@@ -250,6 +252,29 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		s->rpend[r->proc][i / 64] |= 1ull << (i % 64);
 		r->group = bulk == 2 ? CLK_NEVER : bulk ? p->bulk_groups + 1 :
 			p->wg_seq + 1;
+	}
+}
+
+/* A read of [lo, hi) by threads (smem_load): every write to it must be
+ * ordered before it (a TMA write by its mbarrier phase, another warp's
+ * store by a barrier; a warp's own stores are), and later writes after
+ * it: a record that is not pending, at the reader's clock. */
+void
+vf_acc_gread(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
+	int64_t geo, int64_t r0, int64_t r1)
+{
+	FOR_BITS(i, s->rwrite, RECW, !s->failed) {
+		Rec *r = &s->rec[i];
+		if (overlaps(r, lo, hi, geo, r0, r1) && !ordered(s, r, p))
+			race(s, p, in, r, "this reads");
+	}
+	Rec *r = add_rec(s, A_READ, p, lo, hi, in);
+	if (r) {
+		r->geo = geo;
+		r->r0 = r0;
+		r->r1 = r1;
+		r->pending = false;
+		r->bulk = 3;  /* threads: race() says so */
 	}
 }
 

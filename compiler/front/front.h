@@ -67,7 +67,8 @@ typedef enum {
 	X(COMMIT, "commit") X(TMEM_ALLOC, "tmem_alloc") \
 	X(TMEM_FREE, "tmem_free") X(TLOAD, "tmem_load") \
 	X(TSTORE, "tmem_store") X(SSTORE, "smem_store") \
-	X(STORE, "store") X(EXIT, "exit")
+	X(SLOAD, "smem_load") \
+	X(STORE, "store") X(GLOAD, "global_load") X(EXIT, "exit")
 typedef enum {
 	OP_NONE,
 #define X(e, s) OP_##e,

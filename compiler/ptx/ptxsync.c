@@ -235,6 +235,10 @@ emit_tma(PG *g, const SirIns *in)
 			ptx_emit(g->f, "cp.async.bulk.tensor.%Id.shared::cluster."
 				"global.mbarrier::complete_tx::bytes [%R], [%R, "
 				"{%S}], [%R];", (int64_t)n, dst, map, crd, bar);
+		else if (in->imm)  /* reduce=add */
+			ptx_emit(g->f, "cp.reduce.async.bulk.tensor.%Id.global."
+				"shared::cta.add.tile.bulk_group [%R, {%S}], [%R];",
+				(int64_t)n, map, crd, dst);
 		else
 			ptx_emit(g->f, "cp.async.bulk.tensor.%Id.global."
 				"shared::cta.bulk_group [%R, {%S}], [%R];",

@@ -85,6 +85,9 @@ walk(D *d, const char *p, const SirBlock *b)
 		case SOP_smem_store:
 			edge(d, p, node(d, "s", r0->name), "store");
 			break;
+		case SOP_smem_load:
+			edge(d, node(d, "s", r0->name), p, "load");
+			break;
 		case SOP_wgmma: case SOP_tc_mma:
 			for (int k = 1; k <= 2; k++)
 				if (in->r[k] && in->r[k]->kind == R_SMEM)

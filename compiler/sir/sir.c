@@ -160,6 +160,7 @@ ins(Buf *b, const SirPart *p, const SirIns *i, int ind)
 			buf_printf(b, " poly=%lld", (long long)i->imm);
 		break;
 	case SOP_tmem_load: case SOP_tmem_store: case SOP_smem_store:
+	case SOP_smem_load:
 		if (i->imm)  /* the first column of a slice */
 			buf_printf(b, " col=%lld", (long long)i->imm);
 		break;

@@ -71,7 +71,8 @@ scan(const SirBlock *b, const SirIns **ld, const SirIns **wr, int n)
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
 		const Res *w = written(in);
-		if (in->op == SOP_gload && in->r[0]->index < n &&
+		if ((in->op == SOP_gload || in->op == SOP_gtload) &&
+		    in->r[0]->index < n &&
 		    !ld[in->r[0]->index])
 			ld[in->r[0]->index] = in;
 		if (w && w->index < n && !wr[w->index])

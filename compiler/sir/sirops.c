@@ -301,9 +301,19 @@ op_tma(G *g, const Node *n, bool load)
 	const Node *arrow = n->kids.n ? n->kids.v[0] : NULL;
 	SirIns tmp = {0};
 
-	sg_noattrs(g, n, NULL);
+	sg_noattrs(g, n, load ? NULL : (const char *const[]){"reduce", NULL});
 	if (!argc(g, n, load ? 2 : 1, load ? 2 : 1))
 		return;
+	/* tma_store ... reduce=add: cp.reduce.async.bulk.tensor's add, an
+	 * element-wise f32/f16/bf16 atomic add into global memory */
+	const Node *red = load ? NULL : sg_opattr(g, n, "reduce", false);
+	if (red && !red->a)
+		return;
+	if (red && (red->a->kind != N_NAME || strcmp(red->a->name, "add"))) {
+		diag_error(g->ctx, red->span, "'reduce' takes 'add' (TMA "
+			"reduce-add into global memory)");
+		return;
+	}
 	if (arrow->kind != N_ARROW) {
 		diag_error(g->ctx, arrow->span, load ? "write 'tma_load "
 			"VIEW[coords] -> BUF[stage], BAR[i]'" : "write 'tma_store "
@@ -326,6 +336,7 @@ op_tma(G *g, const Node *n, bool load)
 	SirIns *i = sg_emit(g, load ? SOP_tma_load : SOP_tma_store, n->span);
 	memcpy(i->a, tmp.a, sizeof i->a);
 	i->na = tmp.na;
+	i->imm = red != NULL;  /* tma_store: 1 reduce=add */
 	i->r[0] = v;
 	i->r[1] = b;
 	i->ri[1] = tmp.ri[1];
@@ -545,7 +556,16 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	const SirVal *sv = sg_val(g, v);
 	Ty vt = sv->ety;
 	const Node *lim = sg_opattr(g, n, "limit", false);
+	const Node *red = sg_opattr(g, n, "reduce", false);
 	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span};
+
+	if (red && !red->a)
+		return;
+	if (red && (red->a->kind != N_NAME || strcmp(red->a->name, "add"))) {
+		diag_error(g->ctx, red->span, "'reduce' takes 'add' (an atomic "
+			"add of each element into global memory)");
+		return;
+	}
 
 	if (vt != r->ety) {
 		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
@@ -581,6 +601,86 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	i->a[3] = rix;
 	i->a[4] = stride;
 	i->na = 5;
+	i->imm = red != NULL;  /* 1: reduce=add (red.global.add) */
+	i->r[0] = r;
+}
+
+/* global_load x, G[i0, ...] [rowdim=K] [limit=L]: a 2-D register tile
+ * from global memory, element (r, c) from the indices given with r added
+ * to index K (the first by default; needed for more than 2 dimensions)
+ * and c to the last; a row whose index K is >= L reads 0.  SIR: dst the
+ * tile, a[0] the linear index, a[1] the limit (INT32_MAX without one),
+ * a[2] index K, a[3] the row stride in elements. */
+static void
+op_gload(G *g, const Node *n)
+{
+	Ref idx = 0;
+
+	sg_noattrs(g, n, (const char *const[]){"limit", "rowdim", NULL});
+	if (!argc(g, n, 2, 2))
+		return;
+	const Node *d = n->kids.v[1];
+	if (d->kind != N_INDEX || d->a->kind != N_NAME) {
+		diag_error(g->ctx, d->span, "write 'global_load x, G[i, ...]'");
+		return;
+	}
+	Node base = *d->a;
+	Res *r = resource(g, &base, R_GLOBAL, "a global tensor", &idx);
+	Ref x = frag_var(g, n->kids.v[0], "the destination");
+	if (!r || sg_val(g, x)->ty == TY_ERR)
+		return;
+	const SirVal xv = *sg_val(g, x);
+	if (xv.lay->kind == LK_ROWS || !xv.mut) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'global_load' writes a "
+			"2-D 'reg' tile; '%s' is %s", sg_text(g,
+			n->kids.v[0]->span, "x"), xv.lay->kind == LK_ROWS ?
+			"a row vector" : "not a 'reg' variable");
+		return;
+	}
+	if (xv.ety != r->ety) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s but the "
+			"tile is %s; load into a %s tile and 'cvt' it",
+			r->name, ty_name(r->ety), ty_name(xv.ety),
+			ty_name(r->ety));
+		return;
+	}
+	if (r->rank < 2) {
+		diag_error(g->ctx, d->span, "a 2-D tile comes from a global of "
+			"2 or more dimensions; '%s' has %d", r->name, r->rank);
+		return;
+	}
+	const Node *rd = sg_opattr(g, n, "rowdim", false);
+	int64_t rowdim = 0;
+	if (rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
+	    r->rank - 2, &rowdim))
+		return;
+	if (r->rank > 2 && !rd) {
+		diag_error(g->ctx, n->span, "'%s' has %d dimensions: say which "
+			"one the tile's rows run along with 'rowdim=K' (0 to "
+			"%d; its columns run along the last)", r->name, r->rank,
+			r->rank - 2);
+		return;
+	}
+	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, d, r, &last,
+		(int)rowdim, &rix);
+	if (!lin)
+		return;
+	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span};
+	Ref stride = sg_const_i(g, 1, TY_I32, n->span);
+	for (int k = (int)rowdim + 1; k < r->rank; k++)
+		stride = sg_binop(g, &mul, stride, sg_expr(g, r->dims[k]));
+	const Node *lim = sg_opattr(g, n, "limit", false);
+	Ref lv = lim && lim->a ? int_arg(g, lim->a, "'limit'") :
+		sg_const_i(g, INT32_MAX, TY_I32, n->span);
+	if (!lv || sg_val(g, stride)->ty == TY_ERR)
+		return;
+	SirIns *i = sg_emit(g, SOP_gtload, n->span);
+	i->dst = x;
+	i->a[0] = lin;
+	i->a[1] = lv;
+	i->a[2] = rix;
+	i->a[3] = stride;
+	i->na = 4;
 	i->r[0] = r;
 }
 
@@ -592,9 +692,11 @@ op_mem(G *g, const Node *n)
 {
 	Ref idx = 0;
 
+	bool smem = n->op == OP_SSTORE || n->op == OP_SLOAD;
+
 	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
-		"rowdim", NULL} : n->op == OP_SSTORE ? (const char *const[]){"row", "col",
-		NULL} : (const char *const[]){"cols", NULL});
+		"rowdim", "reduce", NULL} : smem ? (const char *const[]){"row",
+		"col", NULL} : (const char *const[]){"cols", NULL});
 	if (!argc(g, n, 2, 2))
 		return;
 	if (n->op == OP_STORE) {
@@ -631,6 +733,13 @@ op_mem(G *g, const Node *n)
 				"last index)" : "a scalar");
 			return;
 		}
+		const Node *ra = sg_opattr(g, n, "reduce", false);
+		if (ra) {
+			diag_error(g->ctx, ra->span, "'reduce=add' adds a 2-D "
+				"tile into global memory; this value is %s",
+				sv->ty == TY_FRAG ? "a row vector" : "a scalar");
+			return;
+		}
 		Ty vt = sv->ty == TY_FRAG ? sv->ety : sv->ty;
 		if (sv->ty != TY_ERR && vt != r->ety && !(sv->isconst &&
 		    r->ety == TY_F32)) {
@@ -662,10 +771,10 @@ op_mem(G *g, const Node *n)
 		i->r[0] = r;
 		return;
 	}
-	bool ld = n->op == OP_TLOAD;
+	bool ld = n->op == OP_TLOAD || n->op == OP_SLOAD;
 	const Node *re = ld ? n->kids.v[1] : n->kids.v[0];
 	const Node *fe = ld ? n->kids.v[0] : n->kids.v[1];
-	ResKind want = n->op == OP_SSTORE ? R_SMEM : R_TMEM;
+	ResKind want = smem ? R_SMEM : R_TMEM;
 	if (want == R_TMEM && !sg_need_target(g, n, T_SM100, ld ? "'tmem_load'" :
 	    "'tmem_store'"))
 		return;
@@ -702,14 +811,14 @@ op_mem(G *g, const Node *n)
 		return;
 	}
 	int64_t row0 = 0;
-	const Node *ra = n->op == OP_SSTORE ? sg_opattr(g, n, "row", false) :
-		NULL;
+	const Node *ra = smem ? sg_opattr(g, n, "row", false) : NULL;
 	if (ra && ra->a && !sg_const_arg(g, ra->a, "'row'", 0, rows - 1, &row0))
 		return;
 	if (v->m + row0 > rows || v->n != cols || (!ra && v->m != rows)) {
 		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
 			"[%lld,%lld]%s", v->m, v->n, r->name, (long long)rows,
-			(long long)cols, n->op == OP_SSTORE && v->n == cols ?
+			(long long)cols, smem && v->n == cols ? ld ?
+			"; load it from a row offset with 'row=R'" :
 			"; store it at a row offset with 'row=R'" :
 			want == R_TMEM && v->m == rows && v->n < cols ?
 			"; move some of its columns with 'cols=(C, N)'" : "");
@@ -724,11 +833,12 @@ op_mem(G *g, const Node *n)
 		return;
 	}
 	if (ld && !v->mut) {
-		diag_error(g->ctx, fe->span, "'tmem_load' writes a 'reg' "
-			"variable");
+		diag_error(g->ctx, fe->span, "'%s' writes a 'reg' variable",
+			op_names[n->op]);
 		return;
 	}
-	SirIns *i = sg_emit(g, ld ? SOP_tmem_load : n->op == OP_TSTORE ?
+	SirIns *i = sg_emit(g, n->op == OP_TLOAD ? SOP_tmem_load :
+		n->op == OP_SLOAD ? SOP_smem_load : n->op == OP_TSTORE ?
 		SOP_tmem_store : SOP_smem_store, n->span);
 	i->r[0] = r;
 	i->ri[0] = idx;
@@ -753,7 +863,11 @@ sg_op(G *g, const Node *n)
 		op_tma(g, n, n->op == OP_TMA_LOAD);
 		return;
 	case OP_TLOAD: case OP_TSTORE: case OP_SSTORE: case OP_STORE:
+	case OP_SLOAD:
 		op_mem(g, n);
+		return;
+	case OP_GLOAD:
+		op_gload(g, n);
 		return;
 	}
 	if (n->op != OP_TMA_WAIT)

@@ -431,22 +431,24 @@ tmem_move(PG *g, const SirIns *in)
  * 64- or 32-byte swizzle depends only on the row (the buffer's stage is
  * aligned to the pattern and its rows are a multiple of 8). */
 static void
-smem_store(PG *g, const SirIns *in)
+smem_access(PG *g, const SirIns *in)
 {
-	const SirVal *v = &g->sp->vals[in->a[0]];
+	bool ld = in->op == SOP_smem_load;
+	Ref tv = ld ? in->dst : in->a[0];
+	const SirVal *v = &g->sp->vals[tv];
 	const Res *b = in->r[0];
 	int n, esz = ty_bytes(b->ety), sw = b->lay->swizzle;
-	PReg *x = pg_frag(g, in->a[0], &n);
+	PReg *x = pg_frag(g, tv, &n);
 	int64_t rows = b->shape[0], rowbytes = b->shape[b->rank - 1] * esz;
 	int64_t span = sw ? sw : rowbytes, c0 = in->imm * esz;
 	int64_t bytes = (int64_t)v->n * esz;
 
 	if (!x || v->lay->kind != LK_TMEM_ROWS || ty_bytes(v->ety) != esz ||
 	    c0 % 16 || bytes % 16 || span % 16 || (sw && rows % 8)) {
-		diag_error(g->ctx, in->span, "'smem_store' of a tmem_rows tile "
+		diag_error(g->ctx, in->span, "'%s' of a tmem_rows tile "
 			"is lowered for 16-byte aligned column ranges of a "
 			"buffer of the tile's element type (and rows a multiple "
-			"of 8 when swizzled)");
+			"of 8 when swizzled)", ld ? "smem_load" : "smem_store");
 		g->failed = true;
 		return;
 	}
@@ -471,7 +473,11 @@ smem_store(PG *g, const SirIns *in)
 		} else {
 			ptx_emit(g->f, "add.s32 %R, %R, %I;", a, rb, off % span);
 		}
-		if (blk)
+		if (ld)
+			ptx_emit(g->f, "ld.shared.v4.b32 {%R, %R, %R, %R}, "
+				"[%R+%I];", x[per * c], x[per * c + 1],
+				x[per * c + 2], x[per * c + 3], a, blk);
+		else if (blk)
 			ptx_emit(g->f, "st.shared.v4.b32 [%R+%I], {%R, %R, %R, "
 				"%R};", a, blk, x[per * c], x[per * c + 1],
 				x[per * c + 2], x[per * c + 3]);
@@ -507,11 +513,48 @@ gstore_tile(PG *g, const SirIns *in, PReg ptr)
 		pg_u32(g, in->a[0]));
 	ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, u, (int64_t)esz,
 		ptr);
+	/* reduce=add: red.global.add, f32 or a 16-bit pair */
+	const char *op = !in->imm ? (pk ? "st.global.b32" : "st.global.f32") :
+		!pk ? "red.global.add.f32" : v->ety == TY_BF16 ?
+		"red.global.add.noftz.bf16x2" : "red.global.add.noftz.f16x2";
 	for (int j = 0; j < n; j++)
-		ptx_emit(g->f, pk ? "st.global.b32 [%R+%I], %R;" :
-			"st.global.f32 [%R+%I], %R;", at,
+		ptx_emit(g->f, "%S [%R+%I], %R;", op, at,
 			(int64_t)((pk ? 2 * j : j) * esz), x[j]);
 	ptx_place(g->f, skip);
+}
+
+/* global_load x, G[...] [rowdim=K] [limit=L] into a tmem_rows tile:
+ * every thread its row, a packed pair (16-bit) or one f32 per load; a
+ * row whose index K is >= L reads 0. */
+static void
+gtload(PG *g, const SirIns *in)
+{
+	const SirVal *v = &g->sp->vals[in->dst];
+	int n, esz = ty_bytes(in->r[0]->ety);
+	PReg *x = pg_frag(g, in->dst, &n);
+	bool pk = v->ety != TY_F32;
+
+	if (!x || v->lay->kind != LK_TMEM_ROWS) {
+		pg_unsupported(g, in);
+		return;
+	}
+	PReg ptr = ptx_reg(g->f, RB64), row = my_row(g);
+	PReg u = ptx_reg(g->f, RB32), at = ptx_reg(g->f, RB64);
+	PReg q = ptx_reg(g->f, RP);
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, in->r[0]->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", u, row, pg_u32(g, in->a[2]));
+	ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", q, u, pg_u32(g, in->a[1]));
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, row, pg_u32(g, in->a[3]),
+		pg_u32(g, in->a[0]));
+	ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, u, (int64_t)esz,
+		ptr);
+	for (int j = 0; j < n; j++) {
+		ptx_emit(g->f, "@%R mov.b32 %R, 0;", q, x[j]);
+		ptx_emit(g->f, pk ? "@!%R ld.global.nc.b32 %R, [%R+%I];" :
+			"@!%R ld.global.nc.f32 %R, [%R+%I];", q, x[j], at,
+			(int64_t)((pk ? 2 * j : j) * esz));
+	}
 }
 
 /* store G[...], v [limit=L]: a scalar from every executing thread, or a
@@ -599,11 +642,14 @@ tile_op(PG *g, const SirIns *in)
 	case SOP_tmem_load: case SOP_tmem_store:
 		tmem_move(g, in);
 		return true;
-	case SOP_smem_store:
-		smem_store(g, in);
+	case SOP_smem_store: case SOP_smem_load:
+		smem_access(g, in);
 		return true;
 	case SOP_gstore:
 		gstore(g, in);
+		return true;
+	case SOP_gtload:
+		gtload(g, in);
 		return true;
 	case SOP_tc_mma:
 		sm100_tcmma(g, in);

@@ -342,15 +342,18 @@ tile_addr(PG *g, const Res *b, PReg base, PReg row, PReg col)
 	return a;
 }
 
-/* smem_store B[s], x [row=R] [col=C]: the accumulator layout, one packed
- * pair (16-bit) or one element (f32) per store. */
+/* smem_store B[s], x [row=R] [col=C] and smem_load x, B[s] [row=R]
+ * [col=C]: the accumulator layout, one packed pair (16-bit) or one
+ * element (f32) per access. */
 static void
-smem_store(PG *g, const SirIns *in)
+smem_access(PG *g, const SirIns *in)
 {
-	const SirVal *v = &g->sp->vals[in->a[0]];
+	bool ld = in->op == SOP_smem_load;
+	Ref t = ld ? in->dst : in->a[0];
+	const SirVal *v = &g->sp->vals[t];
 	const Res *b = in->r[0];
 	int n;
-	PReg *x = pg_frag(g, in->a[0], &n);
+	PReg *x = pg_frag(g, t, &n);
 
 	if (!x || v->lay->kind != LK_WGMMA_ACC) {
 		pg_unsupported(g, in);
@@ -367,8 +370,12 @@ smem_store(PG *g, const SirIns *in)
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", c, col,
 			in->imm + col_of(i));  /* imm: col=C */
 		PReg a = tile_addr(g, b, base, r, c);
-		ptx_emit(g->f, pk ? "st.shared.b32 [%R], %R;" :
-			"st.shared.f32 [%R], %R;", a, x[j]);
+		if (ld)
+			ptx_emit(g->f, pk ? "ld.shared.b32 %R, [%R];" :
+				"ld.shared.f32 %R, [%R];", x[j], a);
+		else
+			ptx_emit(g->f, pk ? "st.shared.b32 [%R], %R;" :
+				"st.shared.f32 [%R], %R;", a, x[j]);
 	}
 }
 
@@ -404,11 +411,57 @@ gstore_tile(PG *g, const SirIns *in, PReg ptr)
 		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at[s], u,
 			(int64_t)esz, ptr);
 	}
+	/* reduce=add: red.global.add, f32 or a 16-bit pair */
+	const char *op = !in->imm ? (pk ? "st.global.b32" : "st.global.f32") :
+		!pk ? "red.global.add.f32" : v->ety == TY_BF16 ?
+		"red.global.add.noftz.bf16x2" : "red.global.add.noftz.f16x2";
 	for (int j = 0; j < n; j++) {
 		int i = pk ? 2 * j : j;  /* the first element of register j */
-		ptx_emit(g->f, pk ? "@!%R st.global.b32 [%R+%I], %R;" :
-			"@!%R st.global.f32 [%R+%I], %R;", p[slot_of(i)],
+		ptx_emit(g->f, "@!%R %S [%R+%I], %R;", p[slot_of(i)], op,
 			at[slot_of(i)], (int64_t)(col_of(i) * esz), x[j]);
+	}
+}
+
+/* global_load x, G[...] [rowdim=K] [limit=L] into an accumulator tile:
+ * each thread its elements, a packed pair (16-bit) or one f32 per load
+ * (ld.global.nc: a loaded global is not written by the kernel), from two
+ * row addresses; a row whose index K is >= L reads 0. */
+static void
+gtload(PG *g, const SirIns *in)
+{
+	const SirVal *v = &g->sp->vals[in->dst];
+	int n, esz = ty_bytes(in->r[0]->ety);
+	PReg *x = pg_frag(g, in->dst, &n), row, col;
+	bool pk = v->ety != TY_F32;
+
+	if (!x || v->lay->kind != LK_WGMMA_ACC) {
+		pg_unsupported(g, in);
+		return;
+	}
+	PReg ptr = ptx_reg(g->f, RB64);
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, in->r[0]->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	coords(g, &row, &col);
+	PReg at[2], p[2], t = ptx_reg(g->f, RB32), u = ptx_reg(g->f, RB32);
+	for (int s = 0; s < 2; s++) {
+		at[s] = ptx_reg(g->f, RB64);
+		p[s] = ptx_reg(g->f, RP);
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", t, row, (int64_t)(8 * s));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, t, pg_u32(g, in->a[2]));
+		ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p[s], u,
+			pg_u32(g, in->a[1]));
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, t,
+			pg_u32(g, in->a[3]), pg_u32(g, in->a[0]));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, u, col);
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at[s], u,
+			(int64_t)esz, ptr);
+	}
+	for (int j = 0; j < n; j++) {
+		int i = pk ? 2 * j : j;  /* the first element of register j */
+		ptx_emit(g->f, "@%R mov.b32 %R, 0;", p[slot_of(i)], x[j]);
+		ptx_emit(g->f, pk ? "@!%R ld.global.nc.b32 %R, [%R+%I];" :
+			"@!%R ld.global.nc.f32 %R, [%R+%I];", p[slot_of(i)], x[j],
+			at[slot_of(i)], (int64_t)(col_of(i) * esz));
 	}
 }
 
@@ -499,11 +552,14 @@ tile_op(PG *g, const SirIns *in)
 	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
 		mask(g, in);
 		return true;
-	case SOP_smem_store:
-		smem_store(g, in);
+	case SOP_smem_store: case SOP_smem_load:
+		smem_access(g, in);
 		return true;
 	case SOP_gstore:
 		gstore(g, in);
+		return true;
+	case SOP_gtload:
+		gtload(g, in);
 		return true;
 	case SOP_wgmma:
 		sm90_wgmma(g, in);

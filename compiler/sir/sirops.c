@@ -491,7 +491,7 @@ frag_var(G *g, const Node *e, const char *what)
 		diag_error(g->ctx, e->span, "%s must be a register tile", what);
 		return sg_err(g);
 	}
-	return r;
+	return sg_tile_stored(g, e, r);
 }
 
 /* A column slice of the memory side of a move: 'cols=(C, N)' (tmem_load,
@@ -547,6 +547,8 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	const Node *lim = sg_opattr(g, n, "limit", false);
 	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span};
 
+	if (sg_val(g, sg_tile_stored(g, n->kids.v[1], v))->ty == TY_ERR)
+		return;
 	if (vt != r->ety) {
 		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
 			"tile is %s; write 'cvt(%s, %s)'", r->name,

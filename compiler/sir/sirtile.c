@@ -217,8 +217,11 @@ abs_call(G *g, const Node *n)
 		return x;
 	if (v->isconst && v->ty == TY_F32)
 		return sg_const_f(g, fabs(v->cf), n->span);
-	if (v->isconst && ty_isint(v->ty) && v->ci > INT64_MIN)
-		return sg_const_i(g, v->ci < 0 ? -v->ci : v->ci, v->ty, n->span);
+	if (v->isconst && ty_isint(v->ty) && v->ci > INT64_MIN) {
+		int64_t a = v->ci < 0 ? -v->ci : v->ci;
+		return sg_const_i(g, a, v->ty == TY_I32 && a > INT32_MAX ? TY_I64 :
+			v->ty, n->span);  /* as unary '-' widens */
+	}
 	if ((t != TY_F32 && t != TY_I32) || (v->ty == TY_FRAG &&
 	    v->lay->kind == LK_ROWS && t != TY_F32)) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'abs' takes 'f32' or "

@@ -373,6 +373,12 @@ typedef struct fg_attention_args {
 				   * (rows beyond are not computed) */
 	int64_t max_seqlen_k;     /* varlen: nor more keys (L2 grouping and
 				   * window bounds) */
+	uint64_t alibi_slopes;    /* f32 [heads]: ALiBi, FlashAttention's
+				   * definition: -alibi_slopes[h] * |i +
+				   * seq_k - seq_q - j| joins the scaled
+				   * (and softcapped) score of query i and
+				   * key j (per sequence when varlen), and
+				   * the lse; 0: none */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

@@ -24,7 +24,10 @@
  *   'tmem_load x; tmem_store f(x)' hold two chunks, not one (a quarter
  *   of the second under a setmaxnreg budget, where ptxas hoists less);
  * - a tile made of one fill value takes one register, and one made only
- *   for the store after it (cvt before smem_store) none;
+ *   for the store after it (cvt before smem_store) none; so do element
+ *   index tiles (rowid, colid: a base register plus immediates) and pure
+ *   arithmetic on them, which ptxas computes element by element where
+ *   they are used (an ALiBi bias, issue #22);
  * - addresses, loop counters, predicates and the like that the IR does
  *   not show: OVERHEAD registers.
  * OVERHEAD and the rules above are calibrated against ptxas 13.0 on the
@@ -356,11 +359,12 @@ retire_walk(Est *e, const SirBlock *b)
 }
 
 /* A tile every definition of which is a fill, or pure arithmetic on such
- * tiles, holds one value: ptxas keeps it in one register. */
+ * tiles, holds one value: ptxas keeps it in one register.  An index tile
+ * (rowid, colid) is one register plus immediates, and counts the same. */
 static bool
 varies(const Est *e, const SirIns *in)
 {
-	if (in->op == SOP_fill)
+	if (in->op == SOP_fill || in->op == SOP_rowid || in->op == SOP_colid)
 		return false;
 	if (sir_ops[in->op].eff != E_PURE)
 		return true;

@@ -278,6 +278,13 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (dv->ty != TY_FRAG)
 			p->v[in->dst] = wrap(-val(p, in->a[0]), dv->ty);
 		return true;
+	case SOP_abs:  /* issue #22: a scalar abs may steer a branch */
+		if (dv->ty != TY_FRAG) {
+			int64_t x = val(p, in->a[0]);
+			p->v[in->dst] = wrap(x < 0 ? -x : x, dv->ty);
+			p->lanevar[in->dst] = p->lanevar[in->a[0]];
+		}
+		return true;
 	case SOP_not:
 		p->v[in->dst] = !val(p, in->a[0]);
 		return true;

@@ -224,8 +224,9 @@ gen_arith(PG *g, const SirIns *in)
 			ptx_emit(g->f, "setp.%S.%S %R, %R, %R;",
 				cmp[in->op - SOP_eq], sfx(ot), d, a, b);
 		break;
-	case SOP_neg:
-		ptx_emit(g->f, "neg.%S %R, %R;", sfx(ot), d, a);
+	case SOP_neg: case SOP_abs:
+		ptx_emit(g->f, "%S.%S %R, %R;", in->op == SOP_neg ? "neg" : "abs",
+			sfx(ot), d, a);
 		break;
 	case SOP_not:
 		ptx_emit(g->f, "not.pred %R, %R;", d, a);
@@ -474,7 +475,7 @@ gen_all_eq(PG *g, const SirIns *in)
 static void
 gen_ins(PG *g, const SirIns *in)
 {
-	if (g->failed || g->ops->tile_op(g, in))
+	if (g->failed || pg_tile_elem(g, in) || g->ops->tile_op(g, in))
 		return;
 	switch (in->op) {
 	case SOP_const_i: case SOP_const_f: gen_const(g, in); break;
@@ -487,7 +488,7 @@ gen_ins(PG *g, const SirIns *in)
 	case SOP_min: case SOP_max: case SOP_eq: case SOP_ne: case SOP_lt:
 	case SOP_le: case SOP_gt: case SOP_ge: case SOP_neg: case SOP_not:
 	case SOP_bnot: case SOP_select: case SOP_exp2: case SOP_log2:
-	case SOP_rcp: case SOP_tanh:
+	case SOP_rcp: case SOP_tanh: case SOP_abs:
 		gen_arith(g, in);
 		break;
 	case SOP_tile: gen_tile(g, in); break;

@@ -41,6 +41,8 @@ void pg_body(PG *, const SirBlock *);
 void pg_sync(PG *, const SirIns *);   /* ptxsync.c */
 int pg_tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
 
+bool pg_tile_elem(PG *, const SirIns *);  /* ptxtile.c: i32, bool tiles */
+
 /* common.c: helpers shared by the targets */
 PReg *pg_frag(PG *, Ref, int *n);  /* a tile's registers (ops->tile_regs) */
 void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */

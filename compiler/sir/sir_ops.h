@@ -44,6 +44,9 @@ SOP(  mask_causal,  3,     E_PURE,  T_ALL  )   /* frag, row0, col0 */
 SOP(  mask_below,   3,     E_PURE,  T_ALL  )   /* frag, row0, col0 */
 SOP(  fill,         1,     E_PURE,  T_ALL  )   /* frag of one value */
 SOP(  all_eq,       2,     E_PURE,  T_ALL  )   /* frag, f32: warp vote */
+SOP(  abs,          1,     E_PURE,  T_ALL  )   /* f32/i32 scalar or tile */
+SOP(  rowid,        1,     E_PURE,  T_ALL  )   /* i32 tile: (r, c) is r */
+SOP(  colid,        1,     E_PURE,  T_ALL  )   /* i32 tile: (r, c) is c */
 SOP(  tile,         0,     E_CTRL,  T_ALL  )   /* for t in tiles {body} */
 SOP(  tilefield,    1,     E_PURE,  T_ALL  )   /* imm: 0 x 1 y 2 z 3 iter */
 SOP(  for,          3,     E_CTRL,  T_ALL  )   /* lo, hi, step {body} */

@@ -1,6 +1,7 @@
 /* sircall.c: the built-in functions of partition bodies -- rowmax,
  * rowsum, convert, cvt, exp2, log2, rcp, tanh, min, max, cdiv, mask_cols,
- * mask_causal, mask_below, all_eq, sizeof -- checked and lowered to schedule IR.
+ * mask_causal, mask_below, all_eq, sizeof -- checked and lowered to schedule IR
+ * (rowid, colid, select and abs are sirtile.c's).
  * Called by sirgen.c's expressions (sg_call). */
 #include <math.h>
 #include <string.h>
@@ -53,6 +54,12 @@ reduce(G *g, const Node *n, SirOp op)
 	if (sg_val(g, x)->ty != TY_FRAG || sg_val(g, x)->lay->kind == LK_ROWS) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'%s' reduces the rows "
 			"of a register tile", f);
+		return sg_err(g);
+	}
+	if (sg_val(g, x)->ety != TY_F32) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'%s' reduces f32 "
+			"tiles; this one holds '%s'", f,
+			ty_name(sg_val(g, x)->ety));
 		return sg_err(g);
 	}
 	const Layout *rl = rows_of(g, sg_val(g, x)->lay);
@@ -151,6 +158,18 @@ sg_cvt(G *g, const Node *n)
 		return sg_err(g);
 	}
 	SirVal *v = sg_val(g, x);
+	if (v->ty == TY_FRAG && (v->ety == TY_I32 || v->ety == TY_BOOL)) {
+		if (v->ety == TY_BOOL || (t.i != TY_F32 && t.i != TY_I32)) {
+			diag_error(g->ctx, n->span, "a register tile of '%s' "
+				"converts to 'f32'%s", ty_name(v->ety),
+				v->ety == TY_BOOL ? " with 'select(p, 1.0, 0.0)', "
+				"not 'cvt'" : "");
+			return sg_err(g);
+		}
+		Ref r = sg_unop(g, SOP_cvt, x, TY_FRAG, n->span);
+		sg_val(g, r)->ety = (Ty)t.i;
+		return r;
+	}
 	if (v->ty == TY_FRAG) {
 		if (t.i != TY_BF16 && t.i != TY_F16 && t.i != TY_F32) {
 			diag_error(g->ctx, n->span, "a register tile converts to "
@@ -262,6 +281,12 @@ mask(G *g, const Node *n, SirOp op)
 	if (sg_val(g, a[0])->ty != TY_FRAG || sg_val(g, a[0])->lay->kind == LK_ROWS) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'%s' masks a register "
 			"tile", sir_ops[op].name);
+		return sg_err(g);
+	}
+	if (sg_val(g, a[0])->ety != TY_F32) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'%s' masks f32 tiles; "
+			"this one holds '%s'", sir_ops[op].name,
+			ty_name(sg_val(g, a[0])->ety));
 		return sg_err(g);
 	}
 	for (int k = 1; k < na; k++)
@@ -376,6 +401,9 @@ sg_call(G *g, const Node *n)
 				"named arguments", f);
 			return sg_err(g);
 		}
+	Ref t = sg_tile_call(g, n, f);  /* rowid colid select abs */
+	if (t)
+		return t;
 	if (!strcmp(f, "rowmax"))
 		return reduce(g, n, SOP_rowmax);
 	if (!strcmp(f, "rowsum"))

@@ -218,23 +218,21 @@ convert_hint(G *g, const Node *n, const SirVal *x, const SirVal *y, int k)
 }
 
 /* Binary operators on register tiles: tile op tile (same layout), tile op
- * scalar, and tile op row vector (rows(L) broadcast across columns). */
+ * scalar, and tile op row vector (rows(L) broadcast across columns);
+ * their element types are sirtile.c's (sg_tile_types). */
 Ref
 sg_frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 {
 	SirVal *x = sg_val(g, a), *y = sg_val(g, b);
 	const SirVal *f = x->ty == TY_FRAG ? x : y;
 	const SirVal *o = x->ty == TY_FRAG ? y : x;
+	bool rowvec = false, rowvec2 = false;
 	Ref r;
+	Ty ety;
 
-	if (op >= SOP_eq && op <= SOP_ge) {
-		diag_error(g->ctx, n->span, "comparisons apply to scalars, not "
-			"register tiles; use 'mask_cols' or 'mask_causal'");
-		return sg_err(g);
-	}
 	if (o->ty == TY_FRAG) {
-		bool rowvec = rows_fit(o->lay, f->lay);
-		bool rowvec2 = rows_fit(f->lay, o->lay);
+		rowvec = rows_fit(o->lay, f->lay);
+		rowvec2 = rows_fit(f->lay, o->lay);
 		if (rowvec2) {
 			const SirVal *t = f;
 			f = o;
@@ -271,14 +269,13 @@ sg_frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 				y->m, y->n);
 			return sg_err(g);
 		}
-	} else if (o->ty != TY_F32 && !(o->isconst && ty_isint(o->ty))) {
-		diag_error(g->ctx, n->span, "a register tile combines with "
-			"'f32' scalars, not '%s'", ty_name(o->ty));
-		return sg_err(g);
 	}
 	const SirVal fv = *f;  /* sir_val may move the array f points into */
+	if (!sg_tile_types(g, n, op, &a, &b, rowvec || rowvec2, &ety))
+		return sg_err(g);
 	r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
 	sg_frag_like(g, r, &fv);
+	sg_val(g, r)->ety = ety;
 	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = a;
@@ -413,11 +410,14 @@ unary(G *g, const Node *n)
 		if (x->ty == TY_BOOL && n->op == '!')
 			return sg_const_i(g, !x->ci, TY_BOOL, n->span);
 	}
-	if ((op == SOP_not) != (x->ty == TY_BOOL) ||
-	    (op == SOP_bnot && !ty_isint(x->ty))) {
+	/* a tile's elements: '!' on bool, '-' on f32 and i32 (sirtile.c) */
+	Ty et = x->ty == TY_FRAG ? x->ety : x->ty;
+	bool num = x->ty != TY_FRAG || et == TY_F32 || et == TY_I32;
+	if ((op == SOP_not) != (et == TY_BOOL) || (op == SOP_neg && !num) ||
+	    (op == SOP_bnot && (!ty_isint(x->ty)))) {
 		diag_error(g->ctx, n->span, "operator '%c' does not apply to "
-			"'%s'", n->op, x->ty == TY_FRAG ? "register tile" :
-			ty_name(x->ty));
+			"'%s'", n->op, x->ty != TY_FRAG ? ty_name(x->ty) :
+			et == TY_BOOL ? "register tile of bool" : "register tile");
 		return sg_err(g);
 	}
 	return sg_unop(g, op, a, x->ty, n->span);  /* not x: sir_val moves it */

@@ -58,6 +58,11 @@ Ref sg_frag_binary(G *, const Node *, SirOp, Ref a, Ref b);
 Ref sg_fold(G *, const Node *, Ref a, Ref b);  /* constant operands */
 Ref sg_unop(G *, SirOp, Ref a, Ty, Span);
 
+bool sg_tile_types(G *, const Node *, SirOp, Ref *a, Ref *b, bool rowvec,
+	Ty *ety);                                /* sirtile.c */
+Ref sg_tile_call(G *, const Node *, const char *f);  /* 0: not one */
+Ref sg_tile_stored(G *, const Node *, Ref);  /* f32 or 16-bit, or error */
+
 Ref sg_call(G *, const Node *);               /* sircall.c */
 Ref sg_convert(G *, const Node *);
 Ref sg_cvt(G *, const Node *);

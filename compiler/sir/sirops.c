@@ -502,7 +502,7 @@ frag_var(G *g, const Node *e, const char *what)
 		diag_error(g->ctx, e->span, "%s must be a register tile", what);
 		return sg_err(g);
 	}
-	return r;
+	return sg_tile_stored(g, e, r);
 }
 
 /* A column slice of the memory side of a move: 'cols=(C, N)' (tmem_load,
@@ -566,7 +566,8 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 			"add of each element into global memory)");
 		return;
 	}
-
+	if (sg_val(g, sg_tile_stored(g, n->kids.v[1], v))->ty == TY_ERR)
+		return;
 	if (vt != r->ety) {
 		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
 			"tile is %s; write 'cvt(%s, %s)'", r->name,
@@ -637,6 +638,7 @@ op_gload(G *g, const Node *n)
 			"a row vector" : "not a 'reg' variable");
 		return;
 	}
+	/* a 'reg' tile: f32, bf16 or f16 (i32 and bool tiles are values) */
 	if (xv.ety != r->ety) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s but the "
 			"tile is %s; load into a %s tile and 'cvt' it",

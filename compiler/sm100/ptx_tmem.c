@@ -10,7 +10,9 @@
  * (2j, 2j+1) into b32 register j, the lower column in the low half (the
  * order of cvt.rn.bf16x2.f32 and of every 16-bit pair in PTX); a row
  * vector rows(tmem_rows) is one f32 register.  Row reductions therefore
- * stay inside the thread: no shuffles.
+ * stay inside the thread: no shuffles.  i32 and bool tiles (issue #22)
+ * have one register per element, b32 and pred; their elementwise ops
+ * are ptx/ptxtile.c's.
  *
  * Requires: tiles whose layouts sema accepted, a Kernel after
  * pass_layout (the TMEM address slot is at smem_bytes - 16).  Ensures:
@@ -37,9 +39,11 @@ tile_regs(const SirVal *v, RKind *k)
 	bool wide = v->ety == TY_F32;
 
 	switch (l ? l->kind : 0) {
-	case LK_TMEM_ROWS:
-		*k = wide ? RF32 : RB32;
-		return wide ? v->n : (v->n + 1) / 2;
+	case LK_TMEM_ROWS:  /* f32, i32, bool: one register per element */
+		*k = v->ety == TY_I32 ? RB32 : v->ety == TY_BOOL ? RP :
+			wide ? RF32 : RB32;
+		return wide || v->ety == TY_I32 || v->ety == TY_BOOL ? v->n :
+			(v->n + 1) / 2;
 	case LK_ROWS:
 		if (l->parent && l->parent->kind == LK_TMEM_ROWS && wide) {
 			*k = RF32;
@@ -274,6 +278,25 @@ mask(PG *g, const SirIns *in)
 			bound, (int64_t)j);
 		ptx_emit(g->f, "selp.f32 %R, %R, %R, %R;", d[j], ninf, x[j], p);
 	}
+}
+
+/* rowid(x), colid(x): register j of the thread's row is column j. */
+static void
+index_tile(PG *g, const SirIns *in)
+{
+	int n;
+	PReg *d = pg_frag(g, in->dst, &n);
+
+	if (!d) {
+		pg_unsupported(g, in);
+		return;
+	}
+	PReg row = in->op == SOP_rowid ? my_row(g) : (PReg){0};
+	for (int j = 0; j < n; j++)
+		if (in->op == SOP_rowid)
+			ptx_emit(g->f, "mov.b32 %R, %R;", d[j], row);
+		else
+			ptx_emit(g->f, "mov.b32 %R, %I;", d[j], (int64_t)j);
 }
 
 /* The TMEM address of 32-bit column 'col' of element idx of region r,
@@ -638,6 +661,9 @@ tile_op(PG *g, const SirIns *in)
 		return true;
 	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
 		mask(g, in);
+		return true;
+	case SOP_rowid: case SOP_colid:
+		index_tile(g, in);
 		return true;
 	case SOP_tmem_load: case SOP_tmem_store:
 		tmem_move(g, in);

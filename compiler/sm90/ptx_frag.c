@@ -8,7 +8,9 @@
  * quad.  A 16-bit tile in this layout packs elements (2j, 2j+1) into b32
  * register j, and that is exactly the register A operand of the next
  * wgmma: converting acc -> wgmma_a renames registers.  A row vector,
- * rows(acc), is two f32 registers: slot 0 and slot 1.
+ * rows(acc), is two f32 registers: slot 0 and slot 1.  i32 and bool
+ * tiles (issue #22) have one register per element, as f32 ones: b32
+ * and pred; their elementwise ops are ptx/ptxtile.c's.
  *
  * Requires: tiles whose layouts sema accepted.  Ensures: every element
  * of every tile op, or a diagnostic for a combination not lowered yet. */
@@ -42,12 +44,16 @@ tile_regs(const SirVal *v, RKind *k)
 {
 	const Layout *l = v->lay;
 	bool wide = v->ety == TY_F32;
+	bool elem = wide || v->ety == TY_I32 || v->ety == TY_BOOL;
 
 	switch (l ? l->kind : 0) {
-	case LK_WGMMA_ACC:
-		*k = wide ? RF32 : RB32;
-		return wide ? v->n / 2 : v->n / 4;
+	case LK_WGMMA_ACC:  /* f32, i32, bool: one register per element */
+		*k = v->ety == TY_I32 ? RB32 : v->ety == TY_BOOL ? RP :
+			wide ? RF32 : RB32;
+		return elem ? v->n / 2 : v->n / 4;
 	case LK_WGMMA_A:
+		if (v->ety == TY_I32 || v->ety == TY_BOOL)
+			return -1;
 		*k = RB32;
 		return v->n / 4;
 	case LK_ROWS:
@@ -312,6 +318,25 @@ mask(PG *g, const SirIns *in)
 	}
 }
 
+/* rowid(x), colid(x) of an accumulator tile: element i's row
+ * 16w + l/4 + 8*slot_of(i), or its column 2*(l%4) + col_of(i). */
+static void
+index_tile(PG *g, const SirIns *in)
+{
+	int n;
+	PReg *d = pg_frag(g, in->dst, &n), row, col;
+
+	if (!d || g->sp->vals[in->a[0]].lay->kind != LK_WGMMA_ACC) {
+		pg_unsupported(g, in);
+		return;
+	}
+	coords(g, &row, &col);
+	for (int i = 0; i < n; i++)
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", d[i], in->op == SOP_rowid ?
+			row : col, (int64_t)(in->op == SOP_rowid ? 8 * slot_of(i) :
+			col_of(i)));
+}
+
 /* The byte offset of (row, col) of a tile stored the way TMA stores a
  * box: span-wide column blocks of R rows, swizzled (XOR of the 16-byte
  * chunk with address bits 7..) when the layout says so. */
@@ -551,6 +576,9 @@ tile_op(PG *g, const SirIns *in)
 		return true;
 	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
 		mask(g, in);
+		return true;
+	case SOP_rowid: case SOP_colid:
+		index_tile(g, in);
 		return true;
 	case SOP_smem_store: case SOP_smem_load:
 		smem_access(g, in);

@@ -16,7 +16,10 @@ aligns is_causal to the top left, which differs only when Sq != Sk.  A
 row that sees no key gets zeros and lse = -inf.  sinks, a float32 (H,)
 tensor, adds gpt-oss's attention sinks: sinks[h] (a logit in the units of
 the scaled scores) joins the softmax denominator of every row of head h,
-and a row that sees no key then gets lse = sinks[h].
+and a row that sees no key then gets lse = sinks[h].  alibi_slopes, a
+float32 (H,) tensor, adds ALiBi as FlashAttention defines it: the bias
+-alibi_slopes[h] * |i + Sk - Sq - j| joins the scaled score of query i
+and key j (and so the lse).
 
 The kernel runs asynchronously on torch's current stream; on the legacy
 default stream (stream 0), which libfagen never launches on, it runs on
@@ -80,6 +83,7 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("sinks", ctypes.c_uint64),
         ("cu_seqlens_q", ctypes.c_uint64), ("cu_seqlens_k", ctypes.c_uint64),
         ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64),
+        ("alibi_slopes", ctypes.c_uint64),
     ]
 
 
@@ -200,21 +204,23 @@ def _check(torch, q, k, v):
                            "torch.no_grad() or torch.inference_mode()")
 
 
-def _check_sinks(torch, sinks, q):
+def _check_sinks(torch, sinks, q, name="sinks"):
     h = q.shape[1]
     if not isinstance(sinks, torch.Tensor) or sinks.shape != (h,) or \
             sinks.dtype != torch.float32 or sinks.device != q.device or \
             not sinks.is_contiguous():
-        raise ValueError("sinks must be a contiguous float32 (H,) = (%d,) "
-                         "tensor on q's device" % h)
+        raise ValueError("%s must be a contiguous float32 (H,) = (%d,) "
+                         "tensor on q's device" % (name, h))
     if torch.is_grad_enabled() and sinks.requires_grad:
         raise RuntimeError("fagen.attention has no backward; call it under "
                            "torch.no_grad() or torch.inference_mode()")
 
 
-def _check_opts(torch, q, scale, window, softcap, sinks):
+def _check_opts(torch, q, scale, window, softcap, sinks, alibi_slopes=None):
     if sinks is not None:
         _check_sinks(torch, sinks, q)
+    if alibi_slopes is not None:
+        _check_sinks(torch, alibi_slopes, q, "alibi_slopes")
     if scale is not None and not scale > 0:
         raise ValueError("scale is %r: it must be > 0 (None: 1/sqrt(D))"
                          % (scale,))
@@ -230,10 +236,10 @@ def _check_opts(torch, q, scale, window, softcap, sinks):
 
 
 def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
-          lse=None, window=None, softcap=None, sinks=None):
+          lse=None, window=None, softcap=None, sinks=None, alibi_slopes=None):
     torch = _torch()
     _check(torch, q, k, v)
-    _check_opts(torch, q, scale, window, softcap, sinks)
+    _check_opts(torch, q, scale, window, softcap, sinks, alibi_slopes)
     b, h, sq, d = q.shape
     if out is None:
         out = torch.empty((b, h, sq, d), dtype=q.dtype, device=q.device)
@@ -251,12 +257,12 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
         raise ValueError("lse must be a contiguous float32 (B, H, Sq) = %s "
                          "tensor on q's device" % ((b, h, sq),))
     _launch(torch, fn_name, q, k, v, out, lse, b, causal, scale, schedule,
-            window, softcap, sinks)
+            window, softcap, sinks, alibi_slopes=alibi_slopes)
     return out, lse
 
 
 def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
-            schedule, window, softcap, sinks, varlen=None):
+            schedule, window, softcap, sinks, varlen=None, alibi_slopes=None):
     """q, k, v, out as (B, H, S, D) views; varlen: None or (cu_seqlens_q,
     cu_seqlens_k, max_seqlen_q, max_seqlen_k)."""
     lib = _load()
@@ -275,7 +281,9 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
               causal=1 if causal else 0,
               scale=0.0 if scale is None else float(scale),
               schedule=None if schedule is None else schedule.encode(),
-              sinks=0 if sinks is None else sinks.data_ptr())
+              sinks=0 if sinks is None else sinks.data_ptr(),
+              alibi_slopes=0 if alibi_slopes is None else
+              alibi_slopes.data_ptr())
     if varlen is not None:
         a.cu_seqlens_q = varlen[0].data_ptr()
         a.cu_seqlens_k = varlen[1].data_ptr()
@@ -293,7 +301,8 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
 
 
 def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
-              lse=None, window=None, softcap=None, sinks=None):
+              lse=None, window=None, softcap=None, sinks=None,
+              alibi_slopes=None):
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
     q: (B, H, Sq, D), k and v: (B, Hk, Sk, D), bfloat16 or float16 CUDA
@@ -314,17 +323,20 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     right side is 0.  softcap: None, or cap > 0: each score s becomes
     cap * tanh(s / cap) (Gemma 2).  sinks: None, or a contiguous float32
     (H,) tensor of gpt-oss's per-head sink logits (not multiplied by
-    scale), which join each row's softmax denominator."""
+    scale), which join each row's softmax denominator.  alibi_slopes: None,
+    or a contiguous float32 (H,) tensor: ALiBi as flash_attn's
+    alibi_slopes, the bias -alibi_slopes[h] * |i + Sk - Sq - j| added to
+    the scaled (and softcapped) score of query i and key j."""
     return _call("fg_attention_forward", q, k, v, causal, scale, schedule,
-                 out, lse, window, softcap, sinks)
+                 out, lse, window, softcap, sinks, alibi_slopes)
 
 
 def reference(q, k, v, causal=False, scale=None, out=None, lse=None,
-              window=None, softcap=None, sinks=None):
+              window=None, softcap=None, sinks=None, alibi_slopes=None):
     """The same result from libfagen's unfused float32 baseline (compiled
     with nvrtc): any D up to 512 and 2-byte alignment; for checking."""
     return _call("fg_attention_reference", q, k, v, causal, scale, None,
-                 out, lse, window, softcap, sinks)
+                 out, lse, window, softcap, sinks, alibi_slopes)
 
 
 def _check_cu(torch, name, cu, q, total, max_len, validate):
@@ -357,7 +369,7 @@ def _check_cu(torch, name, cu, q, total, max_len, validate):
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, causal=False, scale=None, window=None,
                      softcap=None, sinks=None, out=None, lse=None,
-                     schedule=None, validate=True):
+                     schedule=None, validate=True, alibi_slopes=None):
     """Attention over a packed batch of sequences of different lengths, as
     flash_attn_varlen_func: (out, lse).
 
@@ -367,7 +379,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     cu_seqlens_k[b + 1] - 1 of k and v (int32 (B + 1,) CUDA tensors);
     max_seqlen_q, max_seqlen_k: ints, the longest sequence's lengths.
     Each sequence is attended alone, with attention()'s options (causal
-    and window bottom-right aligned per sequence; GQA when Hk < H).  out
+    and window bottom-right aligned per sequence, as is ALiBi's distance
+    i + Sk - Sq - j with each sequence's lengths; GQA when Hk < H).  out
     is (total_q, H, D) of q's dtype, lse float32 (H, total_q), as
     flash-attention's.  validate (default) copies the offsets to the host
     once and checks them (start at 0, non-decreasing, end at most at the
@@ -383,7 +396,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     q4, k4, v4 = (t.unsqueeze(0).transpose(1, 2)
                   if isinstance(t, torch.Tensor) else t for t in (q, k, v))
     _check(torch, q4, k4, v4)
-    _check_opts(torch, q, scale, window, softcap, sinks)
+    _check_opts(torch, q, scale, window, softcap, sinks, alibi_slopes)
     tq, h, d = q.shape
     endq = _check_cu(torch, "cu_seqlens_q", cu_seqlens_q, q, tq,
                      max_seqlen_q, validate)
@@ -419,7 +432,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     _launch(torch, "fg_attention_forward", q4, k4, v4,
             out.unsqueeze(0).transpose(1, 2), lse, cu_seqlens_q.numel() - 1,
             causal, scale, schedule, window, softcap, sinks,
-            (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+            (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k),
+            alibi_slopes)
     return out, lse
 
 

@@ -3,7 +3,8 @@
  * The caller describes the problem (fg_attention_args); this file checks
  * every argument before anything needs the GPU, picks the schedule for
  * the device (sm_90a: fa_fwd_sm90.fa with -D D, DT and CAUSAL, and
- * SINKS=true when sinks are given; no other arch has one yet), compiles
+ * SINKS=true when sinks are given, ALIBI=true with ALiBi slopes; no
+ * other arch has one yet), compiles
  * and creates its kernel on first use, keeps it in the context per
  * variant, and launches it through fg_launch with the caller's strides
  * mapped onto the schedule's [Z, S, H, D] tensors.
@@ -30,6 +31,7 @@ struct AttnVariant {
 	int cc, d, causal;    /* compute capability: 90 */
 	bool window, softcap; /* -D WINDOW=true, -D SOFTCAP=true */
 	bool sinks;           /* -D SINKS=true */
+	bool alibi;           /* -D ALIBI=true */
 	bool varlen;          /* -D VARLEN=true */
 	fg_dtype dt;
 	char file[64];        /* the schedule's file name */
@@ -290,6 +292,9 @@ attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
 	if (a->sinks % 4)
 		return bad(c, fn, "sinks = 0x%llx is not aligned to its f32 "
 			"elements", (unsigned long long)a->sinks);
+	if (a->alibi_slopes % 4)
+		return bad(c, fn, "alibi_slopes = 0x%llx is not aligned to its "
+			"f32 elements", (unsigned long long)a->alibi_slopes);
 	return FG_OK;
 }
 
@@ -402,7 +407,7 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
 	char path[4096], d1[16], d2[16], d3[16];
-	const char *defs[7] = {d1, d2, d3};
+	const char *defs[8] = {d1, d2, d3};
 	fg_compile_options o = {.defines = defs, .ndefines = 3};
 	const Shipped *in;
 	fg_program *p;
@@ -422,17 +427,19 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 		defs[o.ndefines++] = "SINKS=true";
 	if (v->varlen)
 		defs[o.ndefines++] = "VARLEN=true";
+	if (v->alibi)  /* as SINKS: only when asked */
+		defs[o.ndefines++] = "ALIBI=true";
 	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
 		&o, &p) : fg_compile_file(c, path, &o, &p);
 	if (st == FG_OK)
 		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
 	else if (st == FG_ERR_COMPILE)
 		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D "
-			"%s%s%s%s%s) does not compile:\n%s", fn, path, d1, d2,
+			"%s%s%s%s%s%s) does not compile:\n%s", fn, path, d1, d2,
 			d3, v->window ? " -D WINDOW=true" : "", v->softcap ?
 			" -D SOFTCAP=true" : "", v->sinks ? " -D SINKS=true" : "",
-			v->varlen ? " -D VARLEN=true" : "",
-			fg_program_diagnostics(p));
+			v->varlen ? " -D VARLEN=true" : "", v->alibi ?
+			" -D ALIBI=true" : "", fg_program_diagnostics(p));
 	fg_program_free(p);
 	return st;
 }
@@ -445,7 +452,8 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	AttnVariant want = {.cc = cc, .d = (int)a->head_dim,
 		.causal = a->causal && !a->window, .dt = a->dtype,
 		.window = a->window != 0, .softcap = a->softcap > 0,
-		.sinks = a->sinks != 0, .varlen = attn_varlen(a)}, *v;
+		.sinks = a->sinks != 0, .varlen = attn_varlen(a),
+		.alibi = a->alibi_slopes != 0}, *v;
 	const char *file = NULL;
 	fg_status st;
 
@@ -457,7 +465,8 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
 		    v->causal == want.causal && v->window == want.window &&
 		    v->softcap == want.softcap && v->sinks == want.sinks &&
-		    v->varlen == want.varlen && !strcmp(v->file, want.file))
+		    v->varlen == want.varlen && v->alibi == want.alibi &&
+		    !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
 		if ((v = rt_alloc(c, sizeof *v))) {
@@ -519,6 +528,8 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 		args[n++] = FG_FLOAT("sc_in", t->scale / a->softcap);
 	if (a->sinks)
 		args[n++] = FG_PTR("SINK", a->sinks);  /* f32 [heads] */
+	if (a->alibi_slopes)
+		args[n++] = FG_PTR("SLOPES", a->alibi_slopes);  /* f32 [heads] */
 	if (attn_varlen(a)) {
 		args[n++] = FG_INT("MQ", a->max_seqlen_q);
 		args[n++] = FG_INT("MK", a->max_seqlen_k);

@@ -1,8 +1,9 @@
 /* reference.c: fg_attention_reference, the unfused baseline that checks
- * fagen's kernels on the GPU: S = Q K^T * scale (masked when causal),
- * P = softmax(S) with LSE (and the sinks, when given), O = P V, three
- * kernels in float32 written as CUDA C below and compiled at run time by
- * nvrtc (nvrtc.c) for the device's arch, once per context.
+ * fagen's kernels on the GPU: S = Q K^T * scale (with ALiBi's bias, and
+ * masked when causal), P = softmax(S) with LSE (and the sinks, when
+ * given), O = P V, three kernels in float32 written as CUDA C below and
+ * compiled at run time by nvrtc (nvrtc.c) for the device's arch, once
+ * per context.
  *
  * S lives in scratch memory taken stream-ordered from a pool of the
  * context's (cuMemAllocFromPoolAsync, freed with cuMemFreeAsync on the
@@ -24,6 +25,7 @@ enum { TILE = 16 };
 typedef struct RefParams {
 	uint64_t q, k, v, o, lse, s;
 	uint64_t sinks;         /* f32 [h], or 0 */
+	uint64_t alibi;         /* f32 [h]: ALiBi slopes, or 0 */
 	int64_t st[4][4];       /* q, k, v, o: (batch, head, seq, dim) */
 	int32_t h, sq, sk, d, causal, bh0;
 	float scale;
@@ -31,7 +33,7 @@ typedef struct RefParams {
 	int32_t window, wl, wr;  /* a window's sides (attn_window) */
 	float softcap;        /* > 0: s -> softcap * tanh(s / softcap) */
 } RefParams;
-_Static_assert(sizeof(RefParams) == 232, "RefParams must match struct P");
+_Static_assert(sizeof(RefParams) == 240, "RefParams must match struct P");
 
 static const char ref_src[] =
 "typedef unsigned short u16;\n"
@@ -39,6 +41,7 @@ static const char ref_src[] =
 "struct P {\n"
 "	const u16 *q, *k, *v; u16 *o; float *lse, *s;\n"
 "	const float *sinks;\n"
+"	const float *alibi;\n"
 "	i64 st[4][4];\n"
 "	int h, sq, sk, d, causal, bh0;\n"
 "	float scale;\n"
@@ -57,7 +60,8 @@ static const char ref_src[] =
 "__device__ u16 st_f16(float f) {\n"
 "	u16 r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(f)); return r;\n"
 "}\n"
-/* S[z][i][j] = (Q[i] . K[j]) * scale, -inf above the causal diagonal */
+/* S[z][i][j] = (Q[i] . K[j]) * scale (softcapped, less the ALiBi bias
+ * slope[h] * |i + sk - sq - j|), -inf above the causal diagonal */
 "#define SCORES(DT) \\\n"
 "extern \"C\" __global__ void fgref_scores_##DT(P p) {\\\n"
 "	__shared__ float qt[T][T + 1], kt[T][T + 1];\\\n"
@@ -81,6 +85,8 @@ static const char ref_src[] =
 "		float s = acc * p.scale;\\\n"
 "		if (p.softcap > 0)\\\n"
 "			s = p.softcap * tanhf(s / p.softcap);\\\n"
+"		if (p.alibi)\\\n"
+"			s -= p.alibi[h] * fabsf((float)(i + p.sk - p.sq - j));\\\n"
 "		if (((p.causal || p.window) && j > i + p.sk - p.sq + p.wr) ||\\\n"
 "		    (p.window && j < i + p.sk - p.sq - p.wl))\\\n"
 "			s = -__int_as_float(0x7f800000);\\\n"
@@ -312,7 +318,8 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 	chunk = chunk < 1 ? 1 : chunk > 65535 ? 65535 : chunk;
 	chunk = chunk < nbh ? chunk : nbh;
 	RefParams p = {.q = a->q, .k = a->k, .v = a->v, .o = a->o,
-		.lse = a->lse, .sinks = a->sinks, .h = (int32_t)a->heads,
+		.lse = a->lse, .sinks = a->sinks, .alibi = a->alibi_slopes,
+		.h = (int32_t)a->heads,
 		.g = (int32_t)(a->heads / attn_heads_k(a)),
 		.window = a->window != 0, .wl = (int32_t)t.wl,
 		.wr = (int32_t)t.wr, .softcap = (float)a->softcap,

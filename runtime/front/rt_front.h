@@ -48,9 +48,10 @@ fg_status attn_variant(fg_ctx *, const char *fn, int cc,
 	const fg_attention_args *a, fg_kernel **out);
 /* The schedules' arguments for a checked problem: Z, H, G (query heads
  * per K/V head), SQ, SK, scale_log2, Q, K, V, O, LSE, then WL and WR
- * with a window, sc_in with a softcap and SINK with sinks (the variant's
- * -D WINDOW, SOFTCAP and SINKS); returns how many. */
-enum { ATTN_NARGS = 19 };
+ * with a window, sc_in with a softcap, SINK with sinks and SLOPES with
+ * ALiBi slopes (the variant's -D WINDOW, SOFTCAP, SINKS and ALIBI), then
+ * varlen's; returns how many. */
+enum { ATTN_NARGS = 20 };
 int attn_bind(const fg_attention_args *a, const Attn *,
 	fg_arg args[ATTN_NARGS]);
 /* The window's sides as the kernels take them: keys left (wl) and right

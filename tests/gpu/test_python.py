@@ -8,7 +8,8 @@ tolerance), and lse with logsumexp in float64.  Problems: (B, H, S, D)
 contiguous, (B, S, H, D) transposed, slices of a packed QKV tensor,
 causal with Sq != Sk both ways (bottom-right, with rows that see no key),
 a given scale, a side stream and the default stream, grouped-query and
-multi-query attention (k, v with fewer heads than q), attention sinks
+multi-query attention (k, v with fewer heads than q), ALiBi biases
+(alibi_slopes, against the float64 reference with the bias), attention sinks
 (gpt-oss: a float64 reference with the sink as an extra softmax column,
 both schedules and fagen.reference).  Then a 2-layer
 transformer with random weights runs its forward pass with SDPA and with
@@ -61,9 +62,11 @@ def keep_mask(sq, sk, causal, window, device):
     return keep
 
 
-def f64_ref(q, k, v, causal, scale, window=None, softcap=None):
+def f64_ref(q, k, v, causal, scale, window=None, softcap=None, alibi=None):
     """out (float64) and lse (float64); bottom-right causal and window;
-    rows with no key get 0 and -inf."""
+    alibi: None or (H,) slopes, FlashAttention's ALiBi: -alibi[h] *
+    |i + sk - sq - j| added to the scaled (softcapped) scores; rows with
+    no key get 0 and -inf."""
     q, k, v = q.double(), k.double(), v.double()
     if k.shape[1] != q.shape[1]:       # GQA: each K/V head serves a group
         g = q.shape[1] // k.shape[1]
@@ -72,6 +75,10 @@ def f64_ref(q, k, v, causal, scale, window=None, softcap=None):
     s = (q @ k.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
+    if alibi is not None:
+        i = torch.arange(sq, device=q.device)[:, None] + sk - sq
+        j = torch.arange(sk, device=q.device)[None, :]
+        s = s - alibi.double()[None, :, None, None] * (i - j).abs().double()
     keep = keep_mask(sq, sk, causal, window, q.device)
     if keep is not None:
         s = s.masked_fill(~keep, -math.inf)
@@ -121,6 +128,55 @@ def sinks_check(layout, b, h, sq, sk, d, dtype, causal, hk=None,
         " " + schedule)
     print("%s: rel err fagen %.2e, reference %.2e; lse err %.1e, %.1e -> %s"
           % (name, e_fa, e_rf, e_lse, e_rl, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
+
+
+def slopes(h):
+    """ALiBi's slopes for h heads (2^(-8 (i + 1) / h)), as float32."""
+    return torch.tensor([2 ** (-8 * (i + 1) / h) for i in range(h)],
+                        device=dev, dtype=torch.float32)
+
+
+def alibi_check(layout, b, h, sq, sk, d, dtype, causal, hk=None,
+                schedule=None, window=None, softcap=None):
+    """fagen.attention(..., alibi_slopes=) and fagen.reference against the
+    float64 reference with the bias (issue #22); outputs poisoned first,
+    two runs bitwise equal; rows that see no key get 0 and lse -inf."""
+    q, k, v = make(layout, b, h, sq, sk, d, dtype, hk)
+    al = slopes(h)
+    sc = 1 / math.sqrt(d)
+    kw = dict(causal=causal, window=window, softcap=softcap,
+              alibi_slopes=al)
+    runs = []
+    for _ in range(2):
+        out = torch.full((b, h, sq, d), math.nan, device=dev, dtype=dtype)
+        lse = torch.full((b, h, sq), math.nan, device=dev)
+        fagen.attention(q, k, v, out=out, lse=lse, schedule=schedule, **kw)
+        runs.append((out, lse))
+    out, lse = runs[0]
+    same = torch.equal(out.view(torch.int16), runs[1][0].view(torch.int16)) \
+        and torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+    rout, rlse = fagen.reference(q, k, v, **kw)
+    ref, flse = f64_ref(q, k, v, causal, sc, window, softcap, al)
+    seen = flse > -math.inf
+    tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
+    e_fa, e_rf = rel(out, ref), rel(rout, ref)
+    e_lse = (lse.double() - flse)[seen].abs().max().item()
+    e_rl = (rlse.double() - flse)[seen].abs().max().item()
+    empty = bool((lse[~seen] == -math.inf).all())
+    ok = same and empty and e_fa <= tol and e_rf <= tol and e_lse < 1e-3 \
+        and e_rl < 1e-3
+    name = "alibi %s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s%s%s" % (
+        layout, b, h, hk or h, sq, sk, d, str(dtype)[6:],
+        "causal" if causal else "full",
+        "" if window is None else " window=%s" % (window,),
+        "" if not softcap else " softcap=%g" % softcap,
+        "" if schedule is None else " " + schedule)
+    print("%s: rel err fagen %.2e, reference %.2e; lse err %.1e, %.1e; "
+          "repeat %s -> %s" % (name, e_fa, e_rf, e_lse, e_rl,
+                               "bitwise" if same else "DIFFERS",
+                               "ok" if ok else "FAIL"))
     if not ok:
         failures.append(name)
 
@@ -198,7 +254,7 @@ def check(layout, b, h, sq, sk, d, dtype, causal, scale=None, stream=None,
 
 
 def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
-                 softcap=None, sinks=False, schedule=None):
+                 softcap=None, sinks=False, schedule=None, alibi=False):
     """fagen.attention_varlen on sequences of query lengths lq and key
     lengths lk packed together: each sequence against the float64
     reference and against fagen.attention on it alone (both on schedule,
@@ -219,8 +275,9 @@ def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
     v[sum(lk):] = math.nan
     sk_ = torch.randn(h, device=dev, dtype=torch.float32) * 2 if sinks \
         else None
+    al = slopes(h) if alibi else None
     kw = dict(causal=causal, window=window, softcap=softcap, sinks=sk_,
-              schedule=schedule)
+              schedule=schedule, alibi_slopes=al)
     runs = []
     for _ in range(2):
         out = torch.full_like(q, math.nan)
@@ -247,7 +304,7 @@ def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
         if sinks:
             ref, rl = f64_ref_sinks(qs, ks, vs, causal, sc, sk_)
         else:
-            ref, rl = f64_ref(qs, ks, vs, causal, sc, window, softcap)
+            ref, rl = f64_ref(qs, ks, vs, causal, sc, window, softcap, al)
         worst = max(worst, rel(o_b, ref) if ref.norm() > 0 else
                     o_b.double().abs().max().item())
         seen = rl > -math.inf
@@ -266,11 +323,11 @@ def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
                      lse[:, sum(lq):].isnan().all())
     ok = ok and worst <= tol and lse_err < 1e-3 and untouched and \
         alone <= 1e-2
-    name = "varlen lq=%s lk=%s H=%d Hk=%d D=%d %s%s%s%s%s%s" % (
+    name = "varlen lq=%s lk=%s H=%d Hk=%d D=%d %s%s%s%s%s%s%s" % (
         lq, lk, h, hk, d, str(dtype)[6:], " causal" if causal else "",
         "" if window is None else " window=%s" % (window,),
         "" if not softcap else " softcap=%g" % softcap,
-        " sinks" if sinks else "",
+        " sinks" if sinks else "", " alibi" if alibi else "",
         " " + schedule if schedule else "")
     print("%s: rel err %.2e; lse err %.1e; vs alone %.1e; repeat %s; tail "
           "%s -> %s" % (name, worst, lse_err, alone, "bitwise" if same else
@@ -556,6 +613,22 @@ def main():
         sinks_check("bhsd", 1, 4, 777, 777, 128, hf, True,
                     schedule="fa_fwd_baseline_sm90.fa")
         sinks_check("bhsd", 1, 3, 256, 256, 256, bf, False)
+        # ALiBi (issue #22): both sm_90 schedules, causal or not, GQA,
+        # Sq != Sk both ways, odd lengths, with a window and a softcap
+        alibi_check("bhsd", 2, 8, 1000, 1000, 128, bf, False)
+        alibi_check("bshd", 1, 8, 777, 2049, 128, hf, True)
+        alibi_check("bshd", 2, 8, 1000, 300, 128, bf, True)  # rows see none
+        alibi_check("bhsd", 2, 16, 333, 1000, 64, bf, False, hk=4)
+        alibi_check("bhsd", 1, 4, 1025, 1025, 64, hf, True)
+        alibi_check("bshd", 1, 4, 513, 513, 64, bf, True,
+                    schedule="fa_fwd_sm90.fa")
+        alibi_check("bhsd", 1, 4, 300, 300, 256, bf, False)
+        alibi_check("bhsd", 1, 8, 1000, 1000, 128, bf, False,
+                    window=(256, 64), softcap=30.0)
+        varlen_check(mix_q, mix_k, 8, 128, bf, causal=True, hk=2,
+                     alibi=True)
+        varlen_check([64, 1, 65, 0, 128, 333], [64, 200, 1, 7, 0, 1000], 4,
+                     64, hf, alibi=True)
         reference_check()
         llama_check(torch.bfloat16)
     model_check(1024, 8, 1024, torch.bfloat16)

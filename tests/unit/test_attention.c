@@ -472,14 +472,54 @@ sinks_pick_their_variant_and_bind_as_sink(void **state)
 	}
 }
 
+/* ALiBi (issue #22): slopes are an f32 per head, 4-byte aligned, or 0 for
+ * none.  With them the ALIBI=true variant is compiled, in both sm_90
+ * schedules, and the pointer is bound as its SLOPES tensor. */
+static void
+alibi_picks_its_variant_and_binds_slopes(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	fg_kernel *plain, *alibi;
+	fg_arg args[ATTN_NARGS];
+	int64_t tiles[3];
+	Attn t;
+
+	a.alibi_slopes = X0 + 2;
+	invalid(f, &a, "alibi_slopes = 0x7f0000000002 is not aligned to its "
+		"f32 elements");
+	a.alibi_slopes = X0 + 0x50000004;
+	valid(f, &a);
+	for (int d = 64; d <= 128; d += 64) {
+		a = problem(), a.head_dim = d;  /* the baseline, fa_fwd_sm90 */
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &plain),
+			FG_OK);
+		a.alibi_slopes = X0 + 0x50000000;
+		if (attn_variant(f->ctx, FWD, 90, &a, &alibi) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		assert_ptr_not_equal(plain, alibi);
+		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
+			&t), FG_OK);
+		int n = attn_bind(&a, &t, args);
+		assert_int_equal(n, 12);
+		assert_string_equal(args[11].name, "SLOPES");
+		assert_int_equal(args[11].t.ptr, X0 + 0x50000000);
+		if (fg_kernel_check(alibi, args, n, tiles) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		assert_int_not_equal(fg_kernel_check(plain, args, n, tiles),
+			FG_OK);
+	}
+}
+
 /* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
  * appended for variable-length batches sit after sinks. */
-_Static_assert(sizeof(fg_attention_args) == 312, "fg_attention_args size");
+_Static_assert(sizeof(fg_attention_args) == 320, "fg_attention_args size");
 _Static_assert(offsetof(fg_attention_args, sinks) == 272, "sinks");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_q) == 280, "cuq");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_k) == 288, "cuk");
 _Static_assert(offsetof(fg_attention_args, max_seqlen_q) == 296, "mq");
 _Static_assert(offsetof(fg_attention_args, max_seqlen_k) == 304, "mk");
+_Static_assert(offsetof(fg_attention_args, alibi_slopes) == 312, "alibi");
 
 /* A packed batch of 3 sequences, 100 query and 300 key tokens in all. */
 static fg_attention_args
@@ -769,6 +809,7 @@ main(void)
 		T(defaults_are_dense_bhsd_and_one_over_sqrt_d),
 		T(every_variant_binds_both_layouts),
 		T(sinks_pick_their_variant_and_bind_as_sink),
+		T(alibi_picks_its_variant_and_binds_slopes),
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(only_sm90_has_a_schedule),

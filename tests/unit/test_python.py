@@ -42,14 +42,14 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 312, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 320, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
     assert a.window.offset == 240 and a.window_left.offset == 248
     assert a.window_right.offset == 256 and a.softcap.offset == 264
     assert a.sinks.offset == 272 and a.cu_seqlens_q.offset == 280
     assert a.cu_seqlens_k.offset == 288 and a.max_seqlen_q.offset == 296
-    assert a.max_seqlen_k.offset == 304
+    assert a.max_seqlen_k.offset == 304 and a.alibi_slopes.offset == 312
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     assert fagen.version().count(".") == 2, fagen.version()
 
@@ -98,6 +98,10 @@ def with_torch(torch):
                "sinks must be a contiguous float32 (H,) = (2,)")
     expect(RuntimeError, lambda: fagen.attention(
         c, c, c, sinks=s.clone().requires_grad_()), "no backward")
+    for bad in (s[:1], s.double(), s.cpu(), strided):
+        expect(ValueError, lambda: fagen.attention(c, c, c,
+                                                   alibi_slopes=bad),
+               "alibi_slopes must be a contiguous float32 (H,) = (2,)")
     # variable-length batches: (total, H, D) tensors and int32 offsets
     p = torch.zeros(10, 2, 64, dtype=torch.bfloat16, device=c.device)
     cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=c.device)

@@ -79,16 +79,17 @@ sm90_wgmma(PG *g, const SirIns *in)
 	int nd, na = 0, n = dv->n;
 	PReg *d = pg_frag(g, in->dst, &nd), *ar = NULL;
 	bool bmn = !in->trans[2];  /* B used as [K, N] with N contiguous */
+	bool amn = a && in->trans[1];  /* A used as [M, K] with M contiguous */
 	int64_t k = bmn ? b->shape[0] : b->shape[1];
 	const char *ty = ty_name(b->ety);
 	char nm[16];
 	Buf dl;
 
 	if (!d || !b->lay->swizzle || (a && (!a->lay->swizzle ||
-	    in->trans[1] || in->roff[1] % 8))) {
+	    in->roff[1] % 8 || (amn && in->roff[1])))) {
 		diag_error(g->ctx, in->span, "this wgmma needs swizzled "
-			"K-major operands (and 'arow' a multiple of 8) to be "
-			"lowered");
+			"operands (and 'arow' a multiple of 8, or none for an "
+			"MN-major A) to be lowered");
 		g->failed = true;
 		return;
 	}
@@ -109,7 +110,7 @@ sm90_wgmma(PG *g, const SirIns *in)
 		if (in->roff[1])
 			ptx_emit(g->f, "add.s32 %R, %R, %I;", base, base,
 				in->roff[1] * a->lay->swizzle);
-		ad = desc(g, base, a, false);
+		ad = desc(g, base, a, amn);
 	}
 	PReg p = ptx_reg(g->f, RP);
 	if (in->a[0]) {
@@ -129,11 +130,12 @@ sm90_wgmma(PG *g, const SirIns *in)
 			nm));
 		if (a) {
 			ptx_emit(g->f, "add.s64 %R, %R, %I;", ak, ad,
-				pg_desc_koff(a, false, kk) >> 4);
+				pg_desc_koff(a, amn, kk) >> 4);
+			/* imm-trans-a, imm-trans-b: MN-major operands */
 			ptx_emit(g->f, "wgmma.mma_async.sync.aligned.m64n%Ik16."
-				"f32.%S.%S %S, %R, %R, %S, 1, 1, 0, %I;",
+				"f32.%S.%S %S, %R, %R, %S, 1, 1, %I, %I;",
 				(int64_t)n, ty, ty, dl.p, ak, bk, sc,
-				(int64_t)bmn);
+				(int64_t)amn, (int64_t)bmn);
 		} else {
 			char al[80];
 			snprintf(al, sizeof al, "{%s, ", ptx_regname(g->f,

@@ -270,9 +270,9 @@ faults_and_unmodelled_opcodes_are_errors(void **state)
 	assert_non_null(strstr(err, "division by zero"));
 }
 
-/* A TMA load of an 8 x 64 bf16 box at row 4 of an 8-row tensor under
+/* A TMA load of an 8 x 64 bf16 box at row 2 of an 8-row tensor under
  * the 128B swizzle: 16-byte chunk c of box row r lands at chunk c ^ r,
- * and rows 8..11 are outside, so zero.  Thread t reads the word at
+ * and rows 8..9 are outside, so zero.  Thread t reads the word at
  * r * 128 + p * 16 (r = t / 4, p = t % 4): box row r, columns 8(p ^ r)
  * and + 1. */
 static void
@@ -296,7 +296,7 @@ tma_load_swizzles_and_fills(void **state)
 		"\tmbarrier.init.shared::cta.b64 [%r8], 1;\n"
 		"\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], 1024;\n"
 		"\tmov.b64 %rd2, tx;\n\tcvta.param.u64 %rd2, %rd2;\n"
-		"\tmov.b32 %r2, 0;\n\tmov.b32 %r3, 4;\n"
+		"\tmov.b32 %r2, 0;\n\tmov.b32 %r3, 2;\n"
 		"\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
 		"complete_tx::bytes [%r9], [%rd2, {%r2, %r3}], [%r8];\n"
 		"$L0:\n\tbar.warp.sync 0xffffffff;\n$L1:\n"
@@ -328,7 +328,7 @@ tma_load_swizzles_and_fills(void **state)
 	assert_int_equal(rc, 0);
 	const uint32_t *o = sim_host(s, v[0].ptr, 128);
 	for (int t = 0; t < 32; t++) {
-		int r = t / 4, c = (t % 4) ^ r, row = 4 + r;
+		int r = t / 4, c = (t % 4) ^ r, row = 2 + r;
 		uint32_t want = row < 8 ? (uint32_t)(row * 64 + 8 * c) |
 			(uint32_t)(row * 64 + 8 * c + 1) << 16 : 0;
 		assert_int_equal(o[t], want);

@@ -329,12 +329,14 @@ convert(const Ins *in, uint64_t a, uint64_t b)
 	if (s == TY_F32) {   /* rzi: truncate, saturate, NaN -> 0 */
 		double t = isnan(f) ? 0 : trunc((double)f);
 		int bits = ty_bits(d);
-		double lo = ty_signed(d) ? -ldexp(1, bits - 1) : 0;
-		double hi = ty_signed(d) ? ldexp(1, bits - 1) - 1 :
-			ldexp(1, bits) - 1;
-		t = t < lo ? lo : t > hi ? hi : t;
-		return zx(ty_signed(d) ? (uint64_t)(int64_t)t : (uint64_t)t,
-			bits);
+		bool sg = ty_signed(d);
+		/* the bounds are powers of two, exact in double */
+		double lo = sg ? -ldexp(1, bits - 1) : 0;
+		double top = sg ? ldexp(1, bits - 1) : ldexp(1, bits);
+		if (t >= top)   /* saturate without converting out of range */
+			return zx(sg ? (1ull << (bits - 1)) - 1 : ~0ull, bits);
+		t = t < lo ? lo : t;
+		return zx(sg ? (uint64_t)(int64_t)t : (uint64_t)t, bits);
 	}
 	uint64_t v = ty_signed(s) ? (uint64_t)sx(a, ty_bits(s)) :
 		zx(a, ty_bits(s));

@@ -119,6 +119,28 @@ cvt_rounds_to_nearest_even(void **state)
 }
 
 static void
+cvt_rzi_truncates_and_saturates(void **state)
+{
+	uint32_t o[32];
+
+	(void)state;
+	assert_int_equal(run("\tmov.f32 %f1, 0fC02CCCCD;\n"
+		"\tcvt.rzi.s32.f32 %r1, %f1;\n", 32, 0, o), 0);
+	assert_int_equal(o[0], (uint32_t)-2);           /* -2.7 */
+	assert_int_equal(run("\tmov.f32 %f1, 0f4F32D05E;\n"
+		"\tcvt.rzi.s32.f32 %r1, %f1;\n", 32, 0, o), 0);
+	assert_int_equal(o[0], 0x7fffffffu);            /* 3e9 */
+	/* 1e19 is above 2^63: INT64_MAX, not a wrapped conversion */
+	assert_int_equal(run("\tmov.f32 %f1, 0f5F0AC723;\n"
+		"\tcvt.rzi.s64.f32 %rd2, %f1;\n\tshr.u64 %rd2, %rd2, 32;\n"
+		"\tcvt.u32.u64 %r1, %rd2;\n", 32, 0, o), 0);
+	assert_int_equal(o[0], 0x7fffffffu);
+	assert_int_equal(run("\tmov.f32 %f1, 0f7FC00000;\n"
+		"\tcvt.rzi.u32.f32 %r1, %f1;\n", 32, 0, o), 0);
+	assert_int_equal(o[0], 0);                      /* NaN */
+}
+
+static void
 approx_functions_are_the_rounded_exact_ones(void **state)
 {
 	uint32_t o[32];
@@ -344,6 +366,7 @@ main(void)
 		cmocka_unit_test(int_ops_wrap_at_their_width),
 		cmocka_unit_test(setp_compares_by_type),
 		cmocka_unit_test(cvt_rounds_to_nearest_even),
+		cmocka_unit_test(cvt_rzi_truncates_and_saturates),
 		cmocka_unit_test(approx_functions_are_the_rounded_exact_ones),
 		cmocka_unit_test(lanes_shuffle_vote_and_elect),
 		cmocka_unit_test(divergent_lanes_reconverge),

@@ -146,11 +146,11 @@ tma_complete(Cta *c, const Async *a)
 		mbar_complete_tx(c, a->mbar, box_bytes(t));
 }
 
+/* [reg+imm] of lane l. */
 static uint64_t
-addr(const Cta *c, const Warp *w, const Opnd *o, int l)
+addr(const Warp *w, const Opnd *o, int l)
 {
-	return (uint64_t)o->imm + (o->r >= 0 ? opnd_u(c, w, &(Opnd){.k =
-		OK_REG, .r = o->r}, l) : 0);
+	return (uint64_t)o->imm + (o->r >= 0 ? *reg_at(w, o->r, l) : 0);
 }
 
 int
@@ -168,7 +168,7 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 			continue;
 		const Opnd *tm = &o[load ? 1 : 0], *co = &o[load ? 2 : 1];
 		const Opnd *sm = &o[load ? 0 : 2];
-		const Tmap *t = tmap_at(c, addr(c, w, tm, l));
+		const Tmap *t = tmap_at(c, addr(w, tm, l));
 		Async a = {.kind = load ? AS_TMA_LOAD : AS_TMA_STORE,
 			.warp = w->id, .group = w->bulk_open, .line = in->line};
 		if (!t)
@@ -179,7 +179,7 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 				"of rank %d", in->aux, t->rank), ST_ERR;
 		for (int i = 0; i < t->rank; i++)
 			a.coord[i] = (int32_t)*reg_at(w, co->v[i], l);
-		uint64_t sa = addr(c, w, sm, l);
+		uint64_t sa = addr(w, sm, l);
 		uint32_t align = t->swizzle ? (uint32_t)t->swizzle * 8 : 128;
 		if (sa >> 32 || sa % align)
 			return sim_fail(c->sim, "shared address 0x%llx of a TMA "
@@ -187,7 +187,7 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 				(unsigned long long)sa, align), ST_ERR;
 		a.smem = (uint32_t)sa;
 		if (load) {
-			uint64_t mb = addr(c, w, &o[3], l);
+			uint64_t mb = addr(w, &o[3], l);
 			if (mb >> 32 || !mbar_find(c, (uint32_t)mb))
 				return sim_fail(c->sim, "TMA load completes on "
 					"0x%llx, where no mbarrier was initialized",

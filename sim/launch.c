@@ -1,0 +1,582 @@
+/* launch.c: global memory, the launch, and the scheduler (issue #18).
+ *
+ * A launch builds the parameter buffer from the metadata as
+ * runtime/jit/launch.c does (scalars, global addresses, tensor maps in
+ * the .entry's order) and the grid (order=single: the tile grid;
+ * persistent and lpt: min(tiles, SIM_OPT_MAX_CTAS) CTAs in x), then runs
+ * the CTAs one after another: CTAs of one launch share only global
+ * memory, and fagen's kernels do not communicate through it.
+ *
+ * The scheduler is deterministic: it sweeps the warps in order and runs
+ * each runnable warp until it blocks or exits.  A warp's lanes keep their
+ * own PCs; each step runs the instruction at the lowest PC for the lanes
+ * there, so divergent lanes reconverge where the structured code fagen
+ * emits rejoins.  When no warp can run, the queued asynchronous
+ * operations complete (in issue order) and the sweep starts again; when
+ * nothing is queued either, the launch is a hang, reported with every
+ * warp's PC, PTX line and what it waits on. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simi.h"
+
+Sim *
+sim_new(void)
+{
+	Sim *s = calloc(1, sizeof *s);
+
+	if (!s)
+		return NULL;
+	s->max_ctas = 132;
+	s->step_limit = 200000000;
+	return s;
+}
+
+void
+sim_free(Sim *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nbuf; i++)
+		free(s->buf[i].p);
+	free(s->buf);
+	free(s->err);
+	free(s);
+}
+
+void
+sim_set(Sim *s, int opt, int64_t v)
+{
+	if (opt == SIM_OPT_MAX_CTAS)
+		s->max_ctas = v > 0 ? v : 1;
+	else if (opt == SIM_OPT_EAGER)
+		s->eager = v != 0;
+	else if (opt == SIM_OPT_STEP_LIMIT)
+		s->step_limit = v;
+}
+
+uint64_t
+sim_alloc(Sim *s, size_t n)
+{
+	if (n == 0 || n > (1ull << GBUF_SHIFT) || s->nbuf >= 4000)
+		return 0;
+	struct Gbuf *b = realloc(s->buf, (size_t)(s->nbuf + 1) * sizeof *b);
+	if (!b)
+		return 0;
+	s->buf = b;
+	b[s->nbuf].p = calloc(1, n);
+	b[s->nbuf].n = n;
+	if (!b[s->nbuf].p)
+		return 0;
+	return (uint64_t)++s->nbuf << GBUF_SHIFT;
+}
+
+void *
+sim_host(Sim *s, uint64_t a, size_t n)
+{
+	uint64_t i = (a >> GBUF_SHIFT) - 1, off = a & ((1ull << GBUF_SHIFT) - 1);
+
+	if ((a >> GBUF_SHIFT) == 0 || i >= (uint64_t)s->nbuf ||
+	    off > s->buf[i].n || n > s->buf[i].n - off)
+		return NULL;
+	return s->buf[i].p + off;
+}
+
+uint8_t *
+sim_gmem(Sim *s, uint64_t a, size_t n, const char *what)
+{
+	uint8_t *p = sim_host(s, a, n);
+
+	if (!p)
+		sim_fail(s, "%s of %zu bytes at global address 0x%llx is outside "
+			"every buffer", what, n, (unsigned long long)a);
+	return p;
+}
+
+static void
+vappend(Sim *s, const char *fmt, va_list ap)
+{
+	va_list aq;
+
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		return;
+	if (s->errlen + (size_t)n + 1 > s->errcap) {
+		size_t cap = (s->errlen + (size_t)n + 1) * 2;
+		char *p = realloc(s->err, cap);
+		if (!p)
+			return;
+		s->err = p;
+		s->errcap = cap;
+	}
+	vsnprintf(s->err + s->errlen, (size_t)n + 1, fmt, ap);
+	s->errlen += (size_t)n;
+}
+
+static void FMT(2, 3)
+append(Sim *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vappend(s, fmt, ap);
+	va_end(ap);
+}
+
+int
+sim_fail(Sim *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	s->errlen = 0;
+	if (s->err)
+		s->err[0] = 0;
+	va_start(ap, fmt);
+	vappend(s, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const char *
+sim_error(const Sim *s)
+{
+	return s->err ? s->err : "";
+}
+
+SimStats
+sim_stats(const Sim *s)
+{
+	return s->stats;
+}
+
+/* The text of PTX line n, without its indentation. */
+static void
+line_text(const SimMod *m, int n, const char **s, int *len)
+{
+	const char *p = m->text + m->line_at[n];
+
+	while (*p == '\t' || *p == ' ')
+		p++;
+	const char *e = strchr(p, '\n');
+	*len = e ? (int)(e - p) : (int)strlen(p);
+	if (*len > 120)
+		*len = 120;
+	*s = p;
+}
+
+/* Prefixes the error with where it happened. */
+static void
+context(Cta *c, const Warp *w, const Ins *in)
+{
+	Sim *s = c->sim;
+	char *msg = s->err ? strdup(s->err) : NULL;
+	const char *t;
+	int n;
+
+	line_text(c->m, in->line, &t, &n);
+	sim_fail(s, "CTA (%u,%u,%u) warp %d, PTX line %d '%.*s': %s",
+		c->ctaid[0], c->ctaid[1], c->ctaid[2], w->id, in->line, n, t,
+		msg ? msg : "");
+	free(msg);
+}
+
+static int
+bulk_pending(const Cta *c, const Warp *w)
+{
+	int n = 0, last = -1;
+
+	for (int i = 0; i < c->nq; i++)   /* groups are pushed in order */
+		if (c->q[i].kind == AS_TMA_STORE && c->q[i].warp == w->id &&
+		    c->q[i].group < w->bulk_open && c->q[i].group != last) {
+			n++;
+			last = c->q[i].group;
+		}
+	return n;
+}
+
+static bool
+ready(const Cta *c, const Warp *w)
+{
+	const Wait *t = &w->wait;
+	const Mbar *b;
+
+	switch (t->kind) {
+	case WT_MBAR:
+		b = mbar_find((Cta *)c, t->addr);
+		return b && (int)(b->phase & 1) != t->parity;
+	case WT_BAR:
+		return c->bar[t->id].gen != t->gen;
+	case WT_BULK:
+		return bulk_pending(c, w) <= t->id;
+	default:
+		return true;
+	}
+}
+
+static int
+bulk_wait(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	int n = (int)opnd_u(c, w, &in->o[0], __builtin_ctz(mask));
+
+	if (bulk_pending(c, w) <= n)
+		return ST_OK;
+	w->wait = (Wait){WT_BULK, 0, 0, n, 0};
+	return ST_BLOCK;
+}
+
+/* One instruction for the lanes at the warp's lowest PC. */
+static int
+step(Cta *c, Warp *w)
+{
+	const SimMod *m = c->m;
+	int32_t pc = INT32_MAX;
+	uint32_t mask = 0, run;
+
+	for (int l = 0; l < 32; l++)
+		if (w->live >> l & 1 && w->pc[l] < pc)
+			pc = w->pc[l];
+	for (int l = 0; l < 32; l++)
+		if (w->live >> l & 1 && w->pc[l] == pc)
+			mask |= 1u << l;
+	if (pc >= m->nins) {
+		sim_fail(c->sim, "warp %d ran past the last instruction", w->id);
+		return ST_ERR;
+	}
+	const Ins *in = &m->ins[pc];
+	run = mask;
+	if (in->guard >= 0)
+		for (int l = 0; l < 32; l++)
+			if (mask >> l & 1 && (*reg_at(w, in->guard, l) & 1) ==
+			    in->gneg)
+				run &= ~(1u << l);
+	int st = ST_OK;
+	c->steps++;
+	if (run) {
+		switch (in->op) {
+		case OP_BRA: case OP_BRA_UNI:
+			if (in->op == OP_BRA_UNI && run != mask) {
+				sim_fail(c->sim, "bra.uni is not uniform: lanes "
+					"0x%08x of 0x%08x take it", run, mask);
+				st = ST_ERR;
+				break;
+			}
+			for (int l = 0; l < 32; l++)
+				if (run >> l & 1)
+					w->pc[l] = in->tgt - 1;
+			break;
+		case OP_RET: case OP_EXIT:
+			w->live &= ~run;
+			break;
+		case OP_BAR_SYNC: case OP_BAR_ARRIVE: case OP_BARRIER_SYNC:
+		case OP_BARRIER_ARRIVE: case OP_MBAR_INIT: case OP_MBAR_ARRIVE:
+		case OP_MBAR_ARRIVE_TX: case OP_MBAR_TRY_WAIT:
+			st = sync_op(c, w, in, run);
+			break;
+		case OP_BULK_WAIT: case OP_BULK_WAIT_RD:
+			st = bulk_wait(c, w, in, run);
+			break;
+		case OP_TMA_LOAD: case OP_TMA_STORE: case OP_BULK_COMMIT:
+			st = tma_op(c, w, in, run);
+			break;
+		case OP_WG_FENCE: case OP_WG_COMMIT: case OP_WG_WAIT:
+		case OP_WG_MMA:
+			st = wgmma_op(c, w, in, run);
+			break;
+		default:
+			st = exec_scalar(c, w, in, run);
+		}
+	}
+	if (st == ST_ERR) {
+		context(c, w, in);
+		return ST_ERR;
+	}
+	if (st == ST_BLOCK) {
+		w->blocked = true;
+		return st;
+	}
+	for (int l = 0; l < 32; l++)
+		if (mask >> l & 1)
+			w->pc[l]++;
+	if (st == ST_WAIT)
+		w->blocked = true;
+	return st;
+}
+
+static bool
+drain(Cta *c)
+{
+	for (int i = 0; i < c->nq; i++) {
+		Async *a = &c->q[i];
+		bool ok = a->kind == AS_WGMMA ? wgmma_complete(c, a) :
+			tma_complete(c, a);
+		if (!ok) {
+			char *msg = c->sim->err ? strdup(c->sim->err) : NULL;
+			sim_fail(c->sim, "CTA (%u,%u,%u) warp %d, the asynchronous "
+				"operation of PTX line %d: %s", c->ctaid[0],
+				c->ctaid[1], c->ctaid[2], a->warp, a->line,
+				msg ? msg : "");
+			free(msg);
+			return false;
+		}
+	}
+	for (int i = 0; i < c->nq; i++)
+		wgmma_free(&c->q[i]);
+	c->nq = 0;
+	return true;
+}
+
+static void
+hang(Cta *c)
+{
+	Sim *s = c->sim;
+
+	sim_fail(s, "hang in CTA (%u,%u,%u): every warp is blocked and "
+		"nothing is in flight\n", c->ctaid[0], c->ctaid[1], c->ctaid[2]);
+	for (int i = 0; i < c->nw; i++) {
+		const Warp *w = &c->w[i];
+		const Wait *t = &w->wait;
+		int pc = INT32_MAX, n;
+		const char *txt;
+		if (!w->live) {
+			append(s, "  warp %d: exited\n", w->id);
+			continue;
+		}
+		for (int l = 0; l < 32; l++)
+			if (w->live >> l & 1 && w->pc[l] < pc)
+				pc = w->pc[l];
+		const Ins *in = &c->m->ins[pc < c->m->nins ? pc : 0];
+		line_text(c->m, in->line, &txt, &n);
+		append(s, "  warp %d: pc %d, PTX line %d '%.*s'", w->id, pc,
+			in->line, n, txt);
+		if (t->kind == WT_MBAR) {
+			const Mbar *b = mbar_find(c, t->addr);
+			append(s, ": waits on the mbarrier at shared 0x%x "
+				"(fg_smem+%u) for the phase of parity %d; it has "
+				"completed %u phases, %d of %d arrivals and %lld "
+				"transaction bytes pending\n", t->addr,
+				t->addr - SMEM_BASE, t->parity, b ? b->phase : 0,
+				b ? b->pending : 0, b ? b->count : 0,
+				b ? (long long)b->tx : 0);
+		} else if (t->kind == WT_BAR) {
+			append(s, ": waits on named barrier %d (%d of %d "
+				"threads arrived)\n", t->id, c->bar[t->id].arrived,
+				c->bar[t->id].expected);
+		} else {
+			append(s, ": waits on its bulk groups\n");
+		}
+	}
+}
+
+static int
+run_cta(Cta *c)
+{
+	Sim *s = c->sim;
+
+	for (;;) {
+		bool progress = false, done = true;
+		for (int i = 0; i < c->nw; i++) {
+			Warp *w = &c->w[i];
+			if (!w->live)
+				continue;
+			done = false;
+			if (w->blocked && !ready(c, w))
+				continue;
+			w->blocked = false;
+			w->wait.kind = WT_NONE;
+			progress = true;
+			while (w->live && !w->blocked) {
+				if (step(c, w) == ST_ERR)
+					return -1;
+				if (c->steps > (uint64_t)s->step_limit)
+					return sim_fail(s, "CTA (%u,%u,%u): more "
+						"than %lld instructions: an endless "
+						"loop?", c->ctaid[0], c->ctaid[1],
+						c->ctaid[2], (long long)s->step_limit);
+			}
+		}
+		if (done)
+			break;
+		if (!progress && c->nq == 0) {
+			hang(c);
+			return -1;
+		}
+		if (!progress && !drain(c))
+			return -1;
+	}
+	if (c->nq) {
+		Async *a = &c->q[0];
+		return sim_fail(s, "CTA (%u,%u,%u) exited with %d asynchronous "
+			"operations never waited for (the first from warp %d, PTX "
+			"line %d)", c->ctaid[0], c->ctaid[1], c->ctaid[2], c->nq,
+			a->warp, a->line);
+	}
+	return 0;
+}
+
+/* The parameter buffer, in the .entry's order, and the tensor maps. */
+static int
+params(Sim *s, const SimMod *m, const SimVal *v, const int64_t *pv,
+	uint8_t *buf, Tmap *maps)
+{
+	const SimMeta *mt = &m->meta;
+
+	for (int i = 0; i < m->nparams; i++) {
+		const Param *p = &m->params[i];
+		int a = -1;
+		for (int j = 0; j < mt->nargs; j++)
+			if (!strcmp(mt->args[j].name, p->name))
+				a = j;
+		if (a < 0)
+			return sim_fail(s, "the .entry parameter '%s' has no "
+				"fagen.arg line", p->name);
+		const SimArg *g = &mt->args[a];
+		uint8_t *d = buf + p->off;
+		if (g->kind == SIM_ARG_TMA) {
+			uint64_t magic = TMAP_MAGIC, idx = (uint64_t)a;
+			if (p->size < 16)
+				return sim_fail(s, "tensor map '%s' has %d bytes",
+					p->name, p->size);
+			if (!tmap_build(s, mt, a, pv, v, &maps[a]))
+				return -1;
+			memcpy(d, &magic, 8);
+			memcpy(d + 8, &idx, 8);
+		} else if (g->kind == SIM_ARG_GLOBAL) {
+			if (p->size != 8)
+				return sim_fail(s, "global '%s' is not a .u64 "
+					"parameter", p->name);
+			memcpy(d, &v[g->user].ptr, 8);
+		} else if (g->ty == TY_F32) {
+			float f = (float)v[g->user].f;
+			memcpy(d, &f, 4);
+		} else {
+			memcpy(d, &pv[a], (size_t)(p->size < 8 ? p->size : 8));
+		}
+	}
+	return 0;
+}
+
+/* Every global covers its dense extent; its dims for the tensor maps. */
+static int
+globals(Sim *s, const SimMeta *mt, const SimVal *v, const int64_t *pv)
+{
+	for (int i = 0; i < mt->nargs; i++) {
+		const SimArg *g = &mt->args[i];
+		int64_t n = ty_bits(g->ty) / 8, d;
+		if (g->kind != SIM_ARG_GLOBAL)
+			continue;
+		for (int k = 0; k < g->rank; k++) {
+			if (!rpn_eval(&g->dims[k], pv, &d) || d <= 0 ||
+			    __builtin_mul_overflow(n, d, &n))
+				return sim_fail(s, "global '%s': dimension %d has "
+					"no positive extent from the params",
+					g->name, k);
+		}
+		if (!sim_host(s, v[g->user].ptr, (size_t)n))
+			return sim_fail(s, "global '%s' needs %lld bytes at "
+				"0x%llx, beyond its buffer", g->name, (long long)n,
+				(unsigned long long)v[g->user].ptr);
+	}
+	return 0;
+}
+
+static void
+free_cta(Cta *c)
+{
+	for (int i = 0; i < c->nw; i++)
+		free(c->w[i].reg);
+	for (int i = 0; i < c->nq; i++)
+		wgmma_free(&c->q[i]);
+	free(c->w);
+	free(c->mb);
+	free(c->q);
+	free(c->smem);
+	free(c->mbmark);
+}
+
+static int
+one_cta(Sim *s, const SimMod *m, const uint8_t *pbuf, const Tmap *maps,
+	const unsigned *id, const unsigned *grid)
+{
+	const SimMeta *mt = &m->meta;
+	Cta c = {.sim = s, .m = m, .param = pbuf, .nparam = m->param_bytes,
+		.tmaps = maps, .ntmaps = mt->nargs};
+	int rc = -1;
+
+	memcpy(c.ctaid, id, sizeof c.ctaid);
+	memcpy(c.nctaid, grid, sizeof c.nctaid);
+	c.smem_end = SMEM_BASE + (uint32_t)mt->smem;
+	c.nw = mt->threads / 32;
+	c.smem = malloc(c.smem_end + 1);
+	c.mbmark = calloc(c.smem_end / 8 + 1, 1);
+	c.w = calloc((size_t)c.nw, sizeof *c.w);
+	if (!c.smem || !c.mbmark || !c.w)
+		goto out;
+	/* not zero: a read of what nothing wrote is a NaN in any float */
+	memset(c.smem, 0xff, c.smem_end + 1);
+	for (int i = 0; i < c.nw; i++) {
+		c.w[i].id = i;
+		c.w[i].live = ~0u;
+		c.w[i].reg = calloc((size_t)m->nslots * 32 + 1, 8);
+		if (!c.w[i].reg)
+			goto out;
+	}
+	rc = run_cta(&c);
+	s->stats.warp_steps += c.steps;
+	s->stats.ctas++;
+out:
+	if (rc && !s->errlen)
+		sim_fail(s, "out of memory");
+	free_cta(&c);
+	return rc;
+}
+
+int
+sim_launch(Sim *s, const SimMod *m, const SimVal *v, int nargs)
+{
+	const SimMeta *mt = &m->meta;
+	int64_t pv[SIM_MAXARGS] = {0}, tiles[3] = {1, 1, 1}, n = 1;
+	Tmap maps[SIM_MAXARGS];
+	unsigned grid[3] = {1, 1, 1}, id[3];
+
+	sim_fail(s, "%s", "");
+	if (nargs != mt->nuser)
+		return sim_fail(s, "kernel '%s' takes %d arguments, not %d",
+			mt->name, mt->nuser, nargs);
+	if (mt->cluster[0] * mt->cluster[1] * mt->cluster[2] != 1)
+		return sim_fail(s, "clusters of more than one CTA are not "
+			"modelled");
+	for (int i = 0; i < mt->nargs; i++)
+		if (mt->args[i].kind == SIM_ARG_PARAM)
+			pv[i] = v[mt->args[i].user].i;
+	for (int i = 0; i < mt->ntiles; i++)
+		if (!rpn_eval(&mt->grid[i], pv, &tiles[i]) || tiles[i] <= 0 ||
+		    tiles[i] > 65535 || __builtin_mul_overflow(n, tiles[i], &n))
+			return sim_fail(s, "the tile grid's dimension %d has no "
+				"extent in 1..65535 from the params", i);
+	if (globals(s, mt, v, pv))
+		return -1;
+	uint8_t *pbuf = calloc((size_t)m->param_bytes + 8, 1);
+	if (!pbuf)
+		return sim_fail(s, "out of memory");
+	if (params(s, m, v, pv, pbuf, maps)) {
+		free(pbuf);
+		return -1;
+	}
+	if (mt->order == SIM_ORD_SINGLE) {
+		for (int i = 0; i < 3; i++)
+			grid[i] = (unsigned)tiles[i];
+	} else {
+		grid[0] = (unsigned)(n < s->max_ctas ? n : s->max_ctas);
+	}
+	int rc = 0;
+	for (id[2] = 0; !rc && id[2] < grid[2]; id[2]++)
+		for (id[1] = 0; !rc && id[1] < grid[1]; id[1]++)
+			for (id[0] = 0; !rc && id[0] < grid[0]; id[0]++)
+				rc = one_cta(s, m, pbuf, maps, id, grid);
+	free(pbuf);
+	return rc;
+}

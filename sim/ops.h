@@ -1,0 +1,92 @@
+/* ops.h: the opcode table of the simulator (issue #18).
+ *
+ * One row per instruction form the simulator models.  The reader turns an
+ * opcode such as "setp.ge.s32" or "cp.async.bulk.tensor.2d.shared::cluster
+ * .global.mbarrier::complete_tx::bytes" into a key by replacing each type
+ * suffix with "T", a setp comparison with "C", a wgmma shape (m64n128k16)
+ * with "S" and a tensor rank (2d) with "D", and looks the key up here; the
+ * types it replaced must be in the row's mask.  A form not in the table is
+ * an error at load time naming it and its line: nothing is skipped.
+ *
+ * Adding an instruction (tcgen05, say): a row here, its case in the
+ * executor that owns it (exec.c scalar, sync.c barriers, tma.c bulk
+ * copies, wgmma.c tensor cores), and a unit test in tests/sim/.
+ *
+ *   name            key                                         types */
+#define SIM_OPS(X) \
+	X(MOV,           "mov.T",                                    TM_ANY) \
+	X(ADD,           "add.T",                                    TM_INT | TM_F32) \
+	X(SUB,           "sub.T",                                    TM_INT | TM_F32) \
+	X(MUL,           "mul.T",                                    TM_F32) \
+	X(MUL_LO,        "mul.lo.T",                                 TM_INT) \
+	X(MUL_HI,        "mul.hi.T",                                 TM_INT) \
+	X(MUL_WIDE,      "mul.wide.T",                               TM_I16 | TM_I32) \
+	X(MAD_LO,        "mad.lo.T",                                 TM_INT) \
+	X(MAD_WIDE,      "mad.wide.T",                               TM_I16 | TM_I32) \
+	X(FMA_RN,        "fma.rn.T",                                 TM_F32) \
+	X(DIV,           "div.T",                                    TM_INT) \
+	X(DIV_RN,        "div.rn.T",                                 TM_F32) \
+	X(REM,           "rem.T",                                    TM_INT) \
+	X(MIN,           "min.T",                                    TM_INT | TM_F32) \
+	X(MAX,           "max.T",                                    TM_INT | TM_F32) \
+	X(NEG,           "neg.T",                                    TM_SINT | TM_F32) \
+	X(ABS,           "abs.T",                                    TM_SINT | TM_F32) \
+	X(AND,           "and.T",                                    TM_BITS | TM_PRED) \
+	X(OR,            "or.T",                                     TM_BITS | TM_PRED) \
+	X(XOR,           "xor.T",                                    TM_BITS | TM_PRED) \
+	X(NOT,           "not.T",                                    TM_BITS | TM_PRED) \
+	X(SHL,           "shl.T",                                    TM_BITS) \
+	X(SHR,           "shr.T",                                    TM_INT) \
+	X(SETP,          "setp.C.T",                                 TM_INT | TM_F32) \
+	X(SELP,          "selp.T",                                   TM_INT | TM_F32) \
+	X(CVT,           "cvt.T.T",                                  TM_INT) \
+	X(CVT_RN,        "cvt.rn.T.T",                               TM_ANY) \
+	X(CVT_RZI,       "cvt.rzi.T.T",                              TM_INT) \
+	X(EX2,           "ex2.approx.ftz.T",                         TM_F32) \
+	X(EX2_NOFTZ,     "ex2.approx.T",                             TM_F32) \
+	X(LG2,           "lg2.approx.ftz.T",                         TM_F32) \
+	X(RCP,           "rcp.approx.ftz.T",                         TM_F32) \
+	X(TANH,          "tanh.approx.T",                            TM_F32) \
+	X(CVTA_PARAM,    "cvta.param.T",                             TM_U64) \
+	X(CVTA_GLOBAL,   "cvta.to.global.T",                         TM_U64) \
+	X(LD_PARAM,      "ld.param.T",                               TM_ANY) \
+	X(LD_GLOBAL,     "ld.global.T",                              TM_ANY) \
+	X(LD_GLOBAL_NC,  "ld.global.nc.T",                           TM_ANY) \
+	X(LD_SHARED,     "ld.shared.T",                              TM_ANY) \
+	X(ST_GLOBAL,     "st.global.T",                              TM_ANY) \
+	X(ST_SHARED,     "st.shared.T",                              TM_ANY) \
+	X(BRA,           "bra",                                      0) \
+	X(BRA_UNI,       "bra.uni",                                  0) \
+	X(RET,           "ret",                                      0) \
+	X(EXIT,          "exit",                                     0) \
+	X(BAR_SYNC,      "bar.sync",                                 0) \
+	X(BAR_ARRIVE,    "bar.arrive",                               0) \
+	X(BARRIER_SYNC,  "barrier.sync.aligned",                     0) \
+	X(BARRIER_ARRIVE, "barrier.arrive.aligned",                  0) \
+	X(BAR_WARP_SYNC, "bar.warp.sync",                            0) \
+	X(ELECT,         "elect.sync",                               0) \
+	X(SHFL_BFLY,     "shfl.sync.bfly.T",                         TM_B32) \
+	X(SHFL_IDX,      "shfl.sync.idx.T",                          TM_B32) \
+	X(SHFL_UP,       "shfl.sync.up.T",                           TM_B32) \
+	X(SHFL_DOWN,     "shfl.sync.down.T",                         TM_B32) \
+	X(VOTE_ANY,      "vote.sync.any.T",                          TM_PRED) \
+	X(VOTE_ALL,      "vote.sync.all.T",                          TM_PRED) \
+	X(VOTE_BALLOT,   "vote.sync.ballot.T",                       TM_B32) \
+	X(MBAR_INIT,     "mbarrier.init.shared::cta.T",              TM_B64) \
+	X(MBAR_ARRIVE,   "mbarrier.arrive.shared::cta.T",            TM_B64) \
+	X(MBAR_ARRIVE_TX, "mbarrier.arrive.expect_tx.shared::cta.T", TM_B64) \
+	X(MBAR_TRY_WAIT, "mbarrier.try_wait.parity.shared::cta.T",   TM_B64) \
+	X(FENCE_MBAR,    "fence.mbarrier_init.release.cluster",      0) \
+	X(FENCE_PROXY,   "fence.proxy.async.shared::cta",            0) \
+	X(PREFETCH_TMAP, "prefetch.tensormap",                       0) \
+	X(SETMAXNREG_INC, "setmaxnreg.inc.sync.aligned.T",           TM_U32) \
+	X(SETMAXNREG_DEC, "setmaxnreg.dec.sync.aligned.T",           TM_U32) \
+	X(TMA_LOAD,      "cp.async.bulk.tensor.D.shared::cluster.global.mbarrier::complete_tx::bytes", 0) \
+	X(TMA_STORE,     "cp.async.bulk.tensor.D.global.shared::cta.bulk_group", 0) \
+	X(BULK_COMMIT,   "cp.async.bulk.commit_group",               0) \
+	X(BULK_WAIT,     "cp.async.bulk.wait_group",                 0) \
+	X(BULK_WAIT_RD,  "cp.async.bulk.wait_group.read",            0) \
+	X(WG_FENCE,      "wgmma.fence.sync.aligned",                 0) \
+	X(WG_COMMIT,     "wgmma.commit_group.sync.aligned",          0) \
+	X(WG_WAIT,       "wgmma.wait_group.sync.aligned",            0) \
+	X(WG_MMA,        "wgmma.mma_async.sync.aligned.S.T.T.T",     TM_F32)

@@ -1,0 +1,272 @@
+/* simi.h: the simulator's internal types, shared by its files (issue #18).
+ *
+ * read.c   PTX text -> SimMod (instructions with resolved operands)
+ * exec.c   one instruction for the lanes of a warp at one PC (scalar ops,
+ *          loads and stores, shuffles, votes)
+ * sync.c   the CTA: warps, the scheduler, named barriers, mbarriers, the
+ *          asynchronous queue and the hang report
+ * tma.c    tensor maps and cp.async.bulk.tensor
+ * wgmma.c  wgmma.mma_async and its shared-memory descriptors
+ * fp.c     bf16/f16 conversions and the approximate functions */
+#ifndef SIMI_H
+#define SIMI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim.h"
+#include "ops.h"
+
+#define FMT(a, b) __attribute__((format(printf, a, b)))
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+enum {
+#define X(name, key, types) OP_##name,
+	SIM_OPS(X)
+#undef X
+	NOPS
+};
+
+/* Types, as PTX spells them. */
+enum {
+	TY_NONE, TY_PRED, TY_B8, TY_B16, TY_B32, TY_B64, TY_U8, TY_U16, TY_U32,
+	TY_U64, TY_S8, TY_S16, TY_S32, TY_S64, TY_F16, TY_F16X2, TY_BF16,
+	TY_BF16X2, TY_F32, TY_F64, NTY
+};
+#define TB(t) (1u << (t))
+#define TM_PRED TB(TY_PRED)
+#define TM_B32 TB(TY_B32)
+#define TM_B64 TB(TY_B64)
+#define TM_U32 TB(TY_U32)
+#define TM_U64 TB(TY_U64)
+#define TM_F32 TB(TY_F32)
+#define TM_I16 (TB(TY_U16) | TB(TY_S16))
+#define TM_I32 (TB(TY_U32) | TB(TY_S32))
+#define TM_SINT (TB(TY_S16) | TB(TY_S32) | TB(TY_S64))
+#define TM_BITS (TB(TY_B16) | TB(TY_B32) | TB(TY_B64))
+#define TM_INT (TM_BITS | TM_SINT | TM_I16 | TM_I32 | TB(TY_U64) | \
+	TB(TY_U8) | TB(TY_S8) | TB(TY_B8))
+#define TM_ANY (~0u & ~1u)
+
+int ty_bits(int t);
+bool ty_signed(int t);
+const char *ty_name(int t);
+
+/* Comparisons of setp. */
+enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_LS,
+	CMP_HI, CMP_HS };
+
+/* Operand kinds. */
+enum {
+	OK_NONE, OK_REG, OK_IMM, OK_ADDR, OK_VEC, OK_SPECIAL, OK_SINK
+};
+
+/* Special registers. */
+enum {
+	SR_TID_X, SR_TID_Y, SR_TID_Z, SR_NTID_X, SR_NTID_Y, SR_NTID_Z,
+	SR_CTAID_X, SR_CTAID_Y, SR_CTAID_Z, SR_NCTAID_X, SR_NCTAID_Y,
+	SR_NCTAID_Z, SR_LANEID, SR_WARPID
+};
+
+typedef struct Opnd {
+	uint8_t k;
+	uint8_t neg;      /* '!' before a predicate */
+	uint16_t n;       /* OK_VEC: entries */
+	int32_t r;        /* register slot; OK_ADDR: base slot or -1 */
+	int64_t imm;      /* OK_IMM: the bits; OK_ADDR: the byte offset */
+	int32_t *v;       /* OK_VEC: register slots */
+} Opnd;
+
+enum { MAXOPND = 9 };
+
+typedef struct Ins {
+	uint16_t op;
+	uint8_t ty[3];    /* the opcode's types, in order */
+	uint8_t nty;
+	uint8_t cmp;      /* setp */
+	uint8_t nopnd;
+	uint8_t gneg;     /* guard is @!%p */
+	int32_t guard;    /* guard predicate slot, or -1 */
+	int32_t tgt;      /* bra: the target instruction */
+	int32_t aux;      /* wgmma: N; cp.async.bulk.tensor: rank */
+	int32_t line;     /* 1-based line in the PTX text */
+	Opnd o[MAXOPND];
+} Ins;
+
+/* A kernel parameter of the .entry. */
+typedef struct Param {
+	const char *name;
+	int ty;           /* scalar type, or TY_B8 for an array */
+	int size, align, off;
+} Param;
+
+struct SimMod {
+	char *text;       /* the PTX, NUL-terminated; names point into it */
+	size_t len;
+	int *line_at;     /* line -> byte offset of its start */
+	int nlines;
+	const char *entry;
+	SimMeta meta;
+	Param *params;
+	int nparams, param_bytes;
+	Ins *ins;
+	int nins;
+	int nslots;       /* registers per thread */
+	struct RegDecl { const char *prefix; int ty, base, n; } *decls;
+	int ndecls;
+	char *strs;       /* names from the metadata, NUL-separated */
+};
+
+/* Addresses.  Global buffers live at (i + 1) << 36; the parameter buffer
+ * is seen at PARAM_BASE; shared memory is a 32-bit window whose dynamic
+ * part (fg_smem) starts at SMEM_BASE, 1024-aligned as the swizzles need. */
+#define GBUF_SHIFT 36
+#define PARAM_BASE 0x00f0000000000000ull
+#define SMEM_BASE 0x400u
+
+/* A tensor map as cuTensorMapEncodeTiled would record it: dimensions
+ * innermost first, strides in bytes. */
+typedef struct Tmap {
+	uint64_t addr;
+	int rank, esize, swizzle;       /* swizzle: 0, 32, 64, 128 bytes */
+	int64_t dim[5], stride[5];      /* stride[0] is the element size */
+	int box[5];
+	bool oob_nan;
+} Tmap;
+#define TMAP_MAGIC 0x70616d74734d4946ull   /* "FIMstmap" */
+
+
+/* Launch state. */
+/* ST_BLOCK: blocked here, to re-execute when woken; ST_WAIT: done,
+ * then blocked (bar.sync). */
+enum { ST_OK, ST_BLOCK, ST_WAIT, ST_ERR };
+
+/* What a blocked warp waits on. */
+enum { WT_NONE, WT_MBAR, WT_BAR, WT_BULK };
+
+typedef struct Wait {
+	int kind;
+	uint32_t addr;      /* WT_MBAR */
+	int parity;         /* WT_MBAR */
+	int id;             /* WT_BAR: barrier; WT_BULK: groups allowed */
+	uint64_t gen;       /* WT_BAR: generation arrived in */
+} Wait;
+
+typedef struct Warp {
+	int id;
+	uint32_t live;      /* lanes that have not exited */
+	int32_t pc[32];
+	uint64_t *reg;      /* slot * 32 + lane */
+	bool blocked;
+	Wait wait;
+	int bulk_open;      /* index of this warp's open bulk group */
+	int wg_open;        /* index of this warp's open wgmma group */
+} Warp;
+
+typedef struct Mbar {
+	uint32_t addr;
+	int count, pending;
+	int64_t tx;
+	uint32_t phase;     /* completed phases */
+} Mbar;
+
+typedef struct NBar {
+	int expected, arrived;
+	uint64_t gen;
+} NBar;
+
+/* A pending asynchronous operation. */
+enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA };
+typedef struct Async {
+	int kind, warp, group, line;
+	int tmap;                    /* index into Cta.tmaps */
+	int32_t coord[5];
+	uint32_t smem, mbar;
+	struct WgOp *wg;             /* AS_WGMMA */
+} Async;
+
+typedef struct Cta {
+	Sim *sim;
+	const SimMod *m;
+	uint8_t *smem;               /* the window [0, smem_end) */
+	uint32_t smem_end;
+	uint8_t *mbmark;             /* per 8 smem bytes: an mbarrier */
+	const uint8_t *param;
+	int nparam;
+	const Tmap *tmaps;
+	int ntmaps;
+	unsigned ctaid[3], nctaid[3];
+	Warp *w;
+	int nw;
+	Mbar *mb;
+	int nmb, capmb;
+	NBar bar[16];
+	Async *q;
+	int nq, capq;
+	uint64_t steps;
+} Cta;
+
+struct Sim {
+	struct Gbuf { uint8_t *p; size_t n; } *buf;
+	int nbuf;
+	int64_t max_ctas, step_limit;
+	bool eager;
+	char *err;
+	size_t errlen, errcap;
+	SimStats stats;
+};
+
+bool meta_read(SimMod *, char *err, size_t errlen);
+bool rpn_eval(const SimRpn *, const int64_t *pv, int64_t *out);
+const char *op_check(const Ins *);     /* NULL, or why it is refused */
+int opcode_of(const char *key);
+
+/* exec.c */
+uint64_t opnd_u(const Cta *, const Warp *, const Opnd *, int lane);
+static inline uint64_t *
+reg_at(const Warp *w, int slot, int lane)
+{
+	return &w->reg[(size_t)slot * 32 + (size_t)lane];
+}
+uint8_t *smem_at(Cta *, uint32_t addr, uint32_t n, const char *what);
+int exec_scalar(Cta *, Warp *, const Ins *, uint32_t mask);
+const char *op_name(int op);
+
+/* sync.c */
+int sync_op(Cta *, Warp *, const Ins *, uint32_t mask);
+Mbar *mbar_find(Cta *, uint32_t addr);
+bool mbar_complete_tx(Cta *, uint32_t addr, int64_t bytes);
+int async_push(Cta *, const Async *);
+
+/* tma.c */
+int tma_op(Cta *, Warp *, const Ins *, uint32_t mask);
+bool tma_complete(Cta *, const Async *);
+bool tmap_build(Sim *, const SimMeta *, int arg, const int64_t *pv,
+	const SimVal *vals, Tmap *out);
+
+/* wgmma.c */
+int wgmma_op(Cta *, Warp *, const Ins *, uint32_t mask);
+bool wgmma_complete(Cta *, const Async *);
+void wgmma_free(Async *);
+
+int sim_fail(Sim *, const char *fmt, ...) FMT(2, 3);
+
+/* Global memory (sync.c): a host pointer for [addr, addr + n), or NULL
+ * after reporting an error. */
+uint8_t *sim_gmem(Sim *, uint64_t addr, size_t n, const char *what);
+
+/* fp.c */
+float f32_of(uint32_t bits);
+uint32_t bits_of(float f);
+uint16_t bf16_rn(float f);
+uint16_t f16_rn(float f);
+float bf16_to_f32(uint16_t h);
+float f16_to_f32(uint16_t h);
+float sim_ex2(float x, bool ftz);
+float sim_lg2(float x);
+float sim_rcp(float x);
+float sim_tanh(float x);
+float ftz32(float x);
+
+#endif

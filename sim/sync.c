@@ -1,0 +1,241 @@
+/* sync.c: named barriers, mbarriers and the asynchronous queue
+ * (issue #18).
+ *
+ * Named barriers (bar.sync, bar.arrive, barrier.sync/arrive.aligned)
+ * count threads a warp at a time (a warp's arrival counts all 32 of its
+ * threads, as the hardware counts them); without a count the barrier
+ * expects every thread of the CTA that has not exited.  bar.sync and
+ * barrier.sync block the warp until the barrier's generation moves on.
+ *
+ * An mbarrier (PTX ISA 9.7.13.15) is kept beside shared memory, keyed by
+ * its address: its expected count, the arrivals still pending in the
+ * current phase, the transaction count (signed: complete_tx may come
+ * before expect_tx) and the number of completed phases.  A phase
+ * completes when the pending arrivals and the transaction count are both
+ * zero.  try_wait.parity P succeeds once the phase of parity P has
+ * completed, that is when the current phase's parity differs from P;
+ * otherwise the warp blocks there and re-executes it when woken.
+ *
+ * Asynchronous operations (TMA loads and stores, wgmma) wait in the queue
+ * until every warp is blocked (or at issue, with SIM_OPT_EAGER); see
+ * launch.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simi.h"
+
+Mbar *
+mbar_find(Cta *c, uint32_t addr)
+{
+	for (int i = 0; i < c->nmb; i++)
+		if (c->mb[i].addr == addr)
+			return &c->mb[i];
+	return NULL;
+}
+
+static Mbar *
+mbar_get(Cta *c, uint32_t addr, const char *what)
+{
+	Mbar *b = mbar_find(c, addr);
+
+	if (!b)
+		sim_fail(c->sim, "%s on shared address 0x%x, where no mbarrier "
+			"was initialized", what, addr);
+	return b;
+}
+
+static void
+mbar_check(Mbar *b)
+{
+	if (b->pending == 0 && b->tx == 0) {
+		b->phase++;
+		b->pending = b->count;
+	}
+}
+
+bool
+mbar_complete_tx(Cta *c, uint32_t addr, int64_t bytes)
+{
+	Mbar *b = mbar_get(c, addr, "complete_tx");
+
+	if (!b)
+		return false;
+	b->tx -= bytes;
+	if (b->pending == 0 && b->tx < 0)
+		return sim_fail(c->sim, "complete_tx of %lld bytes takes the "
+			"mbarrier at 0x%x below zero transaction bytes after all "
+			"arrivals", (long long)bytes, addr), false;
+	mbar_check(b);
+	return true;
+}
+
+static bool
+mbar_init(Cta *c, uint32_t addr, int64_t count)
+{
+	if (!smem_at(c, addr, 8, "mbarrier.init"))
+		return false;
+	if (count < 1 || count > (1 << 20) - 1)
+		return sim_fail(c->sim, "mbarrier.init with count %lld (1 to "
+			"2^20 - 1)", (long long)count), false;
+	Mbar *b = mbar_find(c, addr);
+	if (!b) {
+		if (c->nmb == c->capmb) {
+			c->capmb = c->capmb ? 2 * c->capmb : 16;
+			Mbar *p = realloc(c->mb, (size_t)c->capmb * sizeof *p);
+			if (!p)
+				return sim_fail(c->sim, "out of memory"), false;
+			c->mb = p;
+		}
+		b = &c->mb[c->nmb++];
+	}
+	*b = (Mbar){addr, (int)count, (int)count, 0, 0};
+	c->mbmark[addr / 8] = 1;
+	return true;
+}
+
+/* Every lane at an mbarrier operation: its address. */
+static bool
+mbar_addr(Cta *c, const Warp *w, const Opnd *o, int lane, uint32_t *a)
+{
+	uint64_t v = (uint64_t)o->imm + (o->r >= 0 ? *reg_at(w, o->r, lane) : 0);
+
+	if (v >> 32 || v % 8)
+		return sim_fail(c->sim, "mbarrier address 0x%llx is not an "
+			"8-byte aligned shared address", (unsigned long long)v),
+			false;
+	*a = (uint32_t)v;
+	return true;
+}
+
+static int
+mbar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	const Opnd *o = in->o;
+	uint32_t a;
+	bool all = true;
+
+	for (int l = 0; l < 32; l++) {
+		if (!(mask >> l & 1))
+			continue;
+		switch (in->op) {
+		case OP_MBAR_INIT:
+			if (!mbar_addr(c, w, &o[0], l, &a) ||
+			    !mbar_init(c, a, (int64_t)opnd_u(c, w, &o[1], l)))
+				return ST_ERR;
+			break;
+		case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: {
+			Mbar *b;
+			if (!mbar_addr(c, w, &o[1], l, &a) ||
+			    !(b = mbar_get(c, a, "mbarrier.arrive")))
+				return ST_ERR;
+			if (in->op == OP_MBAR_ARRIVE_TX)
+				b->tx += (int64_t)(uint32_t)opnd_u(c, w, &o[2], l);
+			if (b->pending == 0)
+				return sim_fail(c->sim, "an arrival on the "
+					"mbarrier at 0x%x, whose phase has no "
+					"pending arrivals", a), ST_ERR;
+			b->pending--;
+			mbar_check(b);
+			if (o[0].k == OK_REG)   /* the state: the phase */
+				*reg_at(w, o[0].r, l) = b->phase;
+			break;
+		}
+		default: {   /* try_wait.parity */
+			Mbar *b;
+			if (!mbar_addr(c, w, &o[1], l, &a) ||
+			    !(b = mbar_get(c, a, "mbarrier.try_wait")))
+				return ST_ERR;
+			int par = (int)(opnd_u(c, w, &o[2], l) & 1);
+			if ((int)(b->phase & 1) == par) {
+				if (all)
+					w->wait = (Wait){WT_MBAR, a, par, 0, 0};
+				all = false;
+			}
+		}
+		}
+	}
+	if (in->op != OP_MBAR_TRY_WAIT)
+		return ST_OK;
+	if (!all)
+		return ST_BLOCK;
+	for (int l = 0; l < 32; l++)
+		if (mask >> l & 1)
+			*reg_at(w, o[0].r, l) = 1;
+	return ST_OK;
+}
+
+static int
+live_threads(const Cta *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->nw; i++)
+		n += c->w[i].live ? 32 : 0;
+	return n;
+}
+
+/* bar.sync/bar.arrive/barrier.*: a, [b]. */
+static int
+bar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	int l = __builtin_ctz(mask);
+	int64_t id = (int64_t)opnd_u(c, w, &in->o[0], l);
+	int64_t cnt = in->nopnd > 1 ? (int64_t)opnd_u(c, w, &in->o[1], l) :
+		live_threads(c);
+	bool wait = in->op == OP_BAR_SYNC || in->op == OP_BARRIER_SYNC;
+
+	if (id < 0 || id > 15)
+		return sim_fail(c->sim, "barrier id %lld (0 to 15)",
+			(long long)id), ST_ERR;
+	if (cnt <= 0 || cnt % 32 || cnt > c->m->meta.threads)
+		return sim_fail(c->sim, "barrier %lld with %lld threads: a "
+			"positive multiple of 32 up to the CTA's %d", (long long)id,
+			(long long)cnt, c->m->meta.threads), ST_ERR;
+	if ((in->op == OP_BARRIER_SYNC || in->op == OP_BARRIER_ARRIVE) &&
+	    mask != w->live)
+		return sim_fail(c->sim, "an .aligned barrier reached by lanes "
+			"0x%08x of live 0x%08x", mask, w->live), ST_ERR;
+	NBar *b = &c->bar[id];
+	if (b->arrived && b->expected != cnt)
+		return sim_fail(c->sim, "barrier %lld expects %d threads, but "
+			"this arrival says %lld", (long long)id, b->expected,
+			(long long)cnt), ST_ERR;
+	b->expected = (int)cnt;
+	b->arrived += 32;
+	uint64_t gen = b->gen;
+	if (b->arrived >= b->expected) {
+		b->arrived = 0;
+		b->gen++;
+		return ST_OK;
+	}
+	if (wait)
+		w->wait = (Wait){WT_BAR, 0, 0, (int)id, gen};
+	return wait ? ST_WAIT : ST_OK;
+}
+
+int
+sync_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	switch (in->op) {
+	case OP_MBAR_INIT: case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX:
+	case OP_MBAR_TRY_WAIT:
+		return mbar_op(c, w, in, mask);
+	default:
+		return bar_op(c, w, in, mask);
+	}
+}
+
+int
+async_push(Cta *c, const Async *a)
+{
+	if (c->nq == c->capq) {
+		c->capq = c->capq ? 2 * c->capq : 16;
+		Async *p = realloc(c->q, (size_t)c->capq * sizeof *p);
+		if (!p)
+			return sim_fail(c->sim, "out of memory"), ST_ERR;
+		c->q = p;
+	}
+	c->q[c->nq++] = *a;
+	return ST_OK;
+}

@@ -1,0 +1,202 @@
+/* tma.c: tensor maps and cp.async.bulk.tensor (issue #18).
+ *
+ * A tensor map is what cuTensorMapEncodeTiled would record from the
+ * metadata (runtime/jit/launch.c's tmap): dimensions innermost first,
+ * dense strides, the box (a box of lower rank covers the innermost
+ * dimensions), the swizzle and the out-of-bounds fill.  The parameter
+ * buffer holds a magic number and the map's index where the GPU would
+ * hold the opaque 128 bytes, so the kernel's `mov.b64 %rd, tmap;
+ * cvta.param.u64` address finds it.
+ *
+ * A box lands in shared memory row by row, densely (element (i0, i1, ..)
+ * at ((.. * b1 + i1) * b0 + i0) * esize from the destination), and the
+ * swizzle permutes 16-byte chunks by the address bits above them, as the
+ * hardware does on the shared address itself: 128B swaps bits [4,7) with
+ * [7,10) by XOR, 64B bits [4,6) with [7,9), 32B bit 4 with bit 7 (the
+ * CUDA programming guide's TMA swizzle patterns; CUTLASS Swizzle<3,4,3>,
+ * <2,4,3>, <1,4,3>).  The destination must be aligned to the pattern's
+ * repeat (1024, 512, 256 bytes; 128 without a swizzle).  Elements outside
+ * the tensor read as zero (NaN with oob=nan) and still count towards the
+ * transaction bytes; a store skips them. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "simi.h"
+
+bool
+tmap_build(Sim *s, const SimMeta *mt, int a, const int64_t *pv,
+	const SimVal *vals, Tmap *t)
+{
+	const SimArg *v = &mt->args[a], *g = &mt->args[v->of];
+	int r = g->rank;
+
+	memset(t, 0, sizeof *t);
+	t->addr = vals[g->user].ptr;
+	t->rank = r;
+	t->esize = ty_bits(g->ty) / 8;
+	t->swizzle = v->swizzle;
+	t->oob_nan = v->oob_nan;
+	for (int i = 0; i < r; i++) {
+		if (!rpn_eval(&g->dims[r - 1 - i], pv, &t->dim[i]))
+			return sim_fail(s, "tma '%s': bad dims", v->name), false;
+		t->stride[i] = i ? t->stride[i - 1] * t->dim[i - 1] : t->esize;
+		int bi = v->rank - 1 - i;
+		t->box[i] = bi >= 0 ? v->box[bi] : 1;
+		if (t->box[i] < 1 || t->box[i] > 256)
+			return sim_fail(s, "tma '%s': box extent %d (1 to 256)",
+				v->name, t->box[i]), false;
+	}
+	int inner = t->box[0] * t->esize;
+	if (t->addr % 16 || inner % 16)
+		return sim_fail(s, "tma '%s': the address and the inner box "
+			"(%d bytes) must be 16-byte multiples", v->name, inner),
+			false;
+	if (t->swizzle && inner != t->swizzle)
+		return sim_fail(s, "tma '%s': an inner box of %d bytes under a "
+			"%d-byte swizzle is not modelled (only equal spans)",
+			v->name, inner, t->swizzle), false;
+	return true;
+}
+
+/* The swizzled shared address of byte address a. */
+static uint32_t
+swz(uint32_t a, int sw)
+{
+	int bits = sw == 128 ? 3 : sw == 64 ? 2 : sw == 32 ? 1 : 0;
+
+	return a ^ ((a >> 7) & ((1u << bits) - 1)) << 4;
+}
+
+static const Tmap *
+tmap_at(Cta *c, uint64_t a)
+{
+	uint64_t off = a - PARAM_BASE, magic, idx;
+
+	if (a < PARAM_BASE || off % 64 || off + 16 > (uint64_t)c->nparam)
+		return sim_fail(c->sim, "tensor map address 0x%llx is not a "
+			"64-byte aligned kernel parameter (tensor maps in global "
+			"memory are not modelled)", (unsigned long long)a), NULL;
+	memcpy(&magic, c->param + off, 8);
+	memcpy(&idx, c->param + off + 8, 8);
+	if (magic != TMAP_MAGIC || idx >= (uint64_t)c->ntmaps)
+		return sim_fail(c->sim, "the parameter at 0x%llx holds no "
+			"tensor map", (unsigned long long)a), NULL;
+	return &c->tmaps[idx];
+}
+
+static int64_t
+box_bytes(const Tmap *t)
+{
+	int64_t n = t->esize;
+
+	for (int i = 0; i < t->rank; i++)
+		n *= t->box[i];
+	return n;
+}
+
+/* Copies one box between global and shared memory. */
+static bool
+copy_box(Cta *c, const Tmap *t, const int32_t *co, uint32_t sa, bool load)
+{
+	int64_t n = box_bytes(t) / t->esize;
+	int e = t->esize;
+
+	if (!smem_at(c, sa, (uint32_t)box_bytes(t), load ? "a TMA load" :
+	    "a TMA store"))
+		return false;
+	for (int64_t lin = 0; lin < n; lin++) {
+		int64_t rest = lin, off = 0;
+		bool in = true;
+		for (int i = 0; i < t->rank; i++) {
+			int64_t x = (int64_t)co[i] + rest % t->box[i];
+			rest /= t->box[i];
+			in = in && x >= 0 && x < t->dim[i];
+			off += x * t->stride[i];
+		}
+		uint32_t s = swz(sa + (uint32_t)(lin * e), t->swizzle);
+		uint8_t *sp = c->smem + s;
+		if (load && c->mbmark[s / 8])
+			return sim_fail(c->sim, "a TMA load writes over the "
+				"mbarrier at 0x%x", s & ~7u), false;
+		if (!in) {
+			if (load && t->oob_nan)
+				memset(sp, 0xff, (size_t)e);
+			else if (load)
+				memset(sp, 0, (size_t)e);
+			continue;
+		}
+		uint8_t *gp = sim_gmem(c->sim, t->addr + (uint64_t)off,
+			(size_t)e, load ? "a TMA load" : "a TMA store");
+		if (!gp)
+			return false;
+		memcpy(load ? sp : gp, load ? gp : sp, (size_t)e);
+	}
+	return true;
+}
+
+bool
+tma_complete(Cta *c, const Async *a)
+{
+	const Tmap *t = &c->tmaps[a->tmap];
+
+	if (a->kind == AS_TMA_STORE)
+		return copy_box(c, t, a->coord, a->smem, false);
+	return copy_box(c, t, a->coord, a->smem, true) &&
+		mbar_complete_tx(c, a->mbar, box_bytes(t));
+}
+
+/* [reg+imm] of lane l. */
+static uint64_t
+addr(const Warp *w, const Opnd *o, int l)
+{
+	return (uint64_t)o->imm + (o->r >= 0 ? *reg_at(w, o->r, l) : 0);
+}
+
+int
+tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	const Opnd *o = in->o;
+	bool load = in->op == OP_TMA_LOAD;
+
+	if (in->op == OP_BULK_COMMIT) {
+		w->bulk_open++;
+		return ST_OK;
+	}
+	for (int l = 0; l < 32; l++) {
+		if (!(mask >> l & 1))
+			continue;
+		const Opnd *tm = &o[load ? 1 : 0], *co = &o[load ? 2 : 1];
+		const Opnd *sm = &o[load ? 0 : 2];
+		const Tmap *t = tmap_at(c, addr(w, tm, l));
+		Async a = {.kind = load ? AS_TMA_LOAD : AS_TMA_STORE,
+			.warp = w->id, .group = w->bulk_open, .line = in->line};
+		if (!t)
+			return ST_ERR;
+		a.tmap = (int)(t - c->tmaps);
+		if (co->k != OK_VEC || co->n != t->rank || co->n != in->aux)
+			return sim_fail(c->sim, "a %dd copy through a tensor map "
+				"of rank %d", in->aux, t->rank), ST_ERR;
+		for (int i = 0; i < t->rank; i++)
+			a.coord[i] = (int32_t)*reg_at(w, co->v[i], l);
+		uint64_t sa = addr(w, sm, l);
+		uint32_t align = t->swizzle ? (uint32_t)t->swizzle * 8 : 128;
+		if (sa >> 32 || sa % align)
+			return sim_fail(c->sim, "shared address 0x%llx of a TMA "
+				"copy is not %u-byte aligned",
+				(unsigned long long)sa, align), ST_ERR;
+		a.smem = (uint32_t)sa;
+		if (load) {
+			uint64_t mb = addr(w, &o[3], l);
+			if (mb >> 32 || !mbar_find(c, (uint32_t)mb))
+				return sim_fail(c->sim, "TMA load completes on "
+					"0x%llx, where no mbarrier was initialized",
+					(unsigned long long)mb), ST_ERR;
+			a.mbar = (uint32_t)mb;
+		}
+		if (c->sim->eager ? !tma_complete(c, &a) :
+		    async_push(c, &a) != ST_OK)
+			return ST_ERR;
+	}
+	return ST_OK;
+}

@@ -68,6 +68,12 @@ Ref sg_convert(G *, const Node *);
 Ref sg_cvt(G *, const Node *);
 
 void sg_op(G *, const Node *);               /* sirops.c */
+Res *sg_resource(G *, const Node *, ResKind want, const char *what, Ref *idx);
+Ref sg_int_arg(G *, const Node *, const char *what);
+bool sg_argc(G *, const Node *, int lo, int hi);
+void sg_op_mem(G *, const Node *);           /* sirmem.c */
+Ref sg_frag_var(G *, const Node *, const char *what);
+void sg_op_gload(G *, const Node *);
 bool sg_mma_opd(G *, const Node *, SirIns *, int slot, bool value_ok);
 void sg_noattrs(G *, const Node *, const char *const *ok);
 bool sg_need_target(G *, const Node *, int tgt, const char *what);

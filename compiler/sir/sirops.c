@@ -19,8 +19,8 @@ rkind(ResKind k)
 
 /* A resource operand: NAME or NAME[index].  Returns the resource and the
  * index value (0 when there is none: element 0). */
-static Res *
-resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
+Res *
+sg_resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
 {
 	const Node *base = e->kind == N_INDEX ? e->a : e;
 	Res *r;
@@ -76,8 +76,8 @@ resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
 	return r;
 }
 
-static Ref
-int_arg(G *g, const Node *e, const char *what)
+Ref
+sg_int_arg(G *g, const Node *e, const char *what)
 {
 	Ref r = sg_expr(g, e);
 	Ty t = sg_val(g, r)->ty;
@@ -111,7 +111,7 @@ sg_lin_index_at(G *g, const Node *d, const Res *r, Ref *last, int k0,
 		return 0;
 	}
 	for (int k = 0; k < d->kids.n; k++) {
-		Ref ik = int_arg(g, d->kids.v[k], "an index");
+		Ref ik = sg_int_arg(g, d->kids.v[k], "an index");
 		Ty t = sg_val(g, ik)->ty;
 		if (!ty_isint(t) && !(t == TY_BOOL && sg_val(g, ik)->isconst))
 			return 0;
@@ -151,8 +151,8 @@ sg_const_arg(G *g, const Node *e, const char *what, int64_t lo, int64_t hi,
 	return true;
 }
 
-static bool
-argc(G *g, const Node *n, int lo, int hi)
+bool
+sg_argc(G *g, const Node *n, int lo, int hi)
 {
 	const char *op = op_names[n->op];
 
@@ -281,7 +281,7 @@ view_coords(G *g, const Node *e, SirIns *i)
 		diag_error(g->ctx, e->span, "expected a TMA view");
 		return NULL;
 	}
-	Res *v = resource(g, &base, R_TMA, "a TMA view", &dummy);
+	Res *v = sg_resource(g, &base, R_TMA, "a TMA view", &dummy);
 	if (!v)
 		return NULL;
 	if (e->kids.n != v->rank) {
@@ -291,7 +291,7 @@ view_coords(G *g, const Node *e, SirIns *i)
 		return NULL;
 	}
 	for (int k = 0; k < e->kids.n; k++)
-		i->a[i->na++] = int_arg(g, e->kids.v[k], "a coordinate");
+		i->a[i->na++] = sg_int_arg(g, e->kids.v[k], "a coordinate");
 	return v;
 }
 
@@ -302,7 +302,7 @@ op_tma(G *g, const Node *n, bool load)
 	SirIns tmp = {0};
 
 	sg_noattrs(g, n, load ? NULL : (const char *const[]){"reduce", NULL});
-	if (!argc(g, n, load ? 2 : 1, load ? 2 : 1))
+	if (!sg_argc(g, n, load ? 2 : 1, load ? 2 : 1))
 		return;
 	/* tma_store ... reduce=add: cp.reduce.async.bulk.tensor's add, an
 	 * element-wise f32/f16/bf16 atomic add into global memory */
@@ -323,10 +323,10 @@ op_tma(G *g, const Node *n, bool load)
 	const Node *vn = load ? arrow->a : arrow->b;
 	const Node *bn = load ? arrow->b : arrow->a;
 	Res *v = view_coords(g, vn, &tmp);
-	Res *b = resource(g, bn, R_SMEM, "a shared-memory buffer", &tmp.ri[1]);
+	Res *b = sg_resource(g, bn, R_SMEM, "a shared-memory buffer", &tmp.ri[1]);
 	Res *m = NULL;
 	if (load)
-		m = resource(g, n->kids.v[1], R_MBAR, "an mbarrier", &tmp.ri[2]);
+		m = sg_resource(g, n->kids.v[1], R_MBAR, "an mbarrier", &tmp.ri[2]);
 	if (!v || !b || (load && !m) || !box_matches(g, n, v, b))
 		return;
 	if (g->in_elect == 0)
@@ -351,14 +351,14 @@ op_mbar(G *g, const Node *n)
 	int want = n->op == OP_ARRIVE ? 1 : 2;
 
 	sg_noattrs(g, n, (const char *const[]){"count", NULL});
-	if (!argc(g, n, want, want))
+	if (!sg_argc(g, n, want, want))
 		return;
-	Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
+	Res *r = sg_resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
 	if (!r)
 		return;
 	SirOp op = n->op == OP_WAIT ? SOP_mbar_wait : n->op == OP_ARRIVE ?
 		SOP_mbar_arrive : SOP_mbar_expect;
-	Ref a = want == 2 ? int_arg(g, n->kids.v[1], n->op == OP_WAIT ?
+	Ref a = want == 2 ? sg_int_arg(g, n->kids.v[1], n->op == OP_WAIT ?
 		"the parity" : "the byte count") : 0;
 	int64_t cnt = 0;
 	const Node *ca = sg_opattr(g, n, "count", false);
@@ -387,12 +387,12 @@ op_simple(G *g, const Node *n)
 
 	switch (n->op) {
 	case OP_TMA_COMMIT:
-		if (argc(g, n, 0, 0))
+		if (sg_argc(g, n, 0, 0))
 			sg_emit(g, SOP_tma_commit, n->span);
 		return;
 	case OP_TMA_WAIT: {
 		sg_noattrs(g, n, (const char *const[]){"read", NULL});
-		if (!argc(g, n, 1, 1) || !sg_const_arg(g, n->kids.v[0],
+		if (!sg_argc(g, n, 1, 1) || !sg_const_arg(g, n->kids.v[0],
 		    "the number of pending groups", 0, 63, &v))
 			return;
 		SirIns *i = sg_emit(g, SOP_tma_wait, n->span);
@@ -403,7 +403,7 @@ op_simple(G *g, const Node *n)
 	case OP_FENCE: {
 		const Node *a = n->kids.n ? n->kids.v[0] : NULL;
 		int f = -1;
-		if (!argc(g, n, 1, 1))
+		if (!sg_argc(g, n, 1, 1))
 			return;
 		for (int k = 0; a->kind == N_NAME && fences[k]; k++)
 			if (!strcmp(fences[k], a->name))
@@ -421,9 +421,9 @@ op_simple(G *g, const Node *n)
 		return;
 	}
 	case OP_BSYNC: case OP_BARRIVE: {
-		if (!argc(g, n, 1, 1))
+		if (!sg_argc(g, n, 1, 1))
 			return;
-		Res *r = resource(g, n->kids.v[0], R_NBAR, "a named barrier",
+		Res *r = sg_resource(g, n->kids.v[0], R_NBAR, "a named barrier",
 			&idx);
 		if (!r)
 			return;
@@ -434,21 +434,21 @@ op_simple(G *g, const Node *n)
 		return;
 	}
 	case OP_MMA_COMMIT:
-		if (argc(g, n, 0, 0) && sg_need_target(g, n, T_SM90,
+		if (sg_argc(g, n, 0, 0) && sg_need_target(g, n, T_SM90,
 		    "'mma_commit' (wgmma.commit_group)"))
 			sg_emit(g, SOP_wgmma_commit, n->span);
 		return;
 	case OP_MMA_WAIT:
-		if (argc(g, n, 1, 1) && sg_need_target(g, n, T_SM90,
+		if (sg_argc(g, n, 1, 1) && sg_need_target(g, n, T_SM90,
 		    "'mma_wait' (wgmma.wait_group)") && sg_const_arg(g,
 		    n->kids.v[0], "the number of pending groups", 0, 7, &v))
 			sg_emit(g, SOP_wgmma_wait, n->span)->imm = v;
 		return;
 	case OP_COMMIT: {
-		if (!argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
+		if (!sg_argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
 		    "'commit' (tcgen05.commit)"))
 			return;
-		Res *r = resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
+		Res *r = sg_resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
 		if (!r)
 			return;
 		SirIns *i = sg_emit(g, SOP_tc_commit, n->span);
@@ -457,7 +457,7 @@ op_simple(G *g, const Node *n)
 		return;
 	}
 	case OP_TMEM_ALLOC:
-		if (!argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
+		if (!sg_argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
 		    "'tmem_alloc'") || !sg_const_arg(g, n->kids.v[0],
 		    "the column count", 32, 512, &v))
 			return;
@@ -481,378 +481,17 @@ op_simple(G *g, const Node *n)
 		sg_emit(g, SOP_tmem_alloc, n->span)->imm = v;
 		return;
 	case OP_TMEM_FREE:
-		if (argc(g, n, 0, 0) && sg_need_target(g, n, T_SM100,
+		if (sg_argc(g, n, 0, 0) && sg_need_target(g, n, T_SM100,
 		    "'tmem_free'"))
 			sg_emit(g, SOP_tmem_free, n->span);
 		return;
 	case OP_EXIT:
-		if (argc(g, n, 0, 0))
+		if (sg_argc(g, n, 0, 0))
 			sg_emit(g, SOP_exit, n->span);
 		return;
 	}
 }
 
-
-static Ref
-frag_var(G *g, const Node *e, const char *what)
-{
-	Ref r = sg_expr(g, e);
-
-	if (sg_val(g, r)->ty != TY_FRAG && sg_val(g, r)->ty != TY_ERR) {
-		diag_error(g->ctx, e->span, "%s must be a register tile", what);
-		return sg_err(g);
-	}
-	return sg_tile_stored(g, e, r);
-}
-
-/* A column slice of the memory side of a move: 'cols=(C, N)' (tmem_load,
- * tmem_store) or 'col=C' (smem_store), N the tile's width.  On success
- * *col0 is C and *cols the width of the memory the tile must match. */
-static bool
-slice(G *g, const Node *n, const char *name, int width, int64_t *col0,
-	int64_t *cols)
-{
-	const Node *a = sg_opattr(g, n, name, false);
-	int64_t w = width;
-
-	if (!a || !a->a)
-		return a == NULL;
-	bool tmem = !strcmp(name, "cols");
-	const Node *c = a->a;
-	if (tmem && (c->kind != N_TUPLE || c->kids.n != 2)) {
-		diag_error(g->ctx, a->span, "write 'cols=(C, N)': the first "
-			"column and the number of columns");
-		return false;
-	}
-	if (!sg_const_arg(g, tmem ? c->kids.v[0] : c, tmem ? "the first "
-	    "column" : "'col'", 0, *cols - 1, col0) || (tmem &&
-	    !sg_const_arg(g, c->kids.v[1], "the column count", 1, *cols, &w)))
-		return false;
-	if (*col0 + w > *cols) {
-		diag_error(g->ctx, a->span, "columns %lld..%lld are past the "
-			"%lld columns of the %s", (long long)*col0,
-			(long long)(*col0 + w - 1), (long long)*cols, tmem ?
-			"region" : "buffer");
-		return false;
-	}
-	if (w != width) {
-		diag_error(g->ctx, a->span, "the slice has %lld columns but the "
-			"tile has %d", (long long)w, width);
-		return false;
-	}
-	*cols = w;
-	return true;
-}
-
-/* store G[i0, ...], t [rowdim=K] [limit=L]: element (r, c) of a 2-D tile
- * goes to the indices given with r added to index K and c to the last;
- * rows whose index K is >= L are skipped.  SIR: a[0] the linear index,
- * a[1] the tile, a[2] the limit (INT32_MAX without one), a[3] index K,
- * a[4] the row stride in elements. */
-static void
-store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
-	Ref v, const Node *rd)
-{
-	const SirVal *sv = sg_val(g, v);
-	Ty vt = sv->ety;
-	const Node *lim = sg_opattr(g, n, "limit", false);
-	const Node *red = sg_opattr(g, n, "reduce", false);
-	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span};
-
-	if (red && !red->a)
-		return;
-	if (red && (red->a->kind != N_NAME || strcmp(red->a->name, "add"))) {
-		diag_error(g->ctx, red->span, "'reduce' takes 'add' (an atomic "
-			"add of each element into global memory)");
-		return;
-	}
-	if (sg_val(g, sg_tile_stored(g, n->kids.v[1], v))->ty == TY_ERR)
-		return;
-	if (vt != r->ety) {
-		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
-			"tile is %s; write 'cvt(%s, %s)'", r->name,
-			ty_name(r->ety), ty_name(vt), sg_text(g,
-			n->kids.v[1]->span, "x"), ty_name(r->ety));
-		return;
-	}
-	if (r->rank < 2) {
-		diag_error(g->ctx, n->kids.v[0]->span, "a 2-D tile goes to a "
-			"global of 2 or more dimensions; '%s' has %d", r->name,
-			r->rank);
-		return;
-	}
-	if (r->rank > 2 && !rd) {
-		diag_error(g->ctx, n->span, "'%s' has %d dimensions: say which "
-			"one the tile's rows run along with 'rowdim=K' (0 to "
-			"%d; its columns run along the last)", r->name, r->rank,
-			r->rank - 2);
-		return;
-	}
-	Ref stride = sg_const_i(g, 1, TY_I32, n->span);
-	for (int k = rowdim + 1; k < r->rank; k++)
-		stride = sg_binop(g, &mul, stride, sg_expr(g, r->dims[k]));
-	Ref lv = lim && lim->a ? int_arg(g, lim->a, "'limit'") :
-		sg_const_i(g, INT32_MAX, TY_I32, n->span);
-	if (!lv || sg_val(g, stride)->ty == TY_ERR)
-		return;
-	SirIns *i = sg_emit(g, SOP_gstore, n->span);
-	i->a[0] = lin;
-	i->a[1] = v;
-	i->a[2] = lv;
-	i->a[3] = rix;
-	i->a[4] = stride;
-	i->na = 5;
-	i->imm = red != NULL;  /* 1: reduce=add (red.global.add) */
-	i->r[0] = r;
-}
-
-/* global_load x, G[i0, ...] [rowdim=K] [limit=L]: a 2-D register tile
- * from global memory, element (r, c) from the indices given with r added
- * to index K (the first by default; needed for more than 2 dimensions)
- * and c to the last; a row whose index K is >= L reads 0.  SIR: dst the
- * tile, a[0] the linear index, a[1] the limit (INT32_MAX without one),
- * a[2] index K, a[3] the row stride in elements. */
-static void
-op_gload(G *g, const Node *n)
-{
-	Ref idx = 0;
-
-	sg_noattrs(g, n, (const char *const[]){"limit", "rowdim", NULL});
-	if (!argc(g, n, 2, 2))
-		return;
-	const Node *d = n->kids.v[1];
-	if (d->kind != N_INDEX || d->a->kind != N_NAME) {
-		diag_error(g->ctx, d->span, "write 'global_load x, G[i, ...]'");
-		return;
-	}
-	Node base = *d->a;
-	Res *r = resource(g, &base, R_GLOBAL, "a global tensor", &idx);
-	Ref x = frag_var(g, n->kids.v[0], "the destination");
-	if (!r || sg_val(g, x)->ty == TY_ERR)
-		return;
-	const SirVal xv = *sg_val(g, x);
-	if (xv.lay->kind == LK_ROWS || !xv.mut) {
-		diag_error(g->ctx, n->kids.v[0]->span, "'global_load' writes a "
-			"2-D 'reg' tile; '%s' is %s", sg_text(g,
-			n->kids.v[0]->span, "x"), xv.lay->kind == LK_ROWS ?
-			"a row vector" : "not a 'reg' variable");
-		return;
-	}
-	/* a 'reg' tile: f32, bf16 or f16 (i32 and bool tiles are values) */
-	if (xv.ety != r->ety) {
-		diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s but the "
-			"tile is %s; load into a %s tile and 'cvt' it",
-			r->name, ty_name(r->ety), ty_name(xv.ety),
-			ty_name(r->ety));
-		return;
-	}
-	if (r->rank < 2) {
-		diag_error(g->ctx, d->span, "a 2-D tile comes from a global of "
-			"2 or more dimensions; '%s' has %d", r->name, r->rank);
-		return;
-	}
-	const Node *rd = sg_opattr(g, n, "rowdim", false);
-	int64_t rowdim = 0;
-	if (rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
-	    r->rank - 2, &rowdim))
-		return;
-	if (r->rank > 2 && !rd) {
-		diag_error(g->ctx, n->span, "'%s' has %d dimensions: say which "
-			"one the tile's rows run along with 'rowdim=K' (0 to "
-			"%d; its columns run along the last)", r->name, r->rank,
-			r->rank - 2);
-		return;
-	}
-	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, d, r, &last,
-		(int)rowdim, &rix);
-	if (!lin)
-		return;
-	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span};
-	Ref stride = sg_const_i(g, 1, TY_I32, n->span);
-	for (int k = (int)rowdim + 1; k < r->rank; k++)
-		stride = sg_binop(g, &mul, stride, sg_expr(g, r->dims[k]));
-	const Node *lim = sg_opattr(g, n, "limit", false);
-	Ref lv = lim && lim->a ? int_arg(g, lim->a, "'limit'") :
-		sg_const_i(g, INT32_MAX, TY_I32, n->span);
-	if (!lv || sg_val(g, stride)->ty == TY_ERR)
-		return;
-	SirIns *i = sg_emit(g, SOP_gtload, n->span);
-	i->dst = x;
-	i->a[0] = lin;
-	i->a[1] = lv;
-	i->a[2] = rix;
-	i->a[3] = stride;
-	i->na = 4;
-	i->r[0] = r;
-}
-
-/* tmem_load x, R[i] [cols=(C, N)];   tmem_store R[i], x [cols=(C, N)];
- * smem_store B[s], x [row=R] [col=C];   store G[i0, ...], v [limit=L];
- * a row vector of a tmem_rows tile moves to and from one column. */
-static void
-op_mem(G *g, const Node *n)
-{
-	Ref idx = 0;
-
-	bool smem = n->op == OP_SSTORE || n->op == OP_SLOAD;
-
-	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
-		"rowdim", "reduce", NULL} : smem ? (const char *const[]){"row",
-		"col", NULL} : (const char *const[]){"cols", NULL});
-	if (!argc(g, n, 2, 2))
-		return;
-	if (n->op == OP_STORE) {
-		const Node *d = n->kids.v[0];
-		SirIns tmp = {0};
-		if (d->kind != N_INDEX || d->a->kind != N_NAME) {
-			diag_error(g->ctx, d->span, "write 'store G[i, ...], v'");
-			return;
-		}
-		Node base = *d->a;
-		Res *r = resource(g, &base, R_GLOBAL, "a global tensor", &idx);
-		/* a 2-D tile: its rows run along dimension 'rowdim' (the
-		 * first one by default), its columns along the last */
-		const Node *rd = sg_opattr(g, n, "rowdim", false);
-		int64_t rowdim = 0;
-		if (r && rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
-		    r->rank - 2 < 0 ? 0 : r->rank - 2, &rowdim))
-			return;
-		Ref last = 0, rix = 0, lin = r ? sg_lin_index_at(g, d, r,
-			&last, (int)rowdim, &rix) : 0;
-		if (!lin)
-			return;
-		tmp.a[tmp.na++] = lin;
-		Ref v = sg_expr(g, n->kids.v[1]);
-		SirVal *sv = sg_val(g, v);
-		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
-			store_tile(g, n, r, lin, rix, (int)rowdim, v, rd);
-			return;
-		}
-		if (rd) {
-			diag_error(g->ctx, rd->span, "'rowdim' places the rows "
-				"of a 2-D tile; this value is %s", sv->ty ==
-				TY_FRAG ? "a row vector (its rows run along the "
-				"last index)" : "a scalar");
-			return;
-		}
-		const Node *ra = sg_opattr(g, n, "reduce", false);
-		if (ra) {
-			diag_error(g->ctx, ra->span, "'reduce=add' adds a 2-D "
-				"tile into global memory; this value is %s",
-				sv->ty == TY_FRAG ? "a row vector" : "a scalar");
-			return;
-		}
-		Ty vt = sv->ty == TY_FRAG ? sv->ety : sv->ty;
-		if (sv->ty != TY_ERR && vt != r->ety && !(sv->isconst &&
-		    r->ety == TY_F32)) {
-			diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but "
-				"the value is %s; write 'cvt(%s, %s)'", r->name,
-				ty_name(r->ety), ty_name(vt),
-				sg_text(g, n->kids.v[1]->span, "x"), ty_name(r->ety));
-			return;
-		}
-		const Node *lim = sg_opattr(g, n, "limit", false);
-		Ref lv = 0;
-		if (lim && lim->a) {
-			if (sv->ty != TY_FRAG) {
-				diag_error(g->ctx, lim->span, "'limit' bounds the "
-					"rows of a row vector; a scalar store has one");
-				return;
-			}
-			lv = int_arg(g, lim->a, "'limit'");
-		}
-		SirIns *i = sg_emit(g, SOP_gstore, n->span);
-		i->a[0] = tmp.a[0];
-		i->a[1] = v;
-		i->na = 2;
-		if (lv) {  /* a[2] limit, a[3] the row index it bounds */
-			i->a[2] = lv;
-			i->a[3] = last;
-			i->na = 4;
-		}
-		i->r[0] = r;
-		return;
-	}
-	bool ld = n->op == OP_TLOAD || n->op == OP_SLOAD;
-	const Node *re = ld ? n->kids.v[1] : n->kids.v[0];
-	const Node *fe = ld ? n->kids.v[0] : n->kids.v[1];
-	ResKind want = smem ? R_SMEM : R_TMEM;
-	if (want == R_TMEM && !sg_need_target(g, n, T_SM100, ld ? "'tmem_load'" :
-	    "'tmem_store'"))
-		return;
-	Res *r = resource(g, re, want, want == R_SMEM ?
-		"a shared-memory buffer" : "a tensor-memory region", &idx);
-	Ref x = frag_var(g, fe, ld ? "the destination" : "the value");
-	if (!r || sg_val(g, x)->ty == TY_ERR)
-		return;
-	/* a copy: evaluating 'cols=' and 'row=' below adds values, and the
-	 * value array may move (a use after free the fuzzer found) */
-	const SirVal vcopy = *sg_val(g, x), *v = &vcopy;
-	bool rowvec = v->lay->kind == LK_ROWS && v->lay->parent &&
-		v->lay->parent->kind == LK_TMEM_ROWS;
-	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS && !rowvec) {
-		diag_error(g->ctx, fe->span, "tensor memory moves to and from "
-			"'tmem_rows' tiles and their row vectors; '%s' has layout "
-			"'%s'", sg_text(g, fe->span, v->name ? v->name : "the tile"),
-			sg_layname(v->lay));
-		return;
-	}
-	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
-		r->shape[r->rank - 1];
-	int64_t col0 = 0;
-	if (!slice(g, n, want == R_TMEM ? "cols" : "col", v->n, &col0, &cols))
-		return;
-	const Part *pt = g->p->part;
-	int nw = pt->warp_hi - pt->warp_lo + 1;
-	if (want == R_TMEM && (pt->warp_lo % 4 || nw * 32 != rows || nw > 4)) {
-		diag_error(g->ctx, n->span, "warp w may only touch tensor-memory "
-			"lanes 32*(w%%4)..+31: %lld lanes need %lld warps starting "
-			"at a multiple of 4, but partition '%s' has warps %d..%d",
-			(long long)rows, (long long)rows / 32, pt->name,
-			pt->warp_lo, pt->warp_hi);
-		return;
-	}
-	int64_t row0 = 0;
-	const Node *ra = smem ? sg_opattr(g, n, "row", false) : NULL;
-	if (ra && ra->a && !sg_const_arg(g, ra->a, "'row'", 0, rows - 1, &row0))
-		return;
-	if (v->m + row0 > rows || v->n != cols || (!ra && v->m != rows)) {
-		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
-			"[%lld,%lld]%s", v->m, v->n, r->name, (long long)rows,
-			(long long)cols, smem && v->n == cols ? ld ?
-			"; load it from a row offset with 'row=R'" :
-			"; store it at a row offset with 'row=R'" :
-			want == R_TMEM && v->m == rows && v->n < cols ?
-			"; move some of its columns with 'cols=(C, N)'" : "");
-		return;
-	}
-	if (v->ety != r->ety && !(want == R_TMEM && r->packed &&
-	    v->ety == TY_F32 && !rowvec)) {
-		diag_error(g->ctx, fe->span, "'%s' holds %s but the tile is %s; "
-			"write 'cvt(%s, %s)'", r->name, ty_name(r->ety),
-			ty_name(v->ety), sg_text(g, fe->span, "x"),
-			ty_name(r->ety));
-		return;
-	}
-	if (ld && !v->mut) {
-		diag_error(g->ctx, fe->span, "'%s' writes a 'reg' variable",
-			op_names[n->op]);
-		return;
-	}
-	SirIns *i = sg_emit(g, n->op == OP_TLOAD ? SOP_tmem_load :
-		n->op == OP_SLOAD ? SOP_smem_load : n->op == OP_TSTORE ?
-		SOP_tmem_store : SOP_smem_store, n->span);
-	i->r[0] = r;
-	i->ri[0] = idx;
-	i->roff[0] = row0;
-	i->imm = col0;
-	if (ld) {
-		i->dst = x;
-	} else {
-		i->a[0] = x;
-		i->na = 1;
-	}
-}
 
 void
 sg_op(G *g, const Node *n)
@@ -866,10 +505,10 @@ sg_op(G *g, const Node *n)
 		return;
 	case OP_TLOAD: case OP_TSTORE: case OP_SSTORE: case OP_STORE:
 	case OP_SLOAD:
-		op_mem(g, n);
+		sg_op_mem(g, n);
 		return;
 	case OP_GLOAD:
-		op_gload(g, n);
+		sg_op_gload(g, n);
 		return;
 	}
 	if (n->op != OP_TMA_WAIT)
@@ -889,7 +528,7 @@ sg_mma_opd(G *g, const Node *e, SirIns *i, int k, bool value_ok)
 	const Node *base = e->kind == N_INDEX ? e->a : e;
 	Res *r = base->kind == N_NAME ? kernel_find(g->k, base->name) : NULL;
 	if (r && (r->kind == R_SMEM || r->kind == R_TMEM)) {
-		i->r[k] = resource(g, e, r->kind, "an MMA operand", &i->ri[k]);
+		i->r[k] = sg_resource(g, e, r->kind, "an MMA operand", &i->ri[k]);
 		return i->r[k] != NULL;
 	}
 	if (!value_ok || i->trans[k]) {
@@ -897,7 +536,7 @@ sg_mma_opd(G *g, const Node *e, SirIns *i, int k, bool value_ok)
 			"" : " or a tensor-memory region");
 		return false;
 	}
-	i->a[1] = frag_var(g, e, "this operand");  /* a[1]: register A */
+	i->a[1] = sg_frag_var(g, e, "this operand");  /* a[1]: register A */
 	return sg_val(g, i->a[1])->ty != TY_ERR;
 }
 
@@ -905,7 +544,7 @@ sg_mma_opd(G *g, const Node *e, SirIns *i, int k, bool value_ok)
 bool
 sg_resource_tmem(G *g, const Node *e, Ref *idx)
 {
-	return resource(g, e, R_TMEM, "a tensor-memory region", idx) != NULL;
+	return sg_resource(g, e, R_TMEM, "a tensor-memory region", idx) != NULL;
 }
 
 /* A layout in a 'reg' declaration: a declared name or 'rows(NAME)'. */

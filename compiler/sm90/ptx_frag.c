@@ -404,6 +404,33 @@ smem_access(PG *g, const SirIns *in)
 	}
 }
 
+/* The two row addresses of this thread's elements of a tile moved to or
+ * from global memory (slots 0 and 1: rows row and row + 8), and p[s]:
+ * the row's index K (rix + r) is >= lim, so it is skipped.  The element
+ * (r, c) is at lin + r * stride + c. */
+static void
+row_addrs(PG *g, Ref lin, Ref lim, Ref rix, Ref stride, int esz, PReg ptr,
+	PReg at[2], PReg p[2])
+{
+	PReg row, col;
+
+	coords(g, &row, &col);
+	PReg t = ptx_reg(g->f, RB32), u = ptx_reg(g->f, RB32);
+	for (int s = 0; s < 2; s++) {
+		at[s] = ptx_reg(g->f, RB64);
+		p[s] = ptx_reg(g->f, RP);
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", t, row, (int64_t)(8 * s));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, t, pg_u32(g, rix));
+		ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p[s], u,
+			pg_u32(g, lim));
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, t,
+			pg_u32(g, stride), pg_u32(g, lin));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, u, col);
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at[s], u,
+			(int64_t)esz, ptr);
+	}
+}
+
 /* store G[...], t [rowdim=K] [limit=L] of an accumulator tile: each
  * thread its elements, a packed pair (16-bit) or one f32 per store, from
  * two row addresses (its slots), rows whose index K is >= L skipped. */
@@ -412,30 +439,15 @@ gstore_tile(PG *g, const SirIns *in, PReg ptr)
 {
 	const SirVal *v = &g->sp->vals[in->a[1]];
 	int n, esz = ty_bytes(in->r[0]->ety);
-	PReg *x = pg_frag(g, in->a[1], &n), row, col;
+	PReg *x = pg_frag(g, in->a[1], &n);
 	bool pk = v->ety != TY_F32;
 
 	if (!x || v->lay->kind != LK_WGMMA_ACC) {
 		pg_unsupported(g, in);
 		return;
 	}
-	coords(g, &row, &col);
-	PReg at[2], p[2], t = ptx_reg(g->f, RB32), u = ptx_reg(g->f, RB32);
-	for (int s = 0; s < 2; s++) {
-		at[s] = ptx_reg(g->f, RB64);
-		p[s] = ptx_reg(g->f, RP);
-		/* row r = row + 8s: index K is a[3] + r, the element
-		 * a[0] + r * stride + col */
-		ptx_emit(g->f, "add.s32 %R, %R, %I;", t, row, (int64_t)(8 * s));
-		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, t, pg_u32(g, in->a[3]));
-		ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p[s], u,
-			pg_u32(g, in->a[2]));
-		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, t,
-			pg_u32(g, in->a[4]), pg_u32(g, in->a[0]));
-		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, u, col);
-		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at[s], u,
-			(int64_t)esz, ptr);
-	}
+	PReg at[2], p[2];
+	row_addrs(g, in->a[0], in->a[2], in->a[3], in->a[4], esz, ptr, at, p);
 	/* reduce=add: red.global.add, f32 or a 16-bit pair */
 	const char *op = !in->imm ? (pk ? "st.global.b32" : "st.global.f32") :
 		!pk ? "red.global.add.f32" : v->ety == TY_BF16 ?
@@ -456,7 +468,7 @@ gtload(PG *g, const SirIns *in)
 {
 	const SirVal *v = &g->sp->vals[in->dst];
 	int n, esz = ty_bytes(in->r[0]->ety);
-	PReg *x = pg_frag(g, in->dst, &n), row, col;
+	PReg *x = pg_frag(g, in->dst, &n);
 	bool pk = v->ety != TY_F32;
 
 	if (!x || v->lay->kind != LK_WGMMA_ACC) {
@@ -466,21 +478,8 @@ gtload(PG *g, const SirIns *in)
 	PReg ptr = ptx_reg(g->f, RB64);
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, in->r[0]->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
-	coords(g, &row, &col);
-	PReg at[2], p[2], t = ptx_reg(g->f, RB32), u = ptx_reg(g->f, RB32);
-	for (int s = 0; s < 2; s++) {
-		at[s] = ptx_reg(g->f, RB64);
-		p[s] = ptx_reg(g->f, RP);
-		ptx_emit(g->f, "add.s32 %R, %R, %I;", t, row, (int64_t)(8 * s));
-		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, t, pg_u32(g, in->a[2]));
-		ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", p[s], u,
-			pg_u32(g, in->a[1]));
-		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, t,
-			pg_u32(g, in->a[3]), pg_u32(g, in->a[0]));
-		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, u, col);
-		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at[s], u,
-			(int64_t)esz, ptr);
-	}
+	PReg at[2], p[2];
+	row_addrs(g, in->a[0], in->a[1], in->a[2], in->a[3], esz, ptr, at, p);
 	for (int j = 0; j < n; j++) {
 		int i = pk ? 2 * j : j;  /* the first element of register j */
 		ptx_emit(g->f, "@%R mov.b32 %R, 0;", p[slot_of(i)], x[j]);

@@ -1,0 +1,369 @@
+/* sirmem.c: the operations that move register tiles to and from memory:
+ * tmem_load/tmem_store (tensor memory), smem_store/smem_load (shared
+ * memory), store (scalars, row vectors and 2-D tiles to global memory,
+ * reduce=add) and global_load (2-D tiles from global memory); sirops.c
+ * dispatches to sg_op_mem and sg_op_gload. */
+#include <string.h>
+
+#include "base/base.h"
+#include "front/front.h"
+#include "sir/sir.h"
+#include "sir/sirgen.h"
+
+Ref
+sg_frag_var(G *g, const Node *e, const char *what)
+{
+	Ref r = sg_expr(g, e);
+
+	if (sg_val(g, r)->ty != TY_FRAG && sg_val(g, r)->ty != TY_ERR) {
+		diag_error(g->ctx, e->span, "%s must be a register tile", what);
+		return sg_err(g);
+	}
+	return sg_tile_stored(g, e, r);
+}
+
+/* A column slice of the memory side of a move: 'cols=(C, N)' (tmem_load,
+ * tmem_store) or 'col=C' (smem_store), N the tile's width.  On success
+ * *col0 is C and *cols the width of the memory the tile must match. */
+static bool
+slice(G *g, const Node *n, const char *name, int width, int64_t *col0,
+	int64_t *cols)
+{
+	const Node *a = sg_opattr(g, n, name, false);
+	int64_t w = width;
+
+	if (!a || !a->a)
+		return a == NULL;
+	bool tmem = !strcmp(name, "cols");
+	const Node *c = a->a;
+	if (tmem && (c->kind != N_TUPLE || c->kids.n != 2)) {
+		diag_error(g->ctx, a->span, "write 'cols=(C, N)': the first "
+			"column and the number of columns");
+		return false;
+	}
+	if (!sg_const_arg(g, tmem ? c->kids.v[0] : c, tmem ? "the first "
+	    "column" : "'col'", 0, *cols - 1, col0) || (tmem &&
+	    !sg_const_arg(g, c->kids.v[1], "the column count", 1, *cols, &w)))
+		return false;
+	if (*col0 + w > *cols) {
+		diag_error(g->ctx, a->span, "columns %lld..%lld are past the "
+			"%lld columns of the %s", (long long)*col0,
+			(long long)(*col0 + w - 1), (long long)*cols, tmem ?
+			"region" : "buffer");
+		return false;
+	}
+	if (w != width) {
+		diag_error(g->ctx, a->span, "the slice has %lld columns but the "
+			"tile has %d", (long long)w, width);
+		return false;
+	}
+	*cols = w;
+	return true;
+}
+
+/* The rows of a 2-D tile moved to or from global r along dimension
+ * rowdim ('rowdim=', rd; needed when r has more than 2 dimensions): the
+ * row stride in elements, and the row limit ('limit=L', INT32_MAX
+ * without one).  False after a diagnostic. */
+static bool
+tile_rows(G *g, const Node *n, const Res *r, int rowdim, const Node *rd,
+	Ref *stride, Ref *lv)
+{
+	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span};
+	const Node *lim = sg_opattr(g, n, "limit", false);
+
+	if (r->rank > 2 && !rd) {
+		diag_error(g->ctx, n->span, "'%s' has %d dimensions: say which "
+			"one the tile's rows run along with 'rowdim=K' (0 to "
+			"%d; its columns run along the last)", r->name, r->rank,
+			r->rank - 2);
+		return false;
+	}
+	*stride = sg_const_i(g, 1, TY_I32, n->span);
+	for (int k = rowdim + 1; k < r->rank; k++)
+		*stride = sg_binop(g, &mul, *stride, sg_expr(g, r->dims[k]));
+	*lv = lim && lim->a ? sg_int_arg(g, lim->a, "'limit'") :
+		sg_const_i(g, INT32_MAX, TY_I32, n->span);
+	return *lv && sg_val(g, *stride)->ty != TY_ERR;
+}
+
+/* store G[i0, ...], t [rowdim=K] [limit=L]: element (r, c) of a 2-D tile
+ * goes to the indices given with r added to index K and c to the last;
+ * rows whose index K is >= L are skipped.  SIR: a[0] the linear index,
+ * a[1] the tile, a[2] the limit (INT32_MAX without one), a[3] index K,
+ * a[4] the row stride in elements. */
+static void
+store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
+	Ref v, const Node *rd)
+{
+	const SirVal *sv = sg_val(g, v);
+	Ty vt = sv->ety;
+	const Node *red = sg_opattr(g, n, "reduce", false);
+
+	if (red && !red->a)
+		return;
+	if (red && (red->a->kind != N_NAME || strcmp(red->a->name, "add"))) {
+		diag_error(g->ctx, red->span, "'reduce' takes 'add' (an atomic "
+			"add of each element into global memory)");
+		return;
+	}
+	if (sg_val(g, sg_tile_stored(g, n->kids.v[1], v))->ty == TY_ERR)
+		return;
+	if (vt != r->ety) {
+		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
+			"tile is %s; write 'cvt(%s, %s)'", r->name,
+			ty_name(r->ety), ty_name(vt), sg_text(g,
+			n->kids.v[1]->span, "x"), ty_name(r->ety));
+		return;
+	}
+	if (r->rank < 2) {
+		diag_error(g->ctx, n->kids.v[0]->span, "a 2-D tile goes to a "
+			"global of 2 or more dimensions; '%s' has %d", r->name,
+			r->rank);
+		return;
+	}
+	Ref stride, lv;
+	if (!tile_rows(g, n, r, rowdim, rd, &stride, &lv))
+		return;
+	SirIns *i = sg_emit(g, SOP_gstore, n->span);
+	i->a[0] = lin;
+	i->a[1] = v;
+	i->a[2] = lv;
+	i->a[3] = rix;
+	i->a[4] = stride;
+	i->na = 5;
+	i->imm = red != NULL;  /* 1: reduce=add (red.global.add) */
+	i->r[0] = r;
+}
+
+/* global_load x, G[i0, ...] [rowdim=K] [limit=L]: a 2-D register tile
+ * from global memory, element (r, c) from the indices given with r added
+ * to index K (the first by default; needed for more than 2 dimensions)
+ * and c to the last; a row whose index K is >= L reads 0.  SIR: dst the
+ * tile, a[0] the linear index, a[1] the limit (INT32_MAX without one),
+ * a[2] index K, a[3] the row stride in elements. */
+void
+sg_op_gload(G *g, const Node *n)
+{
+	Ref idx = 0;
+
+	sg_noattrs(g, n, (const char *const[]){"limit", "rowdim", NULL});
+	if (!sg_argc(g, n, 2, 2))
+		return;
+	const Node *d = n->kids.v[1];
+	if (d->kind != N_INDEX || d->a->kind != N_NAME) {
+		diag_error(g->ctx, d->span, "write 'global_load x, G[i, ...]'");
+		return;
+	}
+	Node base = *d->a;
+	Res *r = sg_resource(g, &base, R_GLOBAL, "a global tensor", &idx);
+	Ref x = sg_frag_var(g, n->kids.v[0], "the destination");
+	if (!r || sg_val(g, x)->ty == TY_ERR)
+		return;
+	const SirVal xv = *sg_val(g, x);
+	if (xv.lay->kind == LK_ROWS || !xv.mut) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'global_load' writes a "
+			"2-D 'reg' tile; '%s' is %s", sg_text(g,
+			n->kids.v[0]->span, "x"), xv.lay->kind == LK_ROWS ?
+			"a row vector" : "not a 'reg' variable");
+		return;
+	}
+	/* a 'reg' tile: f32, bf16 or f16 (i32 and bool tiles are values) */
+	if (xv.ety != r->ety) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s but the "
+			"tile is %s; load into a %s tile and 'cvt' it",
+			r->name, ty_name(r->ety), ty_name(xv.ety),
+			ty_name(r->ety));
+		return;
+	}
+	if (r->rank < 2) {
+		diag_error(g->ctx, d->span, "a 2-D tile comes from a global of "
+			"2 or more dimensions; '%s' has %d", r->name, r->rank);
+		return;
+	}
+	const Node *rd = sg_opattr(g, n, "rowdim", false);
+	int64_t rowdim = 0;
+	if (rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
+	    r->rank - 2, &rowdim))
+		return;
+	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, d, r, &last,
+		(int)rowdim, &rix), stride, lv;
+	if (!lin || !tile_rows(g, n, r, (int)rowdim, rd, &stride, &lv))
+		return;
+	SirIns *i = sg_emit(g, SOP_gtload, n->span);
+	i->dst = x;
+	i->a[0] = lin;
+	i->a[1] = lv;
+	i->a[2] = rix;
+	i->a[3] = stride;
+	i->na = 4;
+	i->r[0] = r;
+}
+
+/* tmem_load x, R[i] [cols=(C, N)];   tmem_store R[i], x [cols=(C, N)];
+ * smem_store B[s], x [row=R] [col=C];   store G[i0, ...], v [limit=L];
+ * a row vector of a tmem_rows tile moves to and from one column. */
+void
+sg_op_mem(G *g, const Node *n)
+{
+	Ref idx = 0;
+
+	bool smem = n->op == OP_SSTORE || n->op == OP_SLOAD;
+
+	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
+		"rowdim", "reduce", NULL} : smem ? (const char *const[]){"row",
+		"col", NULL} : (const char *const[]){"cols", NULL});
+	if (!sg_argc(g, n, 2, 2))
+		return;
+	if (n->op == OP_STORE) {
+		const Node *d = n->kids.v[0];
+		SirIns tmp = {0};
+		if (d->kind != N_INDEX || d->a->kind != N_NAME) {
+			diag_error(g->ctx, d->span, "write 'store G[i, ...], v'");
+			return;
+		}
+		Node base = *d->a;
+		Res *r = sg_resource(g, &base, R_GLOBAL, "a global tensor", &idx);
+		/* a 2-D tile: its rows run along dimension 'rowdim' (the
+		 * first one by default), its columns along the last */
+		const Node *rd = sg_opattr(g, n, "rowdim", false);
+		int64_t rowdim = 0;
+		if (r && rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
+		    r->rank - 2 < 0 ? 0 : r->rank - 2, &rowdim))
+			return;
+		Ref last = 0, rix = 0, lin = r ? sg_lin_index_at(g, d, r,
+			&last, (int)rowdim, &rix) : 0;
+		if (!lin)
+			return;
+		tmp.a[tmp.na++] = lin;
+		Ref v = sg_expr(g, n->kids.v[1]);
+		SirVal *sv = sg_val(g, v);
+		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
+			store_tile(g, n, r, lin, rix, (int)rowdim, v, rd);
+			return;
+		}
+		if (rd) {
+			diag_error(g->ctx, rd->span, "'rowdim' places the rows "
+				"of a 2-D tile; this value is %s", sv->ty ==
+				TY_FRAG ? "a row vector (its rows run along the "
+				"last index)" : "a scalar");
+			return;
+		}
+		const Node *ra = sg_opattr(g, n, "reduce", false);
+		if (ra) {
+			diag_error(g->ctx, ra->span, "'reduce=add' adds a 2-D "
+				"tile into global memory; this value is %s",
+				sv->ty == TY_FRAG ? "a row vector" : "a scalar");
+			return;
+		}
+		Ty vt = sv->ty == TY_FRAG ? sv->ety : sv->ty;
+		if (sv->ty != TY_ERR && vt != r->ety && !(sv->isconst &&
+		    r->ety == TY_F32)) {
+			diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but "
+				"the value is %s; write 'cvt(%s, %s)'", r->name,
+				ty_name(r->ety), ty_name(vt),
+				sg_text(g, n->kids.v[1]->span, "x"), ty_name(r->ety));
+			return;
+		}
+		const Node *lim = sg_opattr(g, n, "limit", false);
+		Ref lv = 0;
+		if (lim && lim->a) {
+			if (sv->ty != TY_FRAG) {
+				diag_error(g->ctx, lim->span, "'limit' bounds the "
+					"rows of a row vector; a scalar store has one");
+				return;
+			}
+			lv = sg_int_arg(g, lim->a, "'limit'");
+		}
+		SirIns *i = sg_emit(g, SOP_gstore, n->span);
+		i->a[0] = tmp.a[0];
+		i->a[1] = v;
+		i->na = 2;
+		if (lv) {  /* a[2] limit, a[3] the row index it bounds */
+			i->a[2] = lv;
+			i->a[3] = last;
+			i->na = 4;
+		}
+		i->r[0] = r;
+		return;
+	}
+	bool ld = n->op == OP_TLOAD || n->op == OP_SLOAD;
+	const Node *re = ld ? n->kids.v[1] : n->kids.v[0];
+	const Node *fe = ld ? n->kids.v[0] : n->kids.v[1];
+	ResKind want = smem ? R_SMEM : R_TMEM;
+	if (want == R_TMEM && !sg_need_target(g, n, T_SM100, ld ? "'tmem_load'" :
+	    "'tmem_store'"))
+		return;
+	Res *r = sg_resource(g, re, want, want == R_SMEM ?
+		"a shared-memory buffer" : "a tensor-memory region", &idx);
+	Ref x = sg_frag_var(g, fe, ld ? "the destination" : "the value");
+	if (!r || sg_val(g, x)->ty == TY_ERR)
+		return;
+	/* a copy: evaluating 'cols=' and 'row=' below adds values, and the
+	 * value array may move (a use after free the fuzzer found) */
+	const SirVal vcopy = *sg_val(g, x), *v = &vcopy;
+	bool rowvec = v->lay->kind == LK_ROWS && v->lay->parent &&
+		v->lay->parent->kind == LK_TMEM_ROWS;
+	if (want == R_TMEM && v->lay->kind != LK_TMEM_ROWS && !rowvec) {
+		diag_error(g->ctx, fe->span, "tensor memory moves to and from "
+			"'tmem_rows' tiles and their row vectors; '%s' has layout "
+			"'%s'", sg_text(g, fe->span, v->name ? v->name : "the tile"),
+			sg_layname(v->lay));
+		return;
+	}
+	int64_t rows = r->shape[0], cols = want == R_TMEM ? r->shape[1] :
+		r->shape[r->rank - 1];
+	int64_t col0 = 0;
+	if (!slice(g, n, want == R_TMEM ? "cols" : "col", v->n, &col0, &cols))
+		return;
+	const Part *pt = g->p->part;
+	int nw = pt->warp_hi - pt->warp_lo + 1;
+	if (want == R_TMEM && (pt->warp_lo % 4 || nw * 32 != rows || nw > 4)) {
+		diag_error(g->ctx, n->span, "warp w may only touch tensor-memory "
+			"lanes 32*(w%%4)..+31: %lld lanes need %lld warps starting "
+			"at a multiple of 4, but partition '%s' has warps %d..%d",
+			(long long)rows, (long long)rows / 32, pt->name,
+			pt->warp_lo, pt->warp_hi);
+		return;
+	}
+	int64_t row0 = 0;
+	const Node *ra = smem ? sg_opattr(g, n, "row", false) : NULL;
+	if (ra && ra->a && !sg_const_arg(g, ra->a, "'row'", 0, rows - 1, &row0))
+		return;
+	if (v->m + row0 > rows || v->n != cols || (!ra && v->m != rows)) {
+		diag_error(g->ctx, n->span, "the tile is [%d,%d] but '%s' is "
+			"[%lld,%lld]%s", v->m, v->n, r->name, (long long)rows,
+			(long long)cols, smem && v->n == cols ? ld ?
+			"; load it from a row offset with 'row=R'" :
+			"; store it at a row offset with 'row=R'" :
+			want == R_TMEM && v->m == rows && v->n < cols ?
+			"; move some of its columns with 'cols=(C, N)'" : "");
+		return;
+	}
+	if (v->ety != r->ety && !(want == R_TMEM && r->packed &&
+	    v->ety == TY_F32 && !rowvec)) {
+		diag_error(g->ctx, fe->span, "'%s' holds %s but the tile is %s; "
+			"write 'cvt(%s, %s)'", r->name, ty_name(r->ety),
+			ty_name(v->ety), sg_text(g, fe->span, "x"),
+			ty_name(r->ety));
+		return;
+	}
+	if (ld && !v->mut) {
+		diag_error(g->ctx, fe->span, "'%s' writes a 'reg' variable",
+			op_names[n->op]);
+		return;
+	}
+	SirIns *i = sg_emit(g, n->op == OP_TLOAD ? SOP_tmem_load :
+		n->op == OP_SLOAD ? SOP_smem_load : n->op == OP_TSTORE ?
+		SOP_tmem_store : SOP_smem_store, n->span);
+	i->r[0] = r;
+	i->ri[0] = idx;
+	i->roff[0] = row0;
+	i->imm = col0;
+	if (ld) {
+		i->dst = x;
+	} else {
+		i->a[0] = x;
+		i->na = 1;
+	}
+}

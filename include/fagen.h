@@ -396,6 +396,34 @@ FG_API fg_status fg_attention_forward(fg_ctx *, const fg_attention_args *a,
 FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
 	struct CUstream_st *stream);
 
+/* The backward pass of fg_attention_forward (issue #13): from the
+ * forward's inputs, its outputs o and lse, and the gradient of o, the
+ * gradients of q, k and v.  fwd holds the forward call's arguments as
+ * they were (o and lse are read here, not written); dq, dk and dv are
+ * laid out like q, k and v (their own strides; all 0: dense B,H,S,D).
+ * With grouped-query attention (fwd.heads_k), dk and dv of a K/V head
+ * sum over the query heads sharing it.  Supported: sm_90a, head_dim 64
+ * and 128, bf16 and f16, causal or not, GQA/MQA; a window, softcap,
+ * sinks, ALiBi or a variable-length batch gives FG_ERR_UNSUPPORTED.
+ * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
+ * fa_bwd_sm90.fa (dK, dV; dQ added up in f32) and fa_bwd_post_sm90.fa
+ * (dQ), launched on stream with 4 * batch * heads * seq_q * (head_dim +
+ * 1) bytes of f32 scratch from a stream-ordered pool, freed on stream.
+ * dQ is summed with atomic adds, so it may differ in the last bits from
+ * run to run; dK and dV do not. */
+typedef struct fg_attention_bwd_args {
+	fg_attention_args fwd;    /* the forward's problem and tensors */
+	uint64_t dout;            /* input: the gradient of o, like o */
+	int64_t dout_strides[4];  /* (batch, head, seq, dim); 0: dense */
+	uint64_t dq, dk, dv;      /* outputs: like q, k, v */
+	int64_t dq_strides[4];
+	int64_t dk_strides[4];
+	int64_t dv_strides[4];
+} fg_attention_bwd_args;
+
+FG_API fg_status fg_attention_backward(fg_ctx *,
+	const fg_attention_bwd_args *a, struct CUstream_st *stream);
+
 #ifdef __cplusplus
 }
 #endif

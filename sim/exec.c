@@ -142,13 +142,14 @@ mem_at(Cta *c, int op, uint64_t a, uint32_t n)
 		return NULL;
 	}
 	return sim_gmem(c->sim, a, n, op == OP_ST_GLOBAL ? "a store" :
-		"a load");
+		op == OP_RED_GLOBAL_ADD ? "an atomic add" : "a load");
 }
 
 static int
 ldst(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
-	bool st = in->op == OP_ST_GLOBAL || in->op == OP_ST_SHARED;
+	bool red = in->op == OP_RED_GLOBAL_ADD;  /* f32: one lane at a time */
+	bool st = in->op == OP_ST_GLOBAL || in->op == OP_ST_SHARED || red;
 	const Opnd *ad = &in->o[st ? 0 : 1], *v = &in->o[st ? 1 : 0];
 	uint32_t n = (uint32_t)ty_bits(in->ty[0]) / 8;
 
@@ -164,7 +165,12 @@ ldst(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		if (!p)
 			return ST_ERR;
 		uint64_t x = 0;
-		if (st) {
+		if (red) {
+			float f;
+			memcpy(&f, p, 4);
+			f += f32_of((uint32_t)opnd_u(c, w, v, l));
+			memcpy(p, &f, 4);
+		} else if (st) {
 			x = opnd_u(c, w, v, l);
 			memcpy(p, &x, n);   /* little-endian, as the GPU */
 		} else {
@@ -484,6 +490,7 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	switch (op) {
 	case OP_LD_PARAM: case OP_LD_GLOBAL: case OP_LD_GLOBAL_NC:
 	case OP_LD_SHARED: case OP_ST_GLOBAL: case OP_ST_SHARED:
+	case OP_RED_GLOBAL_ADD:
 		return ldst(c, w, in, mask);
 	case OP_ELECT: case OP_VOTE_ANY: case OP_VOTE_ALL: case OP_VOTE_BALLOT:
 	case OP_SHFL_BFLY: case OP_SHFL_IDX: case OP_SHFL_UP:
@@ -494,6 +501,32 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		return ST_OK;   /* no functional effect */
 	default:
 		break;
+	}
+	if (op == OP_MOV && (o[0].k == OK_VEC || o[1].k == OK_VEC)) {
+		/* mov.bN {a, b, ...}, x splits x into equal parts, low first;
+		 * mov.bN x, {a, b, ...} joins them */
+		bool split = o[0].k == OK_VEC;
+		const Opnd *vo = split ? &o[0] : &o[1];
+		int part = ty_bits(ty) / (vo->n ? vo->n : 1);
+		if (in->nopnd != 2 || (o[0].k == OK_VEC) == (o[1].k == OK_VEC) ||
+		    part < 8 || part * vo->n != ty_bits(ty))
+			return sim_fail(c->sim, "a vector mov must split or join "
+				"one %d-bit value", ty_bits(ty)), ST_ERR;
+		for (int l = 0; l < 32; l++) {
+			if (!(mask >> l & 1))
+				continue;
+			uint64_t x = split ? opnd_u(c, w, &o[1], l) : 0;
+			for (int e = 0; e < vo->n; e++) {
+				uint64_t *rg = reg_at(w, vo->v[e], l);
+				if (split)
+					*rg = zx(x >> (e * part), part);
+				else
+					x |= zx(*rg, part) << (e * part);
+			}
+			if (!split)
+				put(w, &o[0], l, x);
+		}
+		return ST_OK;
 	}
 	for (int l = 0; l < 32; l++) {
 		if (!(mask >> l & 1))

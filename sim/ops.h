@@ -39,7 +39,7 @@
 	X(SHR,           "shr.T",                                    TM_INT) \
 	X(SETP,          "setp.C.T",                                 TM_INT | TM_F32) \
 	X(SELP,          "selp.T",                                   TM_INT | TM_F32) \
-	X(CVT,           "cvt.T.T",                                  TM_INT) \
+	X(CVT,           "cvt.T.T",                                  TM_ANY) \
 	X(CVT_RN,        "cvt.rn.T.T",                               TM_ANY) \
 	X(CVT_RZI,       "cvt.rzi.T.T",                              TM_INT) \
 	X(EX2,           "ex2.approx.ftz.T",                         TM_F32) \
@@ -55,6 +55,7 @@
 	X(LD_SHARED,     "ld.shared.T",                              TM_ANY) \
 	X(ST_GLOBAL,     "st.global.T",                              TM_ANY) \
 	X(ST_SHARED,     "st.shared.T",                              TM_ANY) \
+	X(RED_GLOBAL_ADD, "red.global.add.T",                        TM_F32) \
 	X(BRA,           "bra",                                      0) \
 	X(BRA_UNI,       "bra.uni",                                  0) \
 	X(RET,           "ret",                                      0) \

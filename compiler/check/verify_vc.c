@@ -217,6 +217,36 @@ add_rec(Sim *s, int kind, Proc *p, int64_t lo, int64_t hi, const SirIns *at)
 	return &s->rec[i];
 }
 
+/* Drop p's earlier read records of exactly [lo, hi) (same geometry and
+ * rows, same kind of reader) before p records another: the new read
+ * retires no earlier than they do (one process's groups retire in
+ * order; thread reads are done at once), so whatever is ordered after
+ * it is ordered after them.  Without this, a buffer read in every
+ * iteration of a long loop (K and V in a backward pass) fills the
+ * record table.  tcgen05 reads (bulk 2) complete by commits and are
+ * kept. */
+static void
+supersede(Sim *s, const Proc *p, int64_t lo, int64_t hi, int bulk,
+	int64_t geo, int64_t r0, int64_t r1)
+{
+	int pi = (int)(p - s->p);
+
+	if (bulk == 2)
+		return;
+	for (int w = 0; w < RECW; w++)
+		for (uint64_t m = s->rlive[w] & ~s->rwrite[w]; m; m &= m - 1) {
+			int i = w * 64 + __builtin_ctzll(m);
+			Rec *r = &s->rec[i];
+			if (r->kind != A_READ || r->proc != pi || r->bulk != bulk ||
+			    r->lo != lo || r->hi != hi || r->geo != geo ||
+			    r->r0 != r0 || r->r1 != r1)
+				continue;
+			r->live = false;
+			s->rlive[w] &= ~(1ull << (i % 64));
+			s->rpend[pi][w] &= ~(1ull << (i % 64));
+		}
+}
+
 /* An asynchronous read of [lo, hi) (wgmma operand, TMA store source):
  * every write to it must be visible, and generic writes fenced. */
 void
@@ -241,6 +271,7 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		if (!ordered(s, r, p))
 			race(s, p, in, r, "this reads");
 	}
+	supersede(s, p, lo, hi, bulk, geo, r0, r1);
 	Rec *r = add_rec(s, A_READ, p, lo, hi, in);
 	if (r) {
 		r->geo = geo;
@@ -268,6 +299,7 @@ vf_acc_gread(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		if (overlaps(r, lo, hi, geo, r0, r1) && !ordered(s, r, p))
 			race(s, p, in, r, "this reads");
 	}
+	supersede(s, p, lo, hi, 3, geo, r0, r1);
 	Rec *r = add_rec(s, A_READ, p, lo, hi, in);
 	if (r) {
 		r->geo = geo;

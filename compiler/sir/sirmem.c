@@ -136,6 +136,48 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	i->r[0] = r;
 }
 
+/* global_load v, G[i0, ...] [limit=L] of a row vector (a 'reg' of
+ * layout rows(P)), the reverse of a row vector's store: row r from the
+ * indices given with r added to the last one; a row whose last index is
+ * >= L reads 0.  SIR as a tile's (below), with index K the last and a
+ * row stride of 1. */
+static void
+gload_rows(G *g, const Node *n, Res *r, Ref x, const SirVal *xv)
+{
+	const Node *d = n->kids.v[1];
+	const Node *rd = sg_opattr(g, n, "rowdim", false);
+
+	if (rd) {
+		diag_error(g->ctx, rd->span, "'rowdim' places the rows of a 2-D "
+			"tile; a row vector's rows run along the last index");
+		return;
+	}
+	if (xv->ety != r->ety) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s but the "
+			"row vector is %s", r->name, ty_name(r->ety),
+			ty_name(xv->ety));
+		return;
+	}
+	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, d, r, &last,
+		r->rank - 1, &rix);
+	if (!lin)
+		return;
+	const Node *lim = sg_opattr(g, n, "limit", false);
+	Ref lv = lim && lim->a ? sg_int_arg(g, lim->a, "'limit'") :
+		sg_const_i(g, INT32_MAX, TY_I32, n->span);
+	if (!lv)
+		return;
+	Ref one = sg_const_i(g, 1, TY_I32, n->span);  /* before the emit */
+	SirIns *i = sg_emit(g, SOP_gtload, n->span);
+	i->dst = x;
+	i->a[0] = lin;
+	i->a[1] = lv;
+	i->a[2] = rix;
+	i->a[3] = one;
+	i->na = 4;
+	i->r[0] = r;
+}
+
 /* global_load x, G[i0, ...] [rowdim=K] [limit=L]: a 2-D register tile
  * from global memory, element (r, c) from the indices given with r added
  * to index K (the first by default; needed for more than 2 dimensions)
@@ -161,11 +203,14 @@ sg_op_gload(G *g, const Node *n)
 	if (!r || sg_val(g, x)->ty == TY_ERR)
 		return;
 	const SirVal xv = *sg_val(g, x);
-	if (xv.lay->kind == LK_ROWS || !xv.mut) {
+	if (!xv.mut) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'global_load' writes a "
-			"2-D 'reg' tile; '%s' is %s", sg_text(g,
-			n->kids.v[0]->span, "x"), xv.lay->kind == LK_ROWS ?
-			"a row vector" : "not a 'reg' variable");
+			"'reg' tile or row vector; '%s' is not a 'reg' variable",
+			sg_text(g, n->kids.v[0]->span, "x"));
+		return;
+	}
+	if (xv.lay->kind == LK_ROWS) {
+		gload_rows(g, n, r, x, &xv);
 		return;
 	}
 	/* a 'reg' tile: f32, bf16 or f16 (i32 and bool tiles are values) */

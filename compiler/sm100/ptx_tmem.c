@@ -556,8 +556,12 @@ gtload(PG *g, const SirIns *in)
 	int n, esz = ty_bytes(in->r[0]->ety);
 	PReg *x = pg_frag(g, in->dst, &n);
 	bool pk = v->ety != TY_F32;
+	bool rv = is_rows(v);
 
-	if (!x || v->lay->kind != LK_TMEM_ROWS) {
+	/* a row vector: one row per thread, its stride 1 (a[3]), as a
+	 * one-column tile */
+	if (!x || (rv ? v->lay->parent->kind : v->lay->kind) !=
+	    LK_TMEM_ROWS || (rv && pk)) {
 		pg_unsupported(g, in);
 		return;
 	}

@@ -470,8 +470,10 @@ gtload(PG *g, const SirIns *in)
 	int n, esz = ty_bytes(in->r[0]->ety);
 	PReg *x = pg_frag(g, in->dst, &n);
 	bool pk = v->ety != TY_F32;
+	bool rv = is_rows(v);
 
-	if (!x || v->lay->kind != LK_WGMMA_ACC) {
+	if (!x || (rv ? v->lay->parent->kind : v->lay->kind) !=
+	    LK_WGMMA_ACC || (rv && pk)) {
 		pg_unsupported(g, in);
 		return;
 	}
@@ -479,6 +481,29 @@ gtload(PG *g, const SirIns *in)
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, in->r[0]->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
 	PReg at[2], p[2];
+	if (rv) {  /* a row vector: slot s is row 'row + 8s', at lin + r */
+		PReg row, col, u = ptx_reg(g->f, RB32);
+		PReg a = ptx_reg(g->f, RB64), q = ptx_reg(g->f, RP);
+		coords(g, &row, &col);
+		for (int s = 0; s < 2; s++) {
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", u, row,
+				(int64_t)(8 * s));
+			ptx_emit(g->f, "add.s32 %R, %R, %R;", u, u,
+				pg_u32(g, in->a[2]));
+			ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", q, u,
+				pg_u32(g, in->a[1]));
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", u, row,
+				(int64_t)(8 * s));
+			ptx_emit(g->f, "add.s32 %R, %R, %R;", u, u,
+				pg_u32(g, in->a[0]));
+			ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", a, u,
+				(int64_t)esz, ptr);
+			ptx_emit(g->f, "@%R mov.b32 %R, 0;", q, x[s]);
+			ptx_emit(g->f, "@!%R ld.global.nc.f32 %R, [%R];", q, x[s],
+				a);
+		}
+		return;
+	}
 	row_addrs(g, in->a[0], in->a[1], in->a[2], in->a[3], esz, ptr, at, p);
 	for (int j = 0; j < n; j++) {
 		int i = pk ? 2 * j : j;  /* the first element of register j */

@@ -72,6 +72,9 @@ struct fg_ctx {
 	pthread_mutex_t attn_mu;  /* guards attn; held while one compiles */
 	AttnVariant *attn;    /* fg_attention_forward's kernels */
 	RefModule *ref;       /* fg_attention_reference's, under attn_mu */
+	/* fg_attention_backward's scratch pool, under attn_mu; NULL until
+	 * first used */
+	struct CUmemPoolHandle_st *bwd_pool;
 };
 
 void *rt_alloc(fg_ctx *, size_t);          /* NULL on failure */

@@ -33,6 +33,8 @@ struct AttnVariant {
 	bool sinks;           /* -D SINKS=true */
 	bool alibi;           /* -D ALIBI=true */
 	bool varlen;          /* -D VARLEN=true */
+	bool plain;           /* only -D D and DT (the backward's pre and
+			       * post kernels) */
 	fg_dtype dt;
 	char file[64];        /* the schedule's file name */
 	fg_kernel *k;
@@ -188,8 +190,8 @@ dense(fg_ctx *c, const char *fn, const char *name, const char *heads,
 }
 
 /* One tensor: its address and strides (resolved into st). */
-static fg_status
-tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
+fg_status
+attn_tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
 	const int64_t *given, bool q_rows, const fg_attention_args *a,
 	bool tma, int64_t *st)
 {
@@ -268,13 +270,13 @@ attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
 			"CU_STREAM_PER_THREAD", stream ? "CU_STREAM_LEGACY" :
 			"NULL");
 	if ((st = sizes(c, fn, a, tma)) || (st = scalars(c, fn, a, out)) ||
-	    (st = tensor(c, fn, "q", a->q, a->q_strides, true, a, tma,
+	    (st = attn_tensor(c, fn, "q", a->q, a->q_strides, true, a, tma,
 	    out->st[0])) ||
-	    (st = tensor(c, fn, "k", a->k, a->k_strides, false, a, tma,
+	    (st = attn_tensor(c, fn, "k", a->k, a->k_strides, false, a, tma,
 	    out->st[1])) ||
-	    (st = tensor(c, fn, "v", a->v, a->v_strides, false, a, tma,
+	    (st = attn_tensor(c, fn, "v", a->v, a->v_strides, false, a, tma,
 	    out->st[2])) ||
-	    (st = tensor(c, fn, "o", a->o, a->o_strides, true, a, tma,
+	    (st = attn_tensor(c, fn, "o", a->o, a->o_strides, true, a, tma,
 	    out->st[3])))
 		return st;
 	if (attn_varlen(a) && (out->st[3][1] != a->head_dim || out->st[3][2] !=
@@ -408,7 +410,8 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 {
 	char path[4096], d1[16], d2[16], d3[16];
 	const char *defs[8] = {d1, d2, d3};
-	fg_compile_options o = {.defines = defs, .ndefines = 3};
+	fg_compile_options o = {.defines = defs, .ndefines = v->plain ? 2 :
+		3};
 	const Shipped *in;
 	fg_program *p;
 	fg_status st;
@@ -466,7 +469,39 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 		    v->causal == want.causal && v->window == want.window &&
 		    v->softcap == want.softcap && v->sinks == want.sinks &&
 		    v->varlen == want.varlen && v->alibi == want.alibi &&
-		    !strcmp(v->file, want.file))
+		    !v->plain && !strcmp(v->file, want.file))
+			break;
+	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
+		if ((v = rt_alloc(c, sizeof *v))) {
+			*v = want;
+			v->next = c->attn;
+			c->attn = v;
+		} else {
+			fg_kernel_free(want.k);
+			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
+		}
+	}
+	pthread_mutex_unlock(&c->attn_mu);
+	if (v)
+		*out = v->k;
+	return st;
+}
+
+fg_status
+attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc, int d,
+	fg_dtype dt, int causal, bool plain, fg_kernel **out)
+{
+	AttnVariant want = {.cc = cc, .d = d, .causal = plain ? 0 : causal,
+		.dt = dt, .plain = plain}, *v;
+	fg_status st = FG_OK;
+
+	snprintf(want.file, sizeof want.file, "%s", file);
+	pthread_mutex_lock(&c->attn_mu);
+	for (v = c->attn; v; v = v->next)
+		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
+		    v->causal == want.causal && v->plain == want.plain &&
+		    !v->window && !v->softcap && !v->sinks && !v->varlen &&
+		    !v->alibi && !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
 		if ((v = rt_alloc(c, sizeof *v))) {
@@ -563,6 +598,14 @@ void
 attn_free(fg_ctx *c)
 {
 	AttnVariant *v, *next;
+
+	if (c->bwd_pool && c->drv) {
+		CUcontext prev;
+		c->drv->cu.CtxPushCurrent(c->drv->pctx);
+		c->drv->cu.MemPoolDestroy(c->bwd_pool);
+		c->drv->cu.CtxPopCurrent(&prev);
+	}
+	c->bwd_pool = NULL;
 
 	for (v = c->attn; v; v = next) {
 		next = v->next;

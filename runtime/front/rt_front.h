@@ -58,6 +58,17 @@ int attn_bind(const fg_attention_args *a, const Attn *,
  * (wr) of the bottom-right diagonal, each clamped to 0 .. seq_k (seq_k
  * for unbounded, -1, or no window); a causal window has wr = 0. */
 void attn_window(const fg_attention_args *a, int64_t *wl, int64_t *wr);
+/* One tensor of a's problem (q_rows: q's extents, else k's) at ptr with
+ * the caller's strides given (all 0: dense), checked and resolved into
+ * st (batch, head, seq, dim). */
+fg_status attn_tensor(fg_ctx *, const char *fn, const char *name,
+	uint64_t ptr, const int64_t *given, bool q_rows,
+	const fg_attention_args *a, bool tma, int64_t *st);
+/* A shipped schedule's kernel for compute capability cc: file with -D D,
+ * DT and CAUSAL (plain: D and DT only), compiled on first use and kept
+ * in the context as attn_variant's. */
+fg_status attn_kernel(fg_ctx *, const char *fn, const char *file, int cc,
+	int d, fg_dtype dt, int causal, bool plain, fg_kernel **out);
 int64_t attn_heads_k(const fg_attention_args *a);  /* heads_k, 0: heads */
 bool attn_varlen(const fg_attention_args *a);  /* cu_seqlens given */
 void attn_free(fg_ctx *);

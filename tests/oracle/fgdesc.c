@@ -109,7 +109,8 @@ tile(Ty ety, int sw, bool mn, int64_t r, int64_t c, Layout *l)
 }
 
 /* fagen accepts 16-bit tiles with 32-, 64- and 128-byte swizzles, either
- * major-ness (A MN-major on sm_100a only), rows a multiple of the span. */
+ * major-ness (an MN-major A whole: 64 rows on sm_90a), rows a multiple
+ * of the span. */
 static void
 sweep(void)
 {
@@ -136,8 +137,6 @@ sweep(void)
 			"sm_90a", cty(ty), mn ? "MN" : "K", sw, b.shape[0],
 			b.shape[1]);
 		put_smem(tgt, false, &b, mn, 0, addrs[i], (int)k / 16, what);
-		if (mn && tgt == SM90)
-			continue;   /* wgmma A is K-major in fagen */
 		/* A: the MMA's M rows of a tile of 'rows' rows from roff
 		 * (M is 64 on sm_90a, and on sm_100a the rows left below
 		 * roff, lowered for 128); MN-major only whole */
@@ -149,7 +148,8 @@ sweep(void)
 			int64_t rows = slices[tgt][q][0], roff = slices[tgt][q][1];
 			Res a = mn ? tile(ty, sw, true, k, rows, &l) :
 				tile(ty, sw, false, rows, k, &l);
-			if (mn && roff)
+			/* MN-major only whole, and on sm_90a only 64 rows */
+			if (mn && (roff || (tgt == SM90 && rows != 64)))
 				continue;
 			snprintf(what, sizeof what, "sweep %s A %s %s-major "
 				"swizzle %d [%" PRId64 ", %" PRId64 "] rows %"
@@ -230,12 +230,13 @@ mma(Walk *w, const SirIns *in)
 				bmn, kk), sm100_idesc(b->ety, amn, bmn,
 				d->shape[0], d->shape[1])});
 	} else {
+		bool amn = a && in->trans[1];   /* 'X.T' of a major=MN A */
 		if (a)
-			put_stages(w, true, a, false, in->roff[1], nk);
+			put_stages(w, true, a, amn, in->roff[1], nk);
 		put_stages(w, false, b, bmn, 0, nk);
 		for (int kk = 0; kk < nk; kk++)
 			push(&w->want, (Mma){SM90, a != NULL, a ?
-				sm90_smem_desc(0, a, false, kk) : 0,
+				sm90_smem_desc(0, a, amn, kk) : 0,
 				sm90_smem_desc(0, b, bmn, kk), 0});
 	}
 }

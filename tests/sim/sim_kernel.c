@@ -5,6 +5,11 @@
  *   sim_kernel gemm PTX M N K [eager] [ctas=N] C = A B^T against float64
  *   sim_kernel fa PTX Z H SQ SK D causal|full [eager]
  *                                             softmax(QK^T s) V, LSE
+ *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager]
+ *                                             dQ, dK, dV against float64:
+ *                                             PTX the main loop, with the
+ *                                             pre and post kernels of the
+ *                                             same D and type beside it
  *
  * PTX is a file of tests/shipped (fagen's output for a shipped schedule,
  * kept byte-identical by golden.shipped.*).  Outputs are poisoned with
@@ -17,19 +22,21 @@
 
 #include "sim.h"
 #include "../gpu/gpu_ref.h"
+#include "../gpu/gpu_ref_bwd.h"
 
 static Sim *sim;
 static SimMod *mod;
 static bool eager;
 static long ctas = 3;
 
-static void
-load(const char *path)
+static SimMod *
+load_mod(const char *path)
 {
 	FILE *f = fopen(path, "rb");
 	static char buf[4 << 20];
 	char err[512];
 	size_t n;
+	SimMod *m;
 
 	if (!f) {
 		fprintf(stderr, "cannot open %s\n", path);
@@ -37,11 +44,18 @@ load(const char *path)
 	}
 	n = fread(buf, 1, sizeof buf, f);
 	fclose(f);
-	mod = sim_load(buf, n, err, sizeof err);
-	if (!mod) {
+	m = sim_load(buf, n, err, sizeof err);
+	if (!m) {
 		fprintf(stderr, "%s: %s\n", path, err);
 		exit(1);
 	}
+	return m;
+}
+
+static void
+load(const char *path)
+{
+	mod = load_mod(path);
 	sim = sim_new();
 	sim_set(sim, SIM_OPT_EAGER, eager);
 	sim_set(sim, SIM_OPT_MAX_CTAS, ctas);
@@ -160,6 +174,96 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 	return e.bad || nan;
 }
 
+/* The backward pass: pre (DELTA, DQACC cleared), the main loop, post
+ * (dQ), from a float64 forward's O (rounded to 16 bits) and LSE (f32). */
+static int
+bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
+	bool causal, bool f16)
+{
+	char pre_p[1024], post_p[1024];
+	const char *dir_end = strrchr(main_ptx, '/');
+	int dl = dir_end ? (int)(dir_end - main_ptx + 1) : 0;
+	int hk = h / g;
+	size_t nq = (size_t)z * sq * h * d, nk = (size_t)z * sk * hk * d;
+	size_t nl = (size_t)z * h * sq;
+	uint16_t *q, *k, *v, *o, *dout, *dq, *dk, *dv;
+	float *lse, *delta, *dqacc;
+	RefProb p = {z, h, sq, sk, d, causal, f16, {
+		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
+		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
+		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
+		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
+	}, g, false, -1, -1, 0, NULL};
+	double scale = 1 / sqrt((double)d);
+
+	snprintf(pre_p, sizeof pre_p, "%.*sfa_bwd_pre_sm90_d%d_%s.ptx", dl,
+		main_ptx, d, f16 ? "f16" : "bf16");
+	snprintf(post_p, sizeof post_p, "%.*sfa_bwd_post_sm90_d%d_%s.ptx", dl,
+		main_ptx, d, f16 ? "f16" : "bf16");
+	SimMod *pre = load_mod(pre_p), *post = load_mod(post_p);
+	uint64_t aq = buffer(nq * 2, 0, (void **)&q);
+	uint64_t ak = buffer(nk * 2, 0, (void **)&k);
+	uint64_t av = buffer(nk * 2, 0, (void **)&v);
+	uint64_t ao = buffer(nq * 2, 0, (void **)&o);
+	uint64_t ag = buffer(nq * 2, 0, (void **)&dout);
+	uint64_t al = buffer(nl * 4, 0, (void **)&lse);
+	uint64_t adl = buffer(nl * 4, 0xff, (void **)&delta);
+	uint64_t aacc = buffer(nq * 4, 0xff, (void **)&dqacc);
+	uint64_t adq = buffer(nq * 2, 0xff, (void **)&dq);
+	uint64_t adk = buffer(nk * 2, 0xff, (void **)&dk);
+	uint64_t adv = buffer(nk * 2, 0xff, (void **)&dv);
+	for (size_t i = 0; i < nq; i++) {
+		q[i] = to16(2 * urand(), f16);
+		dout[i] = to16(urand(), f16);
+	}
+	for (size_t i = 0; i < nk; i++) {
+		k[i] = to16(2 * urand(), f16);
+		v[i] = to16(urand(), f16);
+	}
+	double *ro = malloc(nq * 8), *rl = malloc(nl * 8);
+	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
+	ref_backward(&p, q, k, v, dout, ro, rl, rq, rk, rv);
+	for (size_t i = 0; i < nq; i++)
+		o[i] = to16(ro[i], f16);
+	for (size_t i = 0; i < nl; i++)
+		lse[i] = (float)rl[i];
+	SimVal a1[7] = {{.i = z}, {.i = h}, {.i = sq}};
+	a1[3].ptr = ao;
+	a1[4].ptr = ag;
+	a1[5].ptr = adl;
+	a1[6].ptr = aacc;
+	if (sim_launch(sim, pre, a1, 7))
+		goto fail;
+	SimVal a2[16] = {{.i = z}, {.i = h}, {.i = g}, {.i = sq}, {.i = sk},
+		{.f = 1.4426950408889634 * scale}, {.f = scale}};
+	uint64_t bufs[9] = {aq, ak, av, ag, al, adl, aacc, adk, adv};
+	for (int i = 0; i < 9; i++)
+		a2[7 + i].ptr = bufs[i];
+	launch(a2, 16);
+	SimVal a3[6] = {{.i = z}, {.i = h}, {.i = sq}, {.f = scale}};
+	a3[4].ptr = aacc;
+	a3[5].ptr = adq;
+	if (sim_launch(sim, post, a3, 6))
+		goto fail;
+	bool nan = false;
+	double eq = ref_rel16(dq, rq, nq, f16, &nan);
+	double ek = ref_rel16(dk, rk, nk, f16, &nan);
+	double ev = ref_rel16(dv, rv, nk, f16, &nan);
+	double tol = f16 ? 4e-3 : 2e-2;
+	bool bad = nan || !(eq <= tol && ek <= tol && ev <= tol);
+	printf("bwd Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s: rel err dQ %.2e "
+		"dK %.2e dV %.2e%s -> %s\n", z, h, g, sq, sk, d, causal ?
+		"causal" : "full", f16 ? "f16" : "bf16", eager ? " eager" : "",
+		eq, ek, ev, nan ? ", NaN" : "", bad ? "FAIL" : "ok");
+	free(ro), free(rl), free(rq), free(rk), free(rv);
+	sim_mod_free(pre);
+	sim_mod_free(post);
+	return bad;
+fail:
+	printf("simulator: %s\n", sim_error(sim));
+	exit(1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -184,6 +288,10 @@ main(int argc, char **argv)
 		rc = fa(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), !strcmp(argv[8], "causal"),
 			f16);
+	else if (!strcmp(argv[1], "bwd") && argc > 9)
+		rc = bwd(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
+			atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),
+			!strcmp(argv[9], "causal"), f16);
 	SimStats st = sim_stats(sim);
 	fprintf(stderr, "%llu CTAs, %llu warp instructions\n",
 		(unsigned long long)st.ctas, (unsigned long long)st.warp_steps);

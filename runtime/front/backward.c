@@ -1,0 +1,193 @@
+/* backward.c: fg_attention_backward, the attention backward pass on the
+ * shipped schedules (issue #13).
+ *
+ * Three launches on the caller's stream: fa_bwd_pre_sm90.fa (DELTA =
+ * rowsum(dO * O) per query row, and dQ's f32 accumulator cleared),
+ * fa_bwd_sm90.fa (one CTA per block of keys: dK and dV, dQ added into
+ * the accumulator) and fa_bwd_post_sm90.fa (dQ = accumulator * scale,
+ * in the caller's type and strides).  DELTA and the accumulator are
+ * scratch taken stream-ordered from a pool of the context's and freed
+ * on the stream after the last launch.  Every argument is checked as
+ * fg_attention_forward checks its own, before anything needs the GPU. */
+#include <stdio.h>
+#include <string.h>
+
+#include "rt_front.h"
+
+/* Scratch kept by the pool between calls (bytes): a step's DQACC at
+ * B=1, S=16k, H=32, D=128 is 256 MB. */
+#define BWD_KEEP ((cuuint64_t)1 << 30)
+
+static fg_status
+pool(fg_ctx *c, const Driver *d, CUmemoryPool *out)
+{
+	const CudaApi *cu = &d->cu;
+	CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE,
+		.id = d->dev}};
+	cuuint64_t keep = BWD_KEEP;
+	fg_status st = FG_OK;
+
+	pthread_mutex_lock(&c->attn_mu);
+	if (!c->bwd_pool) {
+		CUmemoryPool p;
+		if (!(st = cuda_check(c, d, cu->MemPoolCreate(&p, &props),
+		    "cuMemPoolCreate"))) {
+			if ((st = cuda_check(c, d, cu->MemPoolSetAttribute(p,
+			    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
+			    "cuMemPoolSetAttribute(release threshold)")))
+				cu->MemPoolDestroy(p);
+			else
+				c->bwd_pool = p;
+		}
+	}
+	*out = c->bwd_pool;
+	pthread_mutex_unlock(&c->attn_mu);
+	return st;
+}
+
+static fg_status
+unsupported(fg_ctx *c, const char *fn, const char *what)
+{
+	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: %s has no backward pass "
+		"yet (supported: dense batches, causal or not, GQA/MQA, "
+		"head_dim 64 and 128)", fn, what);
+}
+
+static fg_status
+check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
+	CUstream s, Attn *t, int64_t st[4][4])
+{
+	const fg_attention_args *f = &a->fwd;
+	fg_status rs;
+
+	if ((rs = attn_check(c, fn, f, s, true, t)))
+		return rs;
+	if (attn_varlen(f))
+		return unsupported(c, fn, "a variable-length batch");
+	if (f->window)
+		return unsupported(c, fn, "a sliding window");
+	if (f->softcap > 0)
+		return unsupported(c, fn, "a softcap");
+	if (f->sinks)
+		return unsupported(c, fn, "attention with sinks");
+	if (f->alibi_slopes)
+		return unsupported(c, fn, "ALiBi");
+	if (f->head_dim != 64 && f->head_dim != 128)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim is %lld; "
+			"the backward pass supports 64 and 128", fn,
+			(long long)f->head_dim);
+	if (f->schedule)
+		return rt_err(c, FG_ERR_INVALID, "%s: fwd.schedule is '%.64s'; "
+			"the backward pass picks its own schedules (leave it "
+			"NULL)", fn, f->schedule);
+	if ((rs = attn_tensor(c, fn, "dout", a->dout, a->dout_strides, true,
+	    f, true, st[0])) ||
+	    (rs = attn_tensor(c, fn, "dq", a->dq, a->dq_strides, true, f, true,
+	    st[1])) ||
+	    (rs = attn_tensor(c, fn, "dk", a->dk, a->dk_strides, false, f,
+	    true, st[2])) ||
+	    (rs = attn_tensor(c, fn, "dv", a->dv, a->dv_strides, false, f,
+	    true, st[3])))
+		return rs;
+	return FG_OK;
+}
+
+/* A tensor argument over the schedule's [Z, S, H, D], from strides
+ * (batch, head, seq, dim). */
+static fg_arg
+tens(const char *name, uint64_t ptr, const int64_t *st)
+{
+	return (fg_arg){.name = name, .kind = FG_ARG_TENSOR, .t = {.ptr = ptr,
+		.strides = {st[0], st[2], st[1], 1}}};
+}
+
+fg_status
+fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
+	CUstream s)
+{
+	static const char fn[] = "fg_attention_backward";
+	int64_t gst[4][4], nrow, nacc;
+	fg_kernel *pre, *mid, *post;
+	CUmemoryPool mp;
+	CUdeviceptr scratch;
+	CUcontext prev;
+	Driver *d;
+	Attn t;
+	fg_status st;
+
+	if (!c)
+		return FG_ERR_INVALID;
+	if (!a)
+		return rt_err(c, FG_ERR_INVALID, "%s: args is NULL", fn);
+	const fg_attention_args *f = &a->fwd;
+	if ((st = check(c, fn, a, s, &t, gst)) || (st = cuda_get(c, &d)))
+		return st;
+	int cc = d->cc_major * 10 + d->cc_minor;
+	if (cc != 90)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
+			"fagen's backward pass runs on sm_90a (H100, H200) only",
+			fn, c->device, cc);
+	int dd = (int)f->head_dim;
+	/* rows of DELTA and of the f32 accumulator: fit 64 bits, as the
+	 * checks above bound every extent by 2^31 */
+	if (!ck_mul64(f->batch, f->heads, &nrow) ||
+	    !ck_mul64(nrow, f->seq_q, &nrow) || !ck_mul64(nrow, dd, &nacc) ||
+	    nacc > INT32_MAX)
+		return rt_err(c, FG_ERR_INVALID, "%s: batch * heads * seq_q * "
+			"head_dim = %lld * %lld * %lld * %d overflows the "
+			"kernels' 32-bit indexing of dQ's accumulator", fn,
+			(long long)f->batch, (long long)f->heads,
+			(long long)f->seq_q, dd);
+	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, dd, f->dtype, 0,
+	    true, &pre)) ||
+	    (st = attn_kernel(c, fn, "fa_bwd_sm90.fa", cc, dd, f->dtype,
+	    f->causal != 0, false, &mid)) ||
+	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, dd, f->dtype, 0,
+	    true, &post)) || (st = pool(c, d, &mp)))
+		return st;
+	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
+	    "cuCtxPushCurrent")))
+		return st;
+	size_t bytes = (size_t)(nrow + nacc) * 4 + 16;
+	st = cuda_check(c, d, d->cu.MemAllocFromPoolAsync(&scratch, bytes, mp,
+		s), "cuMemAllocFromPoolAsync (the backward's scratch)");
+	d->cu.CtxPopCurrent(&prev);
+	if (st)
+		return st;
+	uint64_t delta = scratch, acc = scratch + (uint64_t)nrow * 4;
+	acc = (acc + 15) & ~(uint64_t)15;  /* nrow * 4 is a multiple of 4 */
+	double l2e = 1.4426950408889634;
+	const int64_t *ost = t.st[3];
+	fg_arg pa[] = {
+		FG_INT("Z", f->batch), FG_INT("H", f->heads),
+		FG_INT("S", f->seq_q), tens("O", f->o, ost),
+		tens("DO", a->dout, gst[0]), FG_PTR("DELTA", delta),
+		FG_PTR("DQACC", acc),
+	};
+	fg_arg ma[] = {
+		FG_INT("Z", f->batch), FG_INT("H", f->heads),
+		FG_INT("G", f->heads / attn_heads_k(f)),
+		FG_INT("SQ", f->seq_q), FG_INT("SK", f->seq_k),
+		FG_FLOAT("scale_log2", t.scale * l2e),
+		FG_FLOAT("scale", t.scale), tens("Q", f->q, t.st[0]),
+		tens("K", f->k, t.st[1]), tens("V", f->v, t.st[2]),
+		tens("DO", a->dout, gst[0]), FG_PTR("LSE", f->lse),
+		FG_PTR("DELTA", delta), FG_PTR("DQACC", acc),
+		tens("DK", a->dk, gst[2]), tens("DV", a->dv, gst[3]),
+	};
+	fg_arg qa[] = {
+		FG_INT("Z", f->batch), FG_INT("H", f->heads),
+		FG_INT("S", f->seq_q), FG_FLOAT("scale", t.scale),
+		FG_PTR("DQACC", acc), tens("DQ", a->dq, gst[1]),
+	};
+	if (!(st = fg_launch(pre, s, pa, (int)COUNT(pa))) &&
+	    !(st = fg_launch(mid, s, ma, (int)COUNT(ma))))
+		st = fg_launch(post, s, qa, (int)COUNT(qa));
+	/* freed after whatever was launched: stream order */
+	d->cu.CtxPushCurrent(d->pctx);
+	fg_status fst = cuda_check(c, d, d->cu.MemFreeAsync(scratch, s),
+		"cuMemFreeAsync");
+	d->cu.CtxPopCurrent(&prev);
+	return st ? st : fst;
+}

@@ -192,6 +192,9 @@ struct Res {
 	Res *of;             /* TMA: its global tensor */
 	int swizzle;         /* TMA */
 	bool oob_nan;        /* TMA: out-of-bounds fill is NaN, not zero */
+	bool direct;         /* GLOBAL: read or written by ld/st (G[i],
+			      * store, global_load), which address it
+			      * densely; set by sirgen */
 	int64_t mcount;      /* MBAR arrival count */
 	int64_t tx;          /* MBAR expected bytes per phase (0: none) */
 	int64_t threads;     /* NBAR */

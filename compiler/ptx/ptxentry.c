@@ -116,6 +116,11 @@ metadata(Ctx *ctx, const Kernel *k, Buf *out)
 			break;
 		}
 	}
+	/* globals addressed by ld/st, as dense tensors of their dims: the
+	 * runtime refuses other strides for them */
+	for (const Res *r = k->res; r; r = r->next)
+		if (r->kind == R_GLOBAL && r->direct)
+			buf_printf(out, "// fagen.direct %s\n", r->name);
 	buf_puts(out, "\n");
 }
 

@@ -46,6 +46,7 @@ sg_gload(G *g, const Node *n)
 	Ty t = r->ety == TY_BF16 || r->ety == TY_F16 ? TY_F32 : r->ety;
 	Ref d = sir_val(g->ctx, g->p, t, NULL);
 	SirIns *i = sg_emit(g, SOP_gload, n->span);
+	r->direct = true;
 	i->dst = d;
 	i->a[0] = lin;
 	i->na = 1;

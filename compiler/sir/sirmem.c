@@ -126,6 +126,7 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	if (!tile_rows(g, n, r, rowdim, rd, &stride, &lv))
 		return;
 	SirIns *i = sg_emit(g, SOP_gstore, n->span);
+	r->direct = true;
 	i->a[0] = lin;
 	i->a[1] = v;
 	i->a[2] = lv;
@@ -169,6 +170,7 @@ gload_rows(G *g, const Node *n, Res *r, Ref x, const SirVal *xv)
 		return;
 	Ref one = sg_const_i(g, 1, TY_I32, n->span);  /* before the emit */
 	SirIns *i = sg_emit(g, SOP_gtload, n->span);
+	r->direct = true;
 	i->dst = x;
 	i->a[0] = lin;
 	i->a[1] = lv;
@@ -236,6 +238,7 @@ sg_op_gload(G *g, const Node *n)
 	if (!lin || !tile_rows(g, n, r, (int)rowdim, rd, &stride, &lv))
 		return;
 	SirIns *i = sg_emit(g, SOP_gtload, n->span);
+	r->direct = true;
 	i->dst = x;
 	i->a[0] = lin;
 	i->a[1] = lv;
@@ -321,6 +324,7 @@ sg_op_mem(G *g, const Node *n)
 			lv = sg_int_arg(g, lim->a, "'limit'");
 		}
 		SirIns *i = sg_emit(g, SOP_gstore, n->span);
+		r->direct = true;
 		i->a[0] = tmp.a[0];
 		i->a[1] = v;
 		i->na = 2;

@@ -180,6 +180,22 @@ strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
 				g->name, i, (long long)t->strides[i]);
 		s[i] = t->strides[i];
 	}
+	/* a global the kernel reads or writes with ld/st is addressed as
+	 * a dense tensor of its dims (a stride of an extent-1 dimension
+	 * is never used) */
+	int64_t dense = 1;
+	for (int i = r - 1; given && g->direct && i >= 0; i--) {
+		if (d[i] > 1 && s[i] != dense)
+			return bad(c, m, "tensor '%s': strides[%d] is %lld, but "
+				"the kernel reads or writes '%s' with ordinary "
+				"loads and stores (G[i], store, global_load), "
+				"which address it as a dense tensor: strides[%d] "
+				"must be %lld (or pass all strides 0)", g->name,
+				i, (long long)s[i], g->name, i, (long long)dense);
+		if (!ck_mul64(dense, d[i], &dense))
+			return bad(c, m, "tensor '%s': its dims overflow 64-bit "
+				"addressing", g->name);
+	}
 	for (int i = 0; i < r; i++) {
 		int64_t x;
 		if (!ck_mul64(d[i] - 1, s[i], &x))

@@ -40,6 +40,8 @@ typedef struct MetaArg {
 	int swizzle;         /* TMA: 0, 32, 64, 128 */
 	bool oob_nan;        /* TMA */
 	bool has_tma;        /* GLOBAL: a TMA view uses it */
+	bool direct;         /* GLOBAL: addressed by ld/st as a dense tensor
+			      * ('// fagen.direct NAME') */
 	int user;            /* GLOBAL, PARAM: position among user args */
 } MetaArg;
 

@@ -205,6 +205,47 @@ grid_programs_evaluate_over_params(void **state)
 	fg_kernel_free(k);
 }
 
+/* A global read or written with ld/st ('// fagen.direct') is addressed
+ * densely by the kernel: other strides are refused, naming the rule; a
+ * stride of an extent-1 dimension does not matter. */
+static void
+direct_globals_need_dense_strides(void **state)
+{
+	Fix *f = *state;
+	static const char meta[] =
+		"// fagen.kernel name=g target=sm_90a threads=32 order=single "
+		"tiles=1\n// fagen.grid $Z\n"
+		"// fagen.arg 0 param Z i32\n"
+		"// fagen.arg 1 global Y f32 rank=3 dims $Z ; 4 ; 8\n"
+		"// fagen.direct Y\n";
+	static const char nodirect[] =
+		"// fagen.kernel name=g target=sm_90a threads=32 order=single "
+		"tiles=1\n// fagen.grid $Z\n// fagen.arg 0 param Z i32\n"
+		"// fagen.direct Y\n";
+	fg_kernel *k;
+
+	assert_int_equal(fg_kernel_create(f->ctx, meta, 0, &k), FG_OK);
+	Fix g = {.ctx = f->ctx, .k = k};
+	fg_arg a[] = {FG_INT("Z", 2), {.name = "Y", .kind = FG_ARG_TENSOR,
+		.t = {.ptr = X0, .strides = {32, 8, 1}}}};
+	assert_int_equal(fg_kernel_check(k, a, 2, NULL), FG_OK);
+	a[1].t.strides[0] = 64;   /* a B,H,S,D view of [Z, 8, 4, ...] */
+	invalid(&g, a, 2, "tensor 'Y': strides[0] is 64, but the kernel "
+		"reads or writes 'Y' with ordinary loads and stores");
+	a[1].t.strides[0] = 32;
+	a[1].t.strides[1] = 9;
+	invalid(&g, a, 2, "strides[1] must be 8");
+	a[0] = FG_INT("Z", 1);    /* the batch stride is then unused */
+	a[1].t.strides[0] = 12345;
+	a[1].t.strides[1] = 8;
+	assert_int_equal(fg_kernel_check(k, a, 2, NULL), FG_OK);
+	fg_kernel_free(k);
+	assert_int_equal(fg_kernel_create(f->ctx, nodirect, 0, &k),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "fagen.direct names no "
+		"global"));
+}
+
 static void
 grid_overflow_is_reported(void **state)
 {
@@ -813,6 +854,7 @@ main(void)
 		T(malformed_metadata_is_rejected),
 		T(grid_programs_evaluate_over_params),
 		T(grid_overflow_is_reported),
+		T(direct_globals_need_dense_strides),
 		T(unlaunchable_grids_are_rejected),
 		T(valid_arguments_pass_by_name_and_position),
 		T(argument_set_errors_are_named),

@@ -1,0 +1,199 @@
+/* gpu_attention_bwd.c: fg_attention_backward on a Hopper GPU (issue #13)
+ * against the float64 backward of gpu_ref_bwd.h: random Q, K, V and dO,
+ * the forward by fg_attention_forward, then dQ, dK and dV poisoned (NaN)
+ * and computed twice; dK and dV must repeat bit for bit (dQ is summed
+ * with atomic adds), nothing may be NaN, and each gradient's relative
+ * RMS error must stay within a 16-bit tolerance.  Odd lengths, SQ != SK
+ * both ways (rows that see no key), GQA and MQA, both dtypes and head
+ * dims, B,H,S,D and B,S,H,D layouts; and refusals of what it does not
+ * support.  Exit 77 without a Hopper GPU. */
+#include "gpu_runtime.h"
+#include "gpu_ref.h"
+#include "gpu_ref_bwd.h"
+
+typedef struct Case {
+	bool bshd;
+	int z, h, hk, sq, sk, d;
+	bool causal, f16;
+} Case;
+
+static fg_ctx *ctx;
+static CUstream stream;
+
+static void
+strides(bool bshd, int z, int seq, int64_t h, int64_t d, int64_t st[4],
+	size_t *n)
+{
+	if (bshd)
+		st[0] = seq * h * d, st[1] = d, st[2] = h * d;
+	else
+		st[0] = h * seq * d, st[1] = seq * d, st[2] = d;
+	st[3] = 1;
+	*n = (size_t)z * seq * h * d;
+}
+
+static CUdeviceptr
+upload(const void *h, size_t bytes)
+{
+	CUdeviceptr p;
+
+	CK(cu.MemAlloc(&p, bytes));
+	CK(cu.MemcpyHtoD(p, h, bytes));
+	return p;
+}
+
+static int
+run(const Case *c)
+{
+	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}},
+		c->h / c->hk, false, 0, 0, 0, NULL};
+	size_t nq, nk, nl = (size_t)c->z * c->h * c->sq;
+	int bad = 0;
+
+	strides(c->bshd, c->z, c->sq, c->h, c->d, p.st[0], &nq);
+	strides(c->bshd, c->z, c->sk, c->hk, c->d, p.st[1], &nk);
+	memcpy(p.st[2], p.st[1], sizeof p.st[1]);
+	memcpy(p.st[3], p.st[0], sizeof p.st[0]);
+	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
+	uint16_t *g = malloc(nq * 2), *dq[2], *dk[2], *dv[2];
+	for (int r = 0; r < 2; r++) {
+		dq[r] = malloc(nq * 2);
+		dk[r] = malloc(nk * 2);
+		dv[r] = malloc(nk * 2);
+	}
+	for (size_t i = 0; i < nq; i++) {
+		q[i] = to16(2 * urand(), c->f16);
+		g[i] = to16(urand(), c->f16);
+	}
+	for (size_t i = 0; i < nk; i++) {
+		k[i] = to16(2 * urand(), c->f16);
+		v[i] = to16(urand(), c->f16);
+	}
+	CUdeviceptr Q = upload(q, nq * 2), K = upload(k, nk * 2);
+	CUdeviceptr V = upload(v, nk * 2), G = upload(g, nq * 2), O, L;
+	CUdeviceptr DQ, DK, DV;
+	CK(cu.MemAlloc(&O, nq * 2));
+	CK(cu.MemAlloc(&L, nl * 4));
+	CK(cu.MemAlloc(&DQ, nq * 2));
+	CK(cu.MemAlloc(&DK, nk * 2));
+	CK(cu.MemAlloc(&DV, nk * 2));
+	fg_attention_bwd_args a = {.fwd = {
+		.q = Q, .k = K, .v = V, .o = O, .lse = L,
+		.batch = c->z, .heads = c->h, .seq_q = c->sq, .seq_k = c->sk,
+		.head_dim = c->d, .causal = c->causal,
+		.dtype = c->f16 ? FG_DTYPE_F16 : FG_DTYPE_BF16,
+		.heads_k = c->hk}, .dout = G, .dq = DQ, .dk = DK, .dv = DV};
+	if (c->bshd) {
+		memcpy(a.fwd.q_strides, p.st[0], sizeof p.st[0]);
+		memcpy(a.fwd.k_strides, p.st[1], sizeof p.st[1]);
+		memcpy(a.fwd.v_strides, p.st[1], sizeof p.st[1]);
+		memcpy(a.fwd.o_strides, p.st[0], sizeof p.st[0]);
+		memcpy(a.dout_strides, p.st[0], sizeof p.st[0]);
+		memcpy(a.dq_strides, p.st[0], sizeof p.st[0]);
+		memcpy(a.dk_strides, p.st[1], sizeof p.st[1]);
+		memcpy(a.dv_strides, p.st[1], sizeof p.st[1]);
+	}
+	FG(ctx, fg_attention_forward(ctx, &a.fwd, stream));
+	double ms = 0;
+	for (int r = 0; r < 2; r++) {
+		CK(cu.MemsetD8Async(DQ, 0xff, nq * 2, stream));  /* poison */
+		CK(cu.MemsetD8Async(DK, 0xff, nk * 2, stream));
+		CK(cu.MemsetD8Async(DV, 0xff, nk * 2, stream));
+		CK(cu.StreamSynchronize(stream));
+		double t0 = gpu_ms();
+		FG(ctx, fg_attention_backward(ctx, &a, stream));
+		CK(cu.StreamSynchronize(stream));
+		ms = gpu_ms() - t0;
+		CK(cu.MemcpyDtoH(dq[r], DQ, nq * 2));
+		CK(cu.MemcpyDtoH(dk[r], DK, nk * 2));
+		CK(cu.MemcpyDtoH(dv[r], DV, nk * 2));
+	}
+	if (memcmp(dk[0], dk[1], nk * 2) || memcmp(dv[0], dv[1], nk * 2))
+		bad |= 4;
+	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
+	ref_backward(&p, q, k, v, g, NULL, NULL, rq, rk, rv);
+	bool nan = false;
+	double eq = ref_rel16(dq[0], rq, nq, c->f16, &nan);
+	double ek = ref_rel16(dk[0], rk, nk, c->f16, &nan);
+	double ev = ref_rel16(dv[0], rv, nk, c->f16, &nan);
+	double tol = c->f16 ? 4e-3 : 2e-2;
+	if (nan)
+		bad |= 1;
+	if (!(eq <= tol && ek <= tol && ev <= tol))
+		bad |= 8;
+	printf("%s Z=%d H=%d HK=%d SQ=%d SK=%d D=%d %s %s: rel err dQ %.2e dK "
+		"%.2e dV %.2e; call %.2f ms%s%s -> %s\n", c->bshd ? "B,S,H,D" :
+		"B,H,S,D", c->z, c->h, c->hk, c->sq, c->sk, c->d, c->causal ?
+		"causal" : "full", c->f16 ? "f16" : "bf16", eq, ek, ev, ms,
+		nan ? ", NaN" : "", bad & 4 ? ", dK/dV differ between runs" : "",
+		bad ? "FAIL" : "ok");
+	free(q), free(k), free(v), free(g), free(rq), free(rk), free(rv);
+	for (int r = 0; r < 2; r++)
+		free(dq[r]), free(dk[r]), free(dv[r]);
+	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(G);
+	cu.MemFree(O), cu.MemFree(L), cu.MemFree(DQ), cu.MemFree(DK);
+	cu.MemFree(DV);
+	return bad;
+}
+
+/* Misuse is refused before any launch, naming the argument. */
+static int
+refusals(void)
+{
+	fg_attention_bwd_args a = {.fwd = {.q = 256, .k = 256, .v = 256,
+		.o = 256, .lse = 256, .batch = 1, .heads = 2, .seq_q = 8,
+		.seq_k = 8, .head_dim = 64, .dtype = FG_DTYPE_BF16},
+		.dout = 256, .dq = 256, .dk = 256, .dv = 256};
+	struct {
+		const char *what;
+		fg_status want;
+	} cs[] = {
+		{"window", FG_ERR_UNSUPPORTED},
+		{"head_dim", FG_ERR_UNSUPPORTED},
+		{"dk", FG_ERR_INVALID},
+	};
+	int bad = 0;
+
+	for (int i = 0; i < 3; i++) {
+		fg_attention_bwd_args b = a;
+		if (i == 0)
+			b.fwd.window = 1;
+		else if (i == 1)
+			b.fwd.head_dim = 256;
+		else
+			b.dk = 0;
+		fg_status st = fg_attention_backward(ctx, &b, stream);
+		const char *msg = fg_errmsg(ctx);
+		bool ok = st == cs[i].want && strstr(msg, cs[i].what);
+		printf("refused (%s): %d \"%s\" -> %s\n", cs[i].what, (int)st, msg,
+			ok ? "ok" : "FAIL");
+		bad |= !ok;
+	}
+	return bad;
+}
+
+int
+main(void)
+{
+	static const Case cases[] = {
+		{false, 2, 4, 4, 200, 200, 64, false, false},
+		{true, 1, 8, 2, 77, 300, 128, true, false},
+		{false, 1, 4, 1, 300, 77, 64, true, true},   /* rows see none */
+		{true, 2, 2, 2, 1000, 1000, 128, false, true},
+		{false, 1, 2, 2, 1, 1, 64, false, false},
+		{true, 1, 6, 3, 513, 129, 128, false, false},
+		{false, 2, 2, 1, 130, 1000, 128, true, true},
+	};
+	fg_options opts = {.cache_dir = ""};
+	int bad = 0;
+
+	gpu_open();
+	FG(ctx, fg_ctx_create(&ctx, &opts));
+	CK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		bad |= run(&cases[i]);
+	bad |= refusals();
+	CK(cu.StreamDestroy(stream));
+	fg_ctx_destroy(ctx);
+	return bad ? 1 : 0;
+}

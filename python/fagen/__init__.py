@@ -87,6 +87,18 @@ class _Args(ctypes.Structure):      # fg_attention_args
     ]
 
 
+class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
+    _fields_ = [
+        ("fwd", _Args), ("dout", ctypes.c_uint64),
+        ("dout_strides", ctypes.c_int64 * 4),
+        ("dq", ctypes.c_uint64), ("dk", ctypes.c_uint64),
+        ("dv", ctypes.c_uint64),
+        ("dq_strides", ctypes.c_int64 * 4),
+        ("dk_strides", ctypes.c_int64 * 4),
+        ("dv_strides", ctypes.c_int64 * 4),
+    ]
+
+
 class _Options(ctypes.Structure):   # fg_options
     _fields_ = [
         ("alloc", ctypes.c_void_p), ("alloc_ud", ctypes.c_void_p),
@@ -135,6 +147,8 @@ def _load():
         for fn in (lib.fg_attention_forward, lib.fg_attention_reference):
             fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args),
                            ctypes.c_void_p]
+        lib.fg_attention_backward.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(_BwdArgs), ctypes.c_void_p]
         _lib = lib
         return lib
 

@@ -144,14 +144,18 @@ def with_torch(torch):
     expect(fagen.FagenError, lambda: fagen.attention(c, c, c,
                                                      schedule="../x.fa"),
            "give the file name of a shipped schedule")
+    # fagen.attention is differentiable (issue #13), but not with out=,
+    # and reference() has no backward
     g = c.clone().requires_grad_()
-    expect(RuntimeError, lambda: fagen.attention(g, c, c), "no backward")
+    expect(RuntimeError, lambda: fagen.attention(g, c, c, out=c.clone()),
+           "out= and lse= do not support automatic differentiation")
+    expect(RuntimeError, lambda: fagen.reference(g, c, c), "no backward")
     s = torch.zeros(2, dtype=torch.float32, device=c.device)
     strided = torch.zeros(4, device=c.device)[::2]
     for bad in (s[:1], s.double(), s.cpu(), strided):
         expect(ValueError, lambda: fagen.attention(c, c, c, sinks=bad),
                "sinks must be a contiguous float32 (H,) = (2,)")
-    expect(RuntimeError, lambda: fagen.attention(
+    expect(RuntimeError, lambda: fagen.reference(
         c, c, c, sinks=s.clone().requires_grad_()), "no backward")
     for bad in (s[:1], s.double(), s.cpu(), strided):
         expect(ValueError, lambda: fagen.attention(c, c, c,
@@ -161,6 +165,8 @@ def with_torch(torch):
     p = torch.zeros(10, 2, 64, dtype=torch.bfloat16, device=c.device)
     cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=c.device)
     vl = fagen.attention_varlen
+    expect(RuntimeError, lambda: vl(p.clone().requires_grad_(), p, p, cu,
+                                    cu, 6, 6), "no backward")
     expect(ValueError, lambda: vl(c, p, p, cu, cu, 6, 6),
            "q has 4 dimensions: attention_varlen takes (total_tokens, H, D)")
     expect(ValueError, lambda: vl(p, p, p, cu.cpu(), cu, 6, 6),

@@ -358,8 +358,9 @@ def _tma_ok(t):
 def _backward(q, k, v, out, lse, dout, causal, scale):
     """(dq, dk, dv) by fg_attention_backward for the forward call that
     gave out and lse (no window, softcap, sinks or ALiBi); dq, dk, dv new
-    tensors laid out like q, k, v (contiguous where those are not
-    dense), dout copied only where its layout is not TMA's."""
+    tensors laid out like q, k, v by torch.empty_like (their strides where
+    they are dense, else a dense layout in their dimension order), dout
+    copied only where its layout is not TMA's."""
     torch = _torch()
     if not _tma_ok(dout):
         dout = dout.clone(memory_format=torch.contiguous_format)

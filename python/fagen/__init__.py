@@ -24,8 +24,12 @@ and key j (and so the lse).
 The kernel runs asynchronously on torch's current stream; on the legacy
 default stream (stream 0), which libfagen never launches on, it runs on
 the per-thread default stream instead, which is ordered with the legacy
-stream both ways.  There is no backward: calls that would need gradients
-are refused (use torch.no_grad() or torch.inference_mode()).
+stream both ways.  fagen.attention is differentiable (a
+torch.autograd.Function whose backward is fg_attention_backward: head_dim
+64 and 128, causal or not, GQA/MQA; other variants raise
+NotImplementedError in the backward); fagen.reference and
+fagen.attention_varlen have no backward and refuse calls that would need
+gradients (use torch.no_grad() or torch.inference_mode()).
 
 fagen.reference() computes the same with the unfused float32 baseline
 (nvrtc-compiled CUDA C), for checking.  The package imports without
@@ -52,6 +56,11 @@ _STATUS = [
     "FG_ERR_UNSUPPORTED", "FG_ERR_JIT", "FG_ERR_CUDA",
 ]
 _DTYPE_BF16, _DTYPE_F16 = 1, 2
+# attention() records the autograd graph itself and runs the forward
+# with gradients off, so only reference() and attention_varlen() get here
+_NO_BACKWARD = ("fagen.reference and fagen.attention_varlen have no "
+                "backward; call them under torch.no_grad() or "
+                "torch.inference_mode()")
 _CU_STREAM_PER_THREAD = 0x2
 
 
@@ -84,6 +93,18 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("cu_seqlens_q", ctypes.c_uint64), ("cu_seqlens_k", ctypes.c_uint64),
         ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64),
         ("alibi_slopes", ctypes.c_uint64),
+    ]
+
+
+class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
+    _fields_ = [
+        ("fwd", _Args), ("dout", ctypes.c_uint64),
+        ("dout_strides", ctypes.c_int64 * 4),
+        ("dq", ctypes.c_uint64), ("dk", ctypes.c_uint64),
+        ("dv", ctypes.c_uint64),
+        ("dq_strides", ctypes.c_int64 * 4),
+        ("dk_strides", ctypes.c_int64 * 4),
+        ("dv_strides", ctypes.c_int64 * 4),
     ]
 
 
@@ -135,6 +156,8 @@ def _load():
         for fn in (lib.fg_attention_forward, lib.fg_attention_reference):
             fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args),
                            ctypes.c_void_p]
+        lib.fg_attention_backward.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(_BwdArgs), ctypes.c_void_p]
         _lib = lib
         return lib
 
@@ -200,8 +223,7 @@ def _check(torch, q, k, v):
                          "be a multiple of the K/V heads (grouped-query "
                          "attention)" % (h, k.shape[1]))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        raise RuntimeError("fagen.attention has no backward; call it under "
-                           "torch.no_grad() or torch.inference_mode()")
+        raise RuntimeError(_NO_BACKWARD)
 
 
 def _check_sinks(torch, sinks, q, name="sinks"):
@@ -212,8 +234,7 @@ def _check_sinks(torch, sinks, q, name="sinks"):
         raise ValueError("%s must be a contiguous float32 (H,) = (%d,) "
                          "tensor on q's device" % (name, h))
     if torch.is_grad_enabled() and sinks.requires_grad:
-        raise RuntimeError("fagen.attention has no backward; call it under "
-                           "torch.no_grad() or torch.inference_mode()")
+        raise RuntimeError(_NO_BACKWARD)
 
 
 def _check_opts(torch, q, scale, window, softcap, sinks, alibi_slopes=None):
@@ -262,9 +283,11 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
 
 
 def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
-            schedule, window, softcap, sinks, varlen=None, alibi_slopes=None):
+            schedule, window, softcap, sinks, varlen=None, alibi_slopes=None,
+            bwd=None):
     """q, k, v, out as (B, H, S, D) views; varlen: None or (cu_seqlens_q,
-    cu_seqlens_k, max_seqlen_q, max_seqlen_k)."""
+    cu_seqlens_k, max_seqlen_q, max_seqlen_k); bwd: None or (dout, dq, dk,
+    dv) for fg_attention_backward, the forward's arguments in fwd."""
     lib = _load()
     device = q.device.index if q.device.index is not None else \
         torch.cuda.current_device()
@@ -292,12 +315,98 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
     a.k_strides[:] = k.stride()
     a.v_strides[:] = v.stride()
     a.o_strides[:] = out.stride()
+    if bwd is not None:
+        a = _BwdArgs(fwd=a, dout=bwd[0].data_ptr(), dq=bwd[1].data_ptr(),
+                     dk=bwd[2].data_ptr(), dv=bwd[3].data_ptr())
+        a.dout_strides[:] = bwd[0].stride()
+        a.dq_strides[:] = bwd[1].stride()
+        a.dk_strides[:] = bwd[2].stride()
+        a.dv_strides[:] = bwd[3].stride()
     stream = torch.cuda.current_stream(q.device).cuda_stream
     st = getattr(lib, fn_name)(ctx, ctypes.byref(a),
                                stream or _CU_STREAM_PER_THREAD)
     if st:
         raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
                          lib.fg_errmsg(ctx).decode(errors="replace"))
+
+
+def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
+    """What of this forward call fg_attention_backward does not take (a
+    phrase for NotImplementedError), or None."""
+    d = q.shape[-1]
+    return ("a sliding window (window=)" if window is not None else
+            "a softcap (softcap=)" if softcap else
+            "attention sinks (sinks=)" if sinks is not None else
+            "ALiBi (alibi_slopes=)" if alibi_slopes is not None else
+            "head_dim %s" % d if d not in (64, 128) else None)
+
+
+def _bwd_refuse(what):
+    raise NotImplementedError(
+        "fagen.attention has no backward pass for %s yet (it supports "
+        "head_dim 64 and 128, causal or not, GQA/MQA); the forward ran, "
+        "its gradient cannot be computed" % what)
+
+
+def _tma_ok(t):
+    """t's layout as fg_attention_backward takes it: 16-byte aligned, the
+    last stride 1, the others positive multiples of 8 elements."""
+    return t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and \
+        all(s > 0 and s % 8 == 0 for s in t.stride()[:-1])
+
+
+def _backward(q, k, v, out, lse, dout, causal, scale):
+    """(dq, dk, dv) by fg_attention_backward for the forward call that
+    gave out and lse (no window, softcap, sinks or ALiBi); dq, dk, dv new
+    tensors laid out like q, k, v by torch.empty_like (their strides where
+    they are dense, else a dense layout in their dimension order), dout
+    copied only where its layout is not TMA's."""
+    torch = _torch()
+    if not _tma_ok(dout):
+        dout = dout.clone(memory_format=torch.contiguous_format)
+    dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
+    _launch(torch, "fg_attention_backward", q, k, v, out, lse, q.shape[0],
+            causal, scale, None, None, None, None, bwd=(dout, dq, dk, dv))
+    return dq, dk, dv
+
+
+_Function = None
+
+
+def _function(torch):
+    """fagen.attention's torch.autograd.Function, made on first use (the
+    package imports without PyTorch)."""
+    global _Function
+    if _Function is not None:
+        return _Function
+    from torch.autograd.function import once_differentiable
+
+    class Attention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, sinks, alibi_slopes, opts):
+            causal, scale, schedule, window, softcap = opts
+            out, lse = _call("fg_attention_forward", q, k, v, causal, scale,
+                             schedule, None, None, window, softcap, sinks,
+                             alibi_slopes)
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.mark_non_differentiable(lse)
+            ctx.causal, ctx.scale = causal, scale
+            ctx.unsupported = _bwd_unsupported(q, window, softcap, sinks,
+                                               alibi_slopes)
+            return out, lse
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, dout, dlse):
+            if ctx.unsupported:
+                _bwd_refuse(ctx.unsupported)
+            q, k, v, out, lse = ctx.saved_tensors
+            dq, dk, dv = _backward(q, k, v, out, lse, dout, ctx.causal,
+                                   ctx.scale)
+            return dq, dk, dv, None, None, None
+
+    _Function = Attention
+    return Attention
 
 
 def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
@@ -326,9 +435,28 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     scale), which join each row's softmax denominator.  alibi_slopes: None,
     or a contiguous float32 (H,) tensor: ALiBi as flash_attn's
     alibi_slopes, the bias -alibi_slopes[h] * |i + Sk - Sq - j| added to
-    the scaled (and softcapped) score of query i and key j."""
-    return _call("fg_attention_forward", q, k, v, causal, scale, schedule,
-                 out, lse, window, softcap, sinks, alibi_slopes)
+    the scaled (and softcapped) score of query i and key j.
+
+    Differentiable: where q, k or v requires gradients (and grad mode is
+    on), out's backward is fg_attention_backward (head_dim 64 and 128,
+    causal or not, GQA/MQA; dk and dv have k's and v's heads).  A window,
+    softcap, sinks, ALiBi or head_dim 256 runs the forward and raises
+    NotImplementedError in the backward.  lse is not differentiable (as
+    SDPA's internal logsumexp).  out= and lse= do not combine with
+    gradients (RuntimeError), as PyTorch's out= arguments."""
+    torch = _torch()
+    if not (torch.is_grad_enabled() and any(
+            isinstance(t, torch.Tensor) and t.requires_grad
+            for t in (q, k, v, sinks, alibi_slopes))):
+        return _call("fg_attention_forward", q, k, v, causal, scale,
+                     schedule, out, lse, window, softcap, sinks,
+                     alibi_slopes)
+    if out is not None or lse is not None:
+        raise RuntimeError("fagen.attention: out= and lse= do not support "
+                           "automatic differentiation, but an argument "
+                           "requires grad")
+    return _function(torch).apply(q, k, v, sinks, alibi_slopes,
+                                  (causal, scale, schedule, window, softcap))
 
 
 def reference(q, k, v, causal=False, scale=None, out=None, lse=None,

@@ -9,9 +9,15 @@ module registers torch.ops.fagen.attention with torch.library (PyTorch
 2.4 or later), with a fake (meta) implementation that gives the output
 shapes, so a compiled graph keeps the call as one opaque node
 (fullgraph=True works).  The arguments and results are fagen.attention's
-(window and softcap as there; sinks a float32 (H,) tensor).  Forward
-only: there is no autograd formula yet, so a call that needs gradients
-fails.  Issue #17.
+(window and softcap as there; sinks a float32 (H,) tensor).
+
+The op is differentiable like fagen.attention (issue #13): its autograd
+formula (register_autograd) calls a second custom op,
+torch.ops.fagen.attention_backward, fg_attention_backward with its own
+fake implementation, so torch.compile(fullgraph=True) traces the forward
+and the backward with no graph break.  lse is not differentiable; a
+window, softcap, sinks or head_dim 256 raise NotImplementedError in the
+backward (under torch.compile, when the backward is traced).  Issue #17.
 """
 
 from typing import Optional, Tuple
@@ -34,8 +40,10 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                window_left: int, window_right: int, softcap: float,
                sinks: Optional[torch.Tensor]
                ) -> Tuple[torch.Tensor, torch.Tensor]:
-    return fagen.attention(
-        q, k, v, causal=causal, scale=scale,
+    # fagen._call, not fagen.attention: the autograd graph is the
+    # dispatcher's here (register_autograd below)
+    return fagen._call(
+        "fg_attention_forward", q, k, v, causal, scale,
         window=(window_left, window_right) if windowed else None,
         softcap=softcap if softcap > 0 else None, sinks=sinks)
 
@@ -46,6 +54,44 @@ def _(q, k, v, causal, scale, windowed, window_left, window_right, softcap,
     b, h, sq, d = q.shape
     return (q.new_empty((b, h, sq, d)),
             q.new_empty((b, h, sq), dtype=torch.float32))
+
+
+@torch.library.custom_op("fagen::attention_backward", mutates_args=(),
+                         device_types="cuda")
+def _attention_backward(dout: torch.Tensor, q: torch.Tensor,
+                        k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                        lse: torch.Tensor, causal: bool,
+                        scale: Optional[float]
+                        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return fagen._backward(q, k, v, out, lse, dout, causal, scale)
+
+
+@_attention_backward.register_fake
+def _(dout, q, k, v, out, lse, causal, scale):
+    # fagen._backward's: torch.empty_like keeps a dense tensor's strides
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, causal, scale, windowed, wl, wr, softcap, sinks = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.mark_non_differentiable(lse)
+    ctx.causal, ctx.scale = causal, scale
+    ctx.unsupported = fagen._bwd_unsupported(
+        q, (wl, wr) if windowed else None, softcap > 0, sinks, None)
+
+
+def _backward(ctx, dout, dlse):
+    if ctx.unsupported:
+        fagen._bwd_refuse(ctx.unsupported)
+    q, k, v, out, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.fagen.attention_backward(dout, q, k, v, out, lse,
+                                                    ctx.causal, ctx.scale)
+    return dq, dk, dv, None, None, None, None, None, None, None
+
+
+_attention.register_autograd(_backward, setup_context=_setup_context)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,

@@ -1,15 +1,22 @@
 """test_python.py: the Python binding without a GPU.
 
 fagen imports without PyTorch and without a GPU; its ctypes structures
-have the C layouts (sizes and offsets of fg_attention_args and
-fg_options); it loads libfagen ($FAGEN_LIB) and reports its version;
+have the C layouts (sizes and offsets of fg_attention_args,
+fg_attention_bwd_args and fg_options, as numbers and against offsetof
+in a C program compiled from include/fagen.h); it loads libfagen
+($FAGEN_LIB) and reports its version;
 attention() without PyTorch says it needs it; with PyTorch, bad arguments
 (CPU tensors, wrong dtype, shapes, strides, gradients, sinks) are refused
 before libfagen is called.  Exits 77 (SKIP) after the checks that need no
 PyTorch when PyTorch is missing.
 """
 import importlib
+import os
+import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
 
 SKIP = 77
 
@@ -51,7 +58,55 @@ def layouts():
     assert a.cu_seqlens_k.offset == 288 and a.max_seqlen_q.offset == 296
     assert a.max_seqlen_k.offset == 304 and a.alibi_slopes.offset == 312
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
+    b = fagen._BwdArgs      # issue #13
+    assert ctypes.sizeof(b) == 480, ctypes.sizeof(b)
+    assert b.fwd.offset == 0 and b.dout.offset == 320
+    assert b.dout_strides.offset == 328 and b.dq.offset == 360
+    assert b.dk.offset == 368 and b.dv.offset == 376
+    assert b.dq_strides.offset == 384 and b.dk_strides.offset == 416
+    assert b.dv_strides.offset == 448
     assert fagen.version().count(".") == 2, fagen.version()
+
+
+def c_layouts():
+    """Every field of the ctypes mirrors against offsetof and sizeof from
+    fagen.h, compiled with $FAGEN_CC (meson's C compiler), else cc."""
+    import ctypes
+    import fagen
+    cc = shlex.split(os.environ.get("FAGEN_CC", "")) or \
+        [c for c in [shutil.which("cc")] if c]
+    if not cc:
+        print("no C compiler: the C layout check is skipped")
+        return
+    structs = (("fg_attention_args", fagen._Args),
+               ("fg_attention_bwd_args", fagen._BwdArgs),
+               ("fg_options", fagen._Options))
+    lines = ['#include <stddef.h>', '#include <stdio.h>',
+             '#include "fagen.h"', 'int main(void) {']
+    for name, st in structs:
+        lines.append('printf("%s sizeof %%zu\\n", sizeof(%s));'
+                     % (name, name))
+        for f in st._fields_:
+            lines.append('printf("%s %s %%zu\\n", offsetof(%s, %s));'
+                         % (name, f[0], name, f[0]))
+    lines.append("return 0; }")
+    inc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "..", "include")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        subprocess.run(cc + ["-I", inc, "-o", exe, src], check=True)
+        got = subprocess.run([exe], check=True, capture_output=True,
+                             text=True).stdout.split("\n")
+    want = []
+    for name, st in structs:
+        want.append("%s sizeof %d" % (name, ctypes.sizeof(st)))
+        want += ["%s %s %d" % (name, f[0], getattr(st, f[0]).offset)
+                 for f in st._fields_]
+    for w, g in zip(want, got):
+        assert w == g, "ctypes says %r, fagen.h %r" % (w, g)
+    assert len(got) == len(want) + 1, got
 
 
 def with_torch(torch):
@@ -89,14 +144,18 @@ def with_torch(torch):
     expect(fagen.FagenError, lambda: fagen.attention(c, c, c,
                                                      schedule="../x.fa"),
            "give the file name of a shipped schedule")
+    # fagen.attention is differentiable (issue #13), but not with out=,
+    # and reference() has no backward
     g = c.clone().requires_grad_()
-    expect(RuntimeError, lambda: fagen.attention(g, c, c), "no backward")
+    expect(RuntimeError, lambda: fagen.attention(g, c, c, out=c.clone()),
+           "out= and lse= do not support automatic differentiation")
+    expect(RuntimeError, lambda: fagen.reference(g, c, c), "no backward")
     s = torch.zeros(2, dtype=torch.float32, device=c.device)
     strided = torch.zeros(4, device=c.device)[::2]
     for bad in (s[:1], s.double(), s.cpu(), strided):
         expect(ValueError, lambda: fagen.attention(c, c, c, sinks=bad),
                "sinks must be a contiguous float32 (H,) = (2,)")
-    expect(RuntimeError, lambda: fagen.attention(
+    expect(RuntimeError, lambda: fagen.reference(
         c, c, c, sinks=s.clone().requires_grad_()), "no backward")
     for bad in (s[:1], s.double(), s.cpu(), strided):
         expect(ValueError, lambda: fagen.attention(c, c, c,
@@ -106,6 +165,8 @@ def with_torch(torch):
     p = torch.zeros(10, 2, 64, dtype=torch.bfloat16, device=c.device)
     cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=c.device)
     vl = fagen.attention_varlen
+    expect(RuntimeError, lambda: vl(p.clone().requires_grad_(), p, p, cu,
+                                    cu, 6, 6), "no backward")
     expect(ValueError, lambda: vl(c, p, p, cu, cu, 6, 6),
            "q has 4 dimensions: attention_varlen takes (total_tokens, H, D)")
     expect(ValueError, lambda: vl(p, p, p, cu.cpu(), cu, 6, 6),
@@ -131,6 +192,7 @@ def with_torch(torch):
 def main():
     without_torch()
     layouts()
+    c_layouts()
     try:
         import torch
     except ImportError:

@@ -1,0 +1,224 @@
+"""test_python_backward.py: fagen.attention's backward on a Hopper GPU.
+
+Issue #13: dq, dk, dv from fagen.attention's autograd (libfagen's
+fg_attention_backward) against float64 autograd of softmax(q k^T * scale
++ mask) v, within 2x the error of PyTorch's own backward in the same
+dtype (scaled_dot_product_attention, enable_gqa where needed) plus a
+small floor; both errors are printed.  Problems: bf16 and f16, D 64 and
+128, causal and not, Sq != Sk both ways (rows that see no key get dq =
+0), grouped-query (8 over 2 heads) and multi-query attention, the
+(B, H, S, D), (B, S, H, D) and packed QKV layouts, a given scale.  Then:
+two backward passes on the same inputs give bitwise equal dk and dv (dq
+is summed with atomics); torch.compile(fullgraph=True) of linear ->
+fagen.ops.attention -> sum gives the eager path's gradients, and both
+custom ops pass torch.library.opcheck; the variants without a backward
+(window, softcap, sinks, ALiBi, head_dim 256) run their forward and
+raise NotImplementedError in the backward.  Helpers come from
+test_python.py, which exits 77 (SKIP) without PyTorch or a Hopper GPU.
+"""
+import math
+import sys
+
+from test_python import dev, keep_mask, make, rel, sdpa, slopes
+
+import torch
+
+import fagen
+import fagen.ops
+
+failures = []
+
+
+def f64_grads(q, k, v, dout, causal, scale):
+    """dq, dk, dv of softmax(q k^T * scale + mask) v by float64 autograd
+    (bottom-right causal, GQA by repeating K/V heads); a row that sees no
+    key has out = 0 and adds nothing."""
+    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    g = q.shape[1] // k.shape[1]
+    ke, ve = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    s = (q @ ke.transpose(-1, -2)) * scale
+    keep = keep_mask(q.shape[2], k.shape[2], causal, None, q.device)
+    seen = torch.ones(q.shape[2], 1, dtype=torch.bool, device=dev)
+    if keep is not None:
+        s = s.masked_fill(~keep, -math.inf)
+        seen = keep.any(-1, keepdim=True)
+    p = torch.softmax(s.masked_fill(~seen, 0.0), -1) * seen
+    (p @ ve).backward(dout.double())
+    return q.grad, k.grad, v.grad
+
+
+def sdpa_grads(q, k, v, dout, causal, scale):
+    """PyTorch's own backward in q's dtype: SDPA's dq, dk, dv; with causal
+    and Sq > Sk the first Sq - Sk rows, which see no key, are left out
+    (their dq is 0), as SDPA gives such rows NaN."""
+    skip = max(q.shape[2] - k.shape[2], 0) if causal else 0
+    qs, ks, vs = (t.detach().clone().requires_grad_()
+                  for t in (q[:, :, skip:], k, v))
+    sdpa(qs, ks, vs, causal, scale).backward(dout[:, :, skip:])
+    dq = torch.zeros_like(q)
+    dq[:, :, skip:] = qs.grad
+    return dq, ks.grad, vs.grad
+
+
+def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None):
+    """fagen.attention's backward (issue #13): dq, dk, dv against float64
+    autograd, within 2x the error of SDPA's backward in the same dtype
+    plus a floor; dout in q's layout; rows that see no key get dq = 0."""
+    q, k, v = (t.detach().requires_grad_() for t in
+               make(layout, b, h, sq, sk, d, dtype, hk))
+    sc = scale if scale is not None else 1 / math.sqrt(d)
+    dout = torch.randn_like(q)
+    out, _ = fagen.attention(q, k, v, causal=causal, scale=scale)
+    out.backward(dout)
+    got = (q.grad, k.grad, v.grad)
+    ref = f64_grads(q, k, v, dout, causal, sc)
+    sd = sdpa_grads(q, k, v, dout, causal, sc)
+    floor = 1e-3 if dtype == torch.bfloat16 else 2e-4
+    errs = [(rel(g, r), rel(s, r)) for g, s, r in zip(got, sd, ref)]
+    ok = all(e <= 2 * s + floor for e, s in errs) and all(
+        g.shape == t.shape and g.dtype == dtype
+        for g, t in zip(got, (q, k, v)))
+    if causal and sq > sk:
+        ok = ok and bool((q.grad[:, :, :sq - sk] == 0).all())
+    name = "backward %s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s" % (
+        layout, b, h, hk or h, sq, sk, d, str(dtype)[6:],
+        "causal" if causal else "full",
+        "" if scale is None else " scale=%g" % scale)
+    print("%s: rel err fagen/sdpa dq %.2e/%.2e, dk %.2e/%.2e, dv %.2e/%.2e "
+          "-> %s" % ((name,) + sum(errs, ()) + ("ok" if ok else "FAIL",)))
+    if not ok:
+        failures.append(name)
+
+
+def bwd_repeat_check():
+    """Backward twice on the same inputs: dk, dv bitwise equal; dq (f32
+    atomic adds) may differ in the last bits only."""
+    q, k, v = make("bhsd", 1, 8, 1000, 1000, 128, torch.bfloat16, 2)
+    dout = torch.randn_like(q)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    runs = []
+    for _ in range(2):
+        out, _ = fagen.attention(q, k, v, causal=True)
+        runs.append(torch.autograd.grad(out, (q, k, v), dout))
+    (q1, k1, v1), (q2, k2, v2) = runs
+    same = all(torch.equal(a.view(torch.int16), b.view(torch.int16))
+               for a, b in ((k1, k2), (v1, v2)))
+    e_dq = rel(q2, q1.double())
+    ok = same and e_dq < 1e-2
+    print("backward repeated, GQA 8/2 heads, S=1000, D=128 causal: dk, dv "
+          "%s; dq rel diff %.1e -> %s" % ("bitwise" if same else "DIFFER",
+                                          e_dq, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("backward repeat")
+
+
+class AttnModule(torch.nn.Module):
+    """linear -> attention -> sum; attention by fagen.ops (compiled) or
+    fagen.attention (eager)."""
+
+    def __init__(self, dm, nh, use_ops):
+        super().__init__()
+        self.nh, self.use_ops = nh, use_ops
+        self.lin = torch.nn.Linear(dm, 3 * dm)
+
+    def forward(self, x):
+        b, s, dm = x.shape
+        qkv = self.lin(x).view(b, s, 3, self.nh, dm // self.nh)
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # strided
+        fn = fagen.ops.attention if self.use_ops else fagen.attention
+        return fn(q, k, v, causal=True)[0].float().sum()
+
+
+def bwd_compile_check():
+    """torch.compile(fullgraph=True) of AttnModule with fagen.ops:
+    loss.backward() gives the eager fagen.attention path's gradients; both
+    custom ops pass torch.library.opcheck (with gradients)."""
+    torch.manual_seed(4)
+    m = AttnModule(512, 4, False).to(dev, torch.bfloat16)
+    x = torch.randn(2, 333, 512, device=dev, dtype=torch.bfloat16,
+                    requires_grad=True)
+    grads = []
+    for use_ops in (False, True, True):   # eager; compiled: trace, run
+        m.use_ops = use_ops
+        fn = torch.compile(m, fullgraph=True) if use_ops else m
+        m.zero_grad()
+        x.grad = None
+        fn(x).backward()
+        grads.append([p.grad.clone() for p in m.parameters()] + [x.grad])
+    errs = [max(rel(g, w.double()) for g, w in zip(got, grads[0]))
+            for got in grads[1:]]
+    q, k, v = (t.requires_grad_() for t in make(
+        "bhsd", 1, 8, 200, 300, 64, torch.float16, 2))
+    try:
+        torch.library.opcheck(torch.ops.fagen.attention.default,
+                              (q, k, v, True, None, False, -1, -1, 0.0,
+                               None))
+        with torch.no_grad():
+            out, lse = fagen.attention(q, k, v, causal=True)
+        torch.library.opcheck(torch.ops.fagen.attention_backward.default,
+                              (torch.randn_like(out), q.detach(), k.detach(),
+                               v.detach(), out, lse, True, None))
+        opc = "ok"
+    except Exception as e:
+        opc = "FAIL: %s" % str(e).splitlines()[0]
+    ok = max(errs) < 1e-2 and opc == "ok"
+    print("torch.compile(fullgraph=True) linear -> fagen.ops.attention -> "
+          "sum, backward: grads rel err vs eager %.1e, %.1e; opcheck %s -> "
+          "%s" % (errs[0], errs[1], opc, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("backward compile")
+
+
+def bwd_unsupported_check():
+    """A variant without a backward: the forward runs (as without
+    gradients), the backward raises NotImplementedError naming it."""
+    h = 4
+    sinks = torch.randn(h, device=dev)
+    for kw, d, word in ((dict(window=(64, 0)), 64, "window"),
+                        (dict(softcap=30.0), 128, "softcap"),
+                        (dict(sinks=sinks), 64, "sinks"),
+                        (dict(alibi_slopes=slopes(h)), 128, "ALiBi"),
+                        (dict(), 256, "head_dim 256")):
+        q, k, v = make("bhsd", 1, h, 200, 200, d, torch.bfloat16)
+        with torch.no_grad():
+            want, _ = fagen.attention(q, k, v, **kw)
+        q.requires_grad_()
+        out, _ = fagen.attention(q, k, v, **kw)
+        fwd_ok = out.requires_grad and torch.equal(out, want)
+        try:
+            out.sum().backward()
+            got = "no error"
+        except NotImplementedError as e:
+            got = str(e)
+        ok = fwd_ok and word in got
+        print("backward with %s: forward %s; backward: %s -> %s" % (
+            word, "ok" if fwd_ok else "WRONG", got, "ok" if ok else "FAIL"))
+        if not ok:
+            failures.append("backward unsupported " + word)
+
+
+def main():
+    torch.manual_seed(0)
+    print("device: %s, torch %s, libfagen %s" % (
+        torch.cuda.get_device_name(), torch.__version__, fagen.version()))
+    bf, hf = torch.bfloat16, torch.float16
+    bwd_check("bhsd", 2, 4, 256, 256, 64, bf, False)
+    bwd_check("bshd", 1, 4, 77, 200, 128, hf, True)
+    bwd_check("bhsd", 2, 4, 1000, 200, 64, bf, True)       # rows see none
+    bwd_check("bhsd", 1, 8, 200, 1000, 128, bf, False, hk=2)   # GQA
+    bwd_check("bshd", 1, 8, 1000, 77, 64, hf, True, hk=2)
+    bwd_check("bhsd", 2, 8, 77, 1000, 128, hf, True, hk=1)     # MQA
+    bwd_check("bhsd", 1, 8, 200, 77, 64, bf, False, hk=1)
+    bwd_check("packed", 2, 4, 333, 333, 128, bf, True)
+    bwd_check("bshd", 1, 4, 1000, 1000, 128, hf, False, scale=0.3)
+    bwd_check("bhsd", 1, 4, 1000, 1000, 64, hf, True)
+    bwd_repeat_check()
+    bwd_compile_check()
+    bwd_unsupported_check()
+    print("%d failures%s" % (len(failures), ": " + ", ".join(failures)
+                             if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -406,8 +406,9 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * and 128, bf16 and f16, causal or not, GQA/MQA; a window, softcap,
  * sinks, ALiBi or a variable-length batch gives FG_ERR_UNSUPPORTED.
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
- * fa_bwd_sm90.fa (dK, dV; dQ added up in f32) and fa_bwd_post_sm90.fa
- * (dQ), launched on stream with 4 * batch * heads * seq_q * (head_dim +
+ * fa_bwd_sm90.fa (dK, dV; dQ added up in f32 by TMA reduce-adds; or the
+ * simpler fa_bwd_baseline_sm90.fa, with atomic adds) and
+ * fa_bwd_post_sm90.fa (dQ), launched on stream with 4 * batch * heads * seq_q * (head_dim +
  * 1) bytes of f32 scratch from a stream-ordered pool, freed on stream.
  * dQ is summed with atomic adds, so it may differ in the last bits from
  * run to run; dK and dV do not. */
@@ -419,6 +420,8 @@ typedef struct fg_attention_bwd_args {
 	int64_t dq_strides[4];
 	int64_t dk_strides[4];
 	int64_t dv_strides[4];
+	const char *schedule;     /* NULL: fa_bwd_sm90.fa (warp-specialized);
+				   * or "fa_bwd_baseline_sm90.fa" */
 } fg_attention_bwd_args;
 
 FG_API fg_status fg_attention_backward(fg_ctx *,

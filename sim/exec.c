@@ -385,7 +385,7 @@ op_check(const Ins *in)
 		    in->o[3].k != OK_ADDR)
 			return "expected [smem], [tmap, {coords}], [mbar]";
 		return NULL;
-	case OP_TMA_STORE:
+	case OP_TMA_STORE: case OP_TMA_REDUCE:
 		if (in->nopnd != 3 || in->o[0].k != OK_ADDR ||
 		    in->o[1].k != OK_VEC || in->o[2].k != OK_ADDR)
 			return "expected [tmap, {coords}], [smem]";

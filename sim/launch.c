@@ -279,7 +279,8 @@ step(Cta *c, Warp *w)
 		case OP_BULK_WAIT: case OP_BULK_WAIT_RD:
 			st = bulk_wait(c, w, in, run);
 			break;
-		case OP_TMA_LOAD: case OP_TMA_STORE: case OP_BULK_COMMIT:
+		case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE:
+		case OP_BULK_COMMIT:
 			st = tma_op(c, w, in, run);
 			break;
 		case OP_WG_FENCE: case OP_WG_COMMIT: case OP_WG_WAIT:

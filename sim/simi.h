@@ -180,6 +180,7 @@ typedef struct NBar {
 enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA };
 typedef struct Async {
 	int kind, warp, group, line;
+	bool reduce;                 /* AS_TMA_STORE: .add into global */
 	int tmap;                    /* index into Cta.tmaps */
 	int32_t coord[5];
 	uint32_t smem, mbar;

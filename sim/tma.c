@@ -95,9 +95,11 @@ box_bytes(const Tmap *t)
 	return n;
 }
 
-/* Copies one box between global and shared memory. */
+/* Copies one box between global and shared memory; red: a store adds
+ * (f32 elements only) instead of overwriting. */
 static bool
-copy_box(Cta *c, const Tmap *t, const int32_t *co, uint32_t sa, bool load)
+copy_box(Cta *c, const Tmap *t, const int32_t *co, uint32_t sa, bool load,
+	bool red)
 {
 	int64_t n = box_bytes(t) / t->esize;
 	int e = t->esize;
@@ -130,7 +132,15 @@ copy_box(Cta *c, const Tmap *t, const int32_t *co, uint32_t sa, bool load)
 			(size_t)e, load ? "a TMA load" : "a TMA store");
 		if (!gp)
 			return false;
-		memcpy(load ? sp : gp, load ? gp : sp, (size_t)e);
+		if (red) {
+			float x, y;
+			memcpy(&x, gp, 4);
+			memcpy(&y, sp, 4);
+			x += y;
+			memcpy(gp, &x, 4);
+		} else {
+			memcpy(load ? sp : gp, load ? gp : sp, (size_t)e);
+		}
 	}
 	return true;
 }
@@ -141,8 +151,8 @@ tma_complete(Cta *c, const Async *a)
 	const Tmap *t = &c->tmaps[a->tmap];
 
 	if (a->kind == AS_TMA_STORE)
-		return copy_box(c, t, a->coord, a->smem, false);
-	return copy_box(c, t, a->coord, a->smem, true) &&
+		return copy_box(c, t, a->coord, a->smem, false, a->reduce);
+	return copy_box(c, t, a->coord, a->smem, true, false) &&
 		mbar_complete_tx(c, a->mbar, box_bytes(t));
 }
 
@@ -170,9 +180,14 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		const Opnd *sm = &o[load ? 0 : 2];
 		const Tmap *t = tmap_at(c, addr(w, tm, l));
 		Async a = {.kind = load ? AS_TMA_LOAD : AS_TMA_STORE,
-			.warp = w->id, .group = w->bulk_open, .line = in->line};
+			.warp = w->id, .group = w->bulk_open, .line = in->line,
+			.reduce = in->op == OP_TMA_REDUCE};
 		if (!t)
 			return ST_ERR;
+		if (a.reduce && t->esize != 4)
+			return sim_fail(c->sim, "a TMA reduce-add of %d-byte "
+				"elements (only f32 is modelled)", t->esize),
+				ST_ERR;
 		a.tmap = (int)(t - c->tmaps);
 		if (co->k != OK_VEC || co->n != t->rank || co->n != in->aux)
 			return sim_fail(c->sim, "a %dd copy through a tensor map "

@@ -105,6 +105,7 @@ class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
         ("dq_strides", ctypes.c_int64 * 4),
         ("dk_strides", ctypes.c_int64 * 4),
         ("dv_strides", ctypes.c_int64 * 4),
+        ("schedule", ctypes.c_char_p),
     ]
 
 

@@ -3,8 +3,9 @@
  *
  * Three launches on the caller's stream: fa_bwd_pre_sm90.fa (DELTA =
  * rowsum(dO * O) per query row, and dQ's f32 accumulator cleared),
- * fa_bwd_sm90.fa (one CTA per block of keys: dK and dV, dQ added into
- * the accumulator) and fa_bwd_post_sm90.fa (dQ = accumulator * scale,
+ * fa_bwd_sm90.fa (one CTA per 128 keys, warp-specialized: dK and dV, dQ
+ * added into the accumulator by TMA reduce-adds; args.schedule may name
+ * fa_bwd_baseline_sm90.fa, one warpgroup per 64 keys) and fa_bwd_post_sm90.fa (dQ = accumulator * scale,
  * in the caller's type and strides).  DELTA and the accumulator are
  * scratch taken stream-ordered from a pool of the context's and freed
  * on the stream after the last launch.  Every argument is checked as
@@ -79,8 +80,13 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 			(long long)f->head_dim);
 	if (f->schedule)
 		return rt_err(c, FG_ERR_INVALID, "%s: fwd.schedule is '%.64s'; "
-			"the backward pass picks its own schedules (leave it "
-			"NULL)", fn, f->schedule);
+			"the backward pass's schedule is args.schedule (leave "
+			"fwd.schedule NULL)", fn, f->schedule);
+	if (a->schedule && strcmp(a->schedule, "fa_bwd_sm90.fa") &&
+	    strcmp(a->schedule, "fa_bwd_baseline_sm90.fa"))
+		return rt_err(c, FG_ERR_INVALID, "%s: schedule is '%.64s'; the "
+			"backward pass runs fa_bwd_sm90.fa (NULL) or "
+			"fa_bwd_baseline_sm90.fa", fn, a->schedule);
 	if ((rs = attn_tensor(c, fn, "dout", a->dout, a->dout_strides, true,
 	    f, true, st[0])) ||
 	    (rs = attn_tensor(c, fn, "dq", a->dq, a->dq_strides, true, f, true,
@@ -141,8 +147,9 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 			(long long)f->seq_q, dd);
 	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, dd, f->dtype, 0,
 	    true, &pre)) ||
-	    (st = attn_kernel(c, fn, "fa_bwd_sm90.fa", cc, dd, f->dtype,
-	    f->causal != 0, false, &mid)) ||
+	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
+	    "fa_bwd_sm90.fa", cc, dd, f->dtype, f->causal != 0, false,
+	    &mid)) ||
 	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, dd, f->dtype, 0,
 	    true, &post)) || (st = pool(c, d, &mp)))
 		return st;

@@ -59,12 +59,13 @@ def layouts():
     assert a.max_seqlen_k.offset == 304 and a.alibi_slopes.offset == 312
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 480, ctypes.sizeof(b)
+    assert ctypes.sizeof(b) == 488, ctypes.sizeof(b)
     assert b.fwd.offset == 0 and b.dout.offset == 320
     assert b.dout_strides.offset == 328 and b.dq.offset == 360
     assert b.dk.offset == 368 and b.dv.offset == 376
     assert b.dq_strides.offset == 384 and b.dk_strides.offset == 416
     assert b.dv_strides.offset == 448
+    assert b.schedule.offset == 480
     assert fagen.version().count(".") == 2, fagen.version()
 
 

@@ -459,15 +459,15 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		int g = 16 + (p->sp->part->warp_lo + p->warp) / 4 % 8;
 		Nbar *gate = &s->nb[g];
 		int64_t ggen = gate->gen;
-		vf_join(s, s->nbvc[g][0], p->vc);
+		/* the warps wait for each other to issue, but that orders
+		 * nothing: each warp's share of the MMA runs on its own and
+		 * completes at its own 'mma_wait' (its clock is not joined;
+		 * the gate's clocks stay empty) */
 		gate->arrived += 32;
 		if (gate->arrived >= gate->count) {
 			gate->arrived = 0;
 			gate->gen++;
 			vf_wake_bar(s, B_NBAR, g);
-			memcpy(s->nbvc[g][1], s->nbvc[g][0], s->nvc * sizeof(Clk));
-			memset(s->nbvc[g][0], 0, s->nvc * sizeof(Clk));
-			vf_join(s, p->vc, s->nbvc[g][1]);
 		} else {
 			p->state = B_NBAR;
 			p->bar = g;
@@ -485,6 +485,15 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 				int64_t r0 = k == 1 ? in->roff[1] : 0;
 				int64_t r1 = k == 1 && !in->trans[1] ? r0 + 64 :
 					x->shape[0];
+				/* a K-major A: warp q of the warpgroup computes
+				 * the MMA's rows 16q.., reading only those rows
+				 * of A; transposed (MN-major) A rows are columns,
+				 * every row of the buffer; B: all of it */
+				if (k == 1 && !in->trans[1]) {
+					r0 += 16 * ((p->sp->part->warp_lo + p->warp)
+						% 4);
+					r1 = r0 + 16;
+				}
 				vf_range_of(x, val(p, in->ri[k]), &lo, &hi);
 				vf_acc_read(s, p, in, lo, hi, false, vf_geometry(x), r0, r1);
 			}

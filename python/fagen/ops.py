@@ -100,7 +100,15 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
               softcap: Optional[float] = None,
               sinks: Optional[torch.Tensor] = None
               ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """fagen.attention through torch.ops.fagen.attention: (out, lse)."""
+    """fagen.attention through torch.ops.fagen.attention: (out, lse).
+    Under CUDA autocast, q, k and v are cast to autocast's dtype first (as
+    autocast does for scaled_dot_product_attention): a model's rotary
+    embedding hands float32 queries to attention there."""
+    if torch.is_autocast_enabled("cuda"):
+        dt = torch.get_autocast_dtype("cuda")
+        if dt in (torch.bfloat16, torch.float16):
+            q, k, v = (x.to(dt) if x.is_floating_point() else x
+                       for x in (q, k, v))
     wl, wr = window if window is not None else (-1, -1)
     return torch.ops.fagen.attention(q, k, v, causal, scale,
                                      window is not None, wl, wr,

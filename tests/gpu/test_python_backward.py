@@ -169,6 +169,37 @@ def bwd_compile_check():
         failures.append("backward compile")
 
 
+def bwd_autocast_check():
+    """Under bf16 autocast, fagen.ops.attention takes float32 q, k, v (as
+    a model's rotary embedding hands them over) and their gradients come
+    back float32, matching SDPA's under the same autocast."""
+    torch.manual_seed(6)
+    q, k, v = (torch.randn(1, h, 300, 64, device=dev, requires_grad=True)
+               for h in (8, 2, 2))
+    dout = torch.randn(1, 8, 300, 64, device=dev)
+    got = []
+    for use_fagen in (True, False):
+        for t in (q, k, v):
+            t.grad = None
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            if use_fagen:
+                o = fagen.ops.attention(q, k, v, causal=True)[0]
+            else:
+                o = torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, is_causal=True, enable_gqa=True)
+        o.float().backward(dout)
+        got.append((o.dtype, [t.grad.clone() for t in (q, k, v)]))
+    errs = [rel(a, b.double()) for a, b in zip(got[0][1], got[1][1])]
+    ok = (got[0][0] == torch.bfloat16 and all(g.dtype == torch.float32
+          for g in got[0][1]) and max(errs) < 2e-2)
+    print("autocast bf16, float32 q/k/v (GQA 8/2, causal): out %s, grads "
+          "%s, rel diff vs SDPA %.1e -> %s" % (got[0][0], got[0][1][0].dtype,
+                                               max(errs), "ok" if ok else
+                                               "FAIL"))
+    if not ok:
+        failures.append("backward autocast")
+
+
 def bwd_unsupported_check():
     """A variant without a backward: the forward runs (as without
     gradients), the backward raises NotImplementedError naming it."""
@@ -214,6 +245,7 @@ def main():
     bwd_check("bhsd", 1, 4, 1000, 1000, 64, hf, True)
     bwd_repeat_check()
     bwd_compile_check()
+    bwd_autocast_check()
     bwd_unsupported_check()
     print("%d failures%s" % (len(failures), ": " + ", ".join(failures)
                              if failures else ""))

@@ -26,7 +26,8 @@ default stream (stream 0), which libfagen never launches on, it runs on
 the per-thread default stream instead, which is ordered with the legacy
 stream both ways.  fagen.attention is differentiable (a
 torch.autograd.Function whose backward is fg_attention_backward: head_dim
-64 and 128, causal or not, GQA/MQA; other variants raise
+64 and 128, causal or not, GQA/MQA, windows and softcaps; other variants
+raise
 NotImplementedError in the backward); fagen.reference and
 fagen.attention_varlen have no backward and refuse calls that would need
 gradients (use torch.no_grad() or torch.inference_mode()).
@@ -335,9 +336,7 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
     """What of this forward call fg_attention_backward does not take (a
     phrase for NotImplementedError), or None."""
     d = q.shape[-1]
-    return ("a sliding window (window=)" if window is not None else
-            "a softcap (softcap=)" if softcap else
-            "attention sinks (sinks=)" if sinks is not None else
+    return ("attention sinks (sinks=)" if sinks is not None else
             "ALiBi (alibi_slopes=)" if alibi_slopes is not None else
             "head_dim %s" % d if d not in (64, 128) else None)
 
@@ -345,7 +344,8 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
 def _bwd_refuse(what):
     raise NotImplementedError(
         "fagen.attention has no backward pass for %s yet (it supports "
-        "head_dim 64 and 128, causal or not, GQA/MQA); the forward ran, "
+        "head_dim 64 and 128, causal or not, GQA/MQA, windows and "
+        "softcaps); the forward ran, "
         "its gradient cannot be computed" % what)
 
 
@@ -356,9 +356,11 @@ def _tma_ok(t):
         all(s > 0 and s % 8 == 0 for s in t.stride()[:-1])
 
 
-def _backward(q, k, v, out, lse, dout, causal, scale):
+def _backward(q, k, v, out, lse, dout, causal, scale, window=None,
+              softcap=None):
     """(dq, dk, dv) by fg_attention_backward for the forward call that
-    gave out and lse (no window, softcap, sinks or ALiBi); dq, dk, dv new
+    gave out and lse (window and softcap as it had them; no sinks or
+    ALiBi); dq, dk, dv new
     tensors laid out like q, k, v by torch.empty_like (their strides where
     they are dense, else a dense layout in their dimension order), dout
     copied only where its layout is not TMA's."""
@@ -367,7 +369,8 @@ def _backward(q, k, v, out, lse, dout, causal, scale):
         dout = dout.clone(memory_format=torch.contiguous_format)
     dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
     _launch(torch, "fg_attention_backward", q, k, v, out, lse, q.shape[0],
-            causal, scale, None, None, None, None, bwd=(dout, dq, dk, dv))
+            causal, scale, None, window, softcap, None,
+            bwd=(dout, dq, dk, dv))
     return dq, dk, dv
 
 
@@ -392,6 +395,7 @@ def _function(torch):
             ctx.save_for_backward(q, k, v, out, lse)
             ctx.mark_non_differentiable(lse)
             ctx.causal, ctx.scale = causal, scale
+            ctx.window, ctx.softcap = window, softcap
             ctx.unsupported = _bwd_unsupported(q, window, softcap, sinks,
                                                alibi_slopes)
             return out, lse
@@ -403,7 +407,7 @@ def _function(torch):
                 _bwd_refuse(ctx.unsupported)
             q, k, v, out, lse = ctx.saved_tensors
             dq, dk, dv = _backward(q, k, v, out, lse, dout, ctx.causal,
-                                   ctx.scale)
+                                   ctx.scale, ctx.window, ctx.softcap)
             return dq, dk, dv, None, None, None
 
     _Function = Attention
@@ -440,8 +444,8 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
 
     Differentiable: where q, k or v requires gradients (and grad mode is
     on), out's backward is fg_attention_backward (head_dim 64 and 128,
-    causal or not, GQA/MQA; dk and dv have k's and v's heads).  A window,
-    softcap, sinks, ALiBi or head_dim 256 runs the forward and raises
+    causal or not, GQA/MQA, windows, softcaps; dk and dv have k's and v's
+    heads).  Sinks, ALiBi or head_dim 256 runs the forward and raises
     NotImplementedError in the backward.  lse is not differentiable (as
     SDPA's internal logsumexp).  out= and lse= do not combine with
     gradients (RuntimeError), as PyTorch's out= arguments."""

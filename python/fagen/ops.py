@@ -61,13 +61,18 @@ def _(q, k, v, causal, scale, windowed, window_left, window_right, softcap,
 def _attention_backward(dout: torch.Tensor, q: torch.Tensor,
                         k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                         lse: torch.Tensor, causal: bool,
-                        scale: Optional[float]
+                        scale: Optional[float], windowed: bool,
+                        window_left: int, window_right: int, softcap: float
                         ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return fagen._backward(q, k, v, out, lse, dout, causal, scale)
+    return fagen._backward(
+        q, k, v, out, lse, dout, causal, scale,
+        (window_left, window_right) if windowed else None,
+        softcap if softcap > 0 else None)
 
 
 @_attention_backward.register_fake
-def _(dout, q, k, v, out, lse, causal, scale):
+def _(dout, q, k, v, out, lse, causal, scale, windowed, window_left,
+      window_right, softcap):
     # fagen._backward's: torch.empty_like keeps a dense tensor's strides
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
@@ -78,6 +83,7 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.mark_non_differentiable(lse)
     ctx.causal, ctx.scale = causal, scale
+    ctx.window = (windowed, wl, wr, softcap)
     ctx.unsupported = fagen._bwd_unsupported(
         q, (wl, wr) if windowed else None, softcap > 0, sinks, None)
 
@@ -87,7 +93,8 @@ def _backward(ctx, dout, dlse):
         fagen._bwd_refuse(ctx.unsupported)
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = torch.ops.fagen.attention_backward(dout, q, k, v, out, lse,
-                                                    ctx.causal, ctx.scale)
+                                                    ctx.causal, ctx.scale,
+                                                    *ctx.window)
     return dq, dk, dv, None, None, None, None, None, None, None
 
 

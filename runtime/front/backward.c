@@ -5,7 +5,8 @@
  * rowsum(dO * O) per query row, and dQ's f32 accumulator cleared),
  * fa_bwd_sm90.fa (one CTA per 128 keys, warp-specialized: dK and dV, dQ
  * added into the accumulator by TMA reduce-adds; args.schedule may name
- * fa_bwd_baseline_sm90.fa, one warpgroup per 64 keys) and fa_bwd_post_sm90.fa (dQ = accumulator * scale,
+ * fa_bwd_baseline_sm90.fa, one warpgroup per 64 keys, without windows
+ * or softcaps) and fa_bwd_post_sm90.fa (dQ = accumulator * scale,
  * in the caller's type and strides).  DELTA and the accumulator are
  * scratch taken stream-ordered from a pool of the context's and freed
  * on the stream after the last launch.  Every argument is checked as
@@ -51,8 +52,8 @@ static fg_status
 unsupported(fg_ctx *c, const char *fn, const char *what)
 {
 	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: %s has no backward pass "
-		"yet (supported: dense batches, causal or not, GQA/MQA, "
-		"head_dim 64 and 128)", fn, what);
+		"yet (supported: dense batches, causal or not, GQA/MQA, sliding "
+		"windows and softcaps, head_dim 64 and 128)", fn, what);
 }
 
 static fg_status
@@ -66,10 +67,14 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 		return rs;
 	if (attn_varlen(f))
 		return unsupported(c, fn, "a variable-length batch");
-	if (f->window)
-		return unsupported(c, fn, "a sliding window");
-	if (f->softcap > 0)
-		return unsupported(c, fn, "a softcap");
+	bool base = a->schedule && !strcmp(a->schedule,
+		"fa_bwd_baseline_sm90.fa");
+	if (f->window && base)
+		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with a "
+			"sliding window");
+	if (f->softcap > 0 && base)
+		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with a "
+			"softcap");
 	if (f->sinks)
 		return unsupported(c, fn, "attention with sinks");
 	if (f->alibi_slopes)
@@ -145,13 +150,15 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 			"kernels' 32-bit indexing of dQ's accumulator", fn,
 			(long long)f->batch, (long long)f->heads,
 			(long long)f->seq_q, dd);
+	/* a window makes causal its right side (WR = 0): one variant */
+	bool win = f->window != 0, cap = f->softcap > 0;
 	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, dd, f->dtype, 0,
-	    true, &pre)) ||
+	    false, false, true, &pre)) ||
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
-	    "fa_bwd_sm90.fa", cc, dd, f->dtype, f->causal != 0, false,
-	    &mid)) ||
+	    "fa_bwd_sm90.fa", cc, dd, f->dtype, f->causal && !win, win, cap,
+	    false, &mid)) ||
 	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, dd, f->dtype, 0,
-	    true, &post)) || (st = pool(c, d, &mp)))
+	    false, false, true, &post)) || (st = pool(c, d, &mp)))
 		return st;
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))
@@ -172,24 +179,33 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		tens("DO", a->dout, gst[0]), FG_PTR("DELTA", delta),
 		FG_PTR("DQACC", acc),
 	};
-	fg_arg ma[] = {
+	/* softcap: s -> cap * tanh(s * scale / cap), the softmax in base 2
+	 * of that, as the forward */
+	fg_arg ma[19] = {
 		FG_INT("Z", f->batch), FG_INT("H", f->heads),
 		FG_INT("G", f->heads / attn_heads_k(f)),
 		FG_INT("SQ", f->seq_q), FG_INT("SK", f->seq_k),
-		FG_FLOAT("scale_log2", t.scale * l2e),
+		FG_FLOAT("scale_log2", (cap ? f->softcap : t.scale) * l2e),
 		FG_FLOAT("scale", t.scale), tens("Q", f->q, t.st[0]),
 		tens("K", f->k, t.st[1]), tens("V", f->v, t.st[2]),
 		tens("DO", a->dout, gst[0]), FG_PTR("LSE", f->lse),
 		FG_PTR("DELTA", delta), FG_PTR("DQACC", acc),
 		tens("DK", a->dk, gst[2]), tens("DV", a->dv, gst[3]),
 	};
+	int nm = 16;
+	if (win) {
+		ma[nm++] = FG_INT("WL", t.wl);
+		ma[nm++] = FG_INT("WR", t.wr);
+	}
+	if (cap)
+		ma[nm++] = FG_FLOAT("sc_in", t.scale / f->softcap);
 	fg_arg qa[] = {
 		FG_INT("Z", f->batch), FG_INT("H", f->heads),
 		FG_INT("S", f->seq_q), FG_FLOAT("scale", t.scale),
 		FG_PTR("DQACC", acc), tens("DQ", a->dq, gst[1]),
 	};
 	if (!(st = fg_launch(pre, s, pa, (int)COUNT(pa))) &&
-	    !(st = fg_launch(mid, s, ma, (int)COUNT(ma))))
+	    !(st = fg_launch(mid, s, ma, nm)))
 		st = fg_launch(post, s, qa, (int)COUNT(qa));
 	/* freed after whatever was launched: stream order */
 	d->cu.CtxPushCurrent(d->pctx);

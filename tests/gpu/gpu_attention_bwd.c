@@ -15,6 +15,8 @@ typedef struct Case {
 	bool bshd;
 	int z, h, hk, sq, sk, d;
 	bool causal, f16;
+	int wl, wr;      /* a window (-2: none; -1: unbounded side) */
+	double cap;      /* a softcap (0: none) */
 } Case;
 
 static fg_ctx *ctx;
@@ -46,7 +48,7 @@ static int
 run(const Case *c)
 {
 	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}},
-		c->h / c->hk, false, 0, 0, 0, NULL};
+		c->h / c->hk, c->wl > -2, c->wl, c->wr, c->cap, NULL};
 	size_t nq, nk, nl = (size_t)c->z * c->h * c->sq;
 	int bad = 0;
 
@@ -82,7 +84,9 @@ run(const Case *c)
 		.batch = c->z, .heads = c->h, .seq_q = c->sq, .seq_k = c->sk,
 		.head_dim = c->d, .causal = c->causal,
 		.dtype = c->f16 ? FG_DTYPE_F16 : FG_DTYPE_BF16,
-		.heads_k = c->hk}, .dout = G, .dq = DQ, .dk = DK, .dv = DV};
+		.heads_k = c->hk, .window = c->wl > -2, .window_left = c->wl,
+		.window_right = c->wr, .softcap = c->cap}, .dout = G, .dq = DQ,
+		.dk = DK, .dv = DV};
 	if (c->bshd) {
 		memcpy(a.fwd.q_strides, p.st[0], sizeof p.st[0]);
 		memcpy(a.fwd.k_strides, p.st[1], sizeof p.st[1]);
@@ -121,10 +125,17 @@ run(const Case *c)
 		bad |= 1;
 	if (!(eq <= tol && ek <= tol && ev <= tol))
 		bad |= 8;
-	printf("%s Z=%d H=%d HK=%d SQ=%d SK=%d D=%d %s %s: rel err dQ %.2e dK "
-		"%.2e dV %.2e; call %.2f ms%s%s -> %s\n", c->bshd ? "B,S,H,D" :
-		"B,H,S,D", c->z, c->h, c->hk, c->sq, c->sk, c->d, c->causal ?
-		"causal" : "full", c->f16 ? "f16" : "bf16", eq, ek, ev, ms,
+	char var[64] = "";
+	if (c->wl > -2)
+		snprintf(var, sizeof var, " window (%d, %d)", c->wl, c->wr);
+	if (c->cap > 0)
+		snprintf(var + strlen(var), sizeof var - strlen(var),
+			" softcap %g", c->cap);
+	printf("%s Z=%d H=%d HK=%d SQ=%d SK=%d D=%d %s%s %s: rel err dQ %.2e "
+		"dK %.2e dV %.2e; call %.2f ms%s%s -> %s\n", c->bshd ?
+		"B,S,H,D" : "B,H,S,D", c->z, c->h, c->hk, c->sq, c->sk, c->d,
+		c->causal ? "causal" : "full", var, c->f16 ? "f16" : "bf16", eq,
+		ek, ev, ms,
 		nan ? ", NaN" : "", bad & 4 ? ", dK/dV differ between runs" : "",
 		bad ? "FAIL" : "ok");
 	free(q), free(k), free(v), free(g), free(rq), free(rk), free(rv);
@@ -148,7 +159,7 @@ refusals(void)
 		const char *what;
 		fg_status want;
 	} cs[] = {
-		{"window", FG_ERR_UNSUPPORTED},
+		{"sinks", FG_ERR_UNSUPPORTED},
 		{"head_dim", FG_ERR_UNSUPPORTED},
 		{"dk", FG_ERR_INVALID},
 	};
@@ -157,7 +168,7 @@ refusals(void)
 	for (int i = 0; i < 3; i++) {
 		fg_attention_bwd_args b = a;
 		if (i == 0)
-			b.fwd.window = 1;
+			b.fwd.sinks = 256;
 		else if (i == 1)
 			b.fwd.head_dim = 256;
 		else
@@ -176,13 +187,19 @@ int
 main(void)
 {
 	static const Case cases[] = {
-		{false, 2, 4, 4, 200, 200, 64, false, false},
-		{true, 1, 8, 2, 77, 300, 128, true, false},
-		{false, 1, 4, 1, 300, 77, 64, true, true},   /* rows see none */
-		{true, 2, 2, 2, 1000, 1000, 128, false, true},
-		{false, 1, 2, 2, 1, 1, 64, false, false},
-		{true, 1, 6, 3, 513, 129, 128, false, false},
-		{false, 2, 2, 1, 130, 1000, 128, true, true},
+		{false, 2, 4, 4, 200, 200, 64, false, false, -2, -2, 0},
+		{true, 1, 8, 2, 77, 300, 128, true, false, -2, -2, 0},
+		/* rows see none */
+		{false, 1, 4, 1, 300, 77, 64, true, true, -2, -2, 0},
+		{true, 2, 2, 2, 1000, 1000, 128, false, true, -2, -2, 0},
+		{false, 1, 2, 2, 1, 1, 64, false, false, -2, -2, 0},
+		{true, 1, 6, 3, 513, 129, 128, false, false, -2, -2, 0},
+		{false, 2, 2, 1, 130, 1000, 128, true, true, -2, -2, 0},
+		/* windows and softcaps (fa_bwd_sm90.fa only) */
+		{true, 1, 4, 2, 300, 500, 128, false, false, 64, 16, 0},
+		{false, 2, 2, 2, 500, 300, 64, true, true, 100, -1, 0},
+		{false, 1, 4, 4, 333, 333, 128, true, false, -2, -2, 5.0},
+		{true, 1, 4, 1, 200, 700, 64, false, true, -1, 50, 2.0},
 	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;

@@ -3,7 +3,9 @@
  * gradient dO (16-bit, laid out as O by st[3]), the forward's O and LSE
  * and the gradients dQ (laid out as Q), dK and dV (as K and V), all in
  * float64.  Every row of every head, so for small problems only.  GQA:
- * dK and dV of a K/V head sum over its group.  No softcap or sinks.
+ * dK and dV of a K/V head sum over its group.  Causal, windows and
+ * softcaps as gpu_ref.h's forward (a softcap's derivative 1 - t^2, t =
+ * tanh(s / cap), joins dS); no sinks.
  * Include gpu_ref.h first. */
 #ifndef GPU_REF_BWD_H
 #define GPU_REF_BWD_H
@@ -57,6 +59,10 @@ ref_backward(const RefProb *c, const uint16_t *q, const uint16_t *k,
 						dp += from16(gr[d], c->f16) *
 							from16(vr[d], c->f16);
 					double ds = p * (dp - delta) * scale;
+					if (c->cap > 0) {
+						double t = s[j] / c->cap;
+						ds *= 1 - t * t;
+					}
 					double *dkr = dk + ref_at(c->st[1], zz, hk, j,
 						0);
 					double *dvr = dv + ref_at(c->st[2], zz, hk, j,

@@ -7,12 +7,15 @@ dtype (scaled_dot_product_attention, enable_gqa where needed) plus a
 small floor; both errors are printed.  Problems: bf16 and f16, D 64 and
 128, causal and not, Sq != Sk both ways (rows that see no key get dq =
 0), grouped-query (8 over 2 heads) and multi-query attention, the
-(B, H, S, D), (B, S, H, D) and packed QKV layouts, a given scale.  Then:
+(B, H, S, D), (B, S, H, D) and packed QKV layouts, a given scale,
+sliding windows and softcaps (against the same math run by PyTorch in
+the dtype, as SDPA has neither).  Then:
 two backward passes on the same inputs give bitwise equal dk and dv (dq
 is summed with atomics); torch.compile(fullgraph=True) of linear ->
 fagen.ops.attention -> sum gives the eager path's gradients, and both
-custom ops pass torch.library.opcheck; the variants without a backward
-(window, softcap, sinks, ALiBi, head_dim 256) run their forward and
+custom ops pass torch.library.opcheck; autocast casts float32 inputs;
+the variants without a backward (sinks, ALiBi, head_dim 256) run their
+forward and
 raise NotImplementedError in the backward.  Helpers come from
 test_python.py, which exits 77 (SKIP) without PyTorch or a Hopper GPU.
 """
@@ -29,21 +32,26 @@ import fagen.ops
 failures = []
 
 
-def f64_grads(q, k, v, dout, causal, scale):
+def f64_grads(q, k, v, dout, causal, scale, window=None, softcap=None,
+              dtype=torch.float64):
     """dq, dk, dv of softmax(q k^T * scale + mask) v by float64 autograd
-    (bottom-right causal, GQA by repeating K/V heads); a row that sees no
-    key has out = 0 and adds nothing."""
-    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    (bottom-right causal and window, a softcap cap * tanh(s / cap), GQA by
+    repeating K/V heads); a row that sees no key has out = 0 and adds
+    nothing.  dtype: the same math in another dtype (PyTorch's own
+    backward of it, for the tolerance of variants SDPA lacks)."""
+    q, k, v = (t.detach().to(dtype).requires_grad_() for t in (q, k, v))
     g = q.shape[1] // k.shape[1]
     ke, ve = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
     s = (q @ ke.transpose(-1, -2)) * scale
-    keep = keep_mask(q.shape[2], k.shape[2], causal, None, q.device)
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    keep = keep_mask(q.shape[2], k.shape[2], causal, window, q.device)
     seen = torch.ones(q.shape[2], 1, dtype=torch.bool, device=dev)
     if keep is not None:
         s = s.masked_fill(~keep, -math.inf)
         seen = keep.any(-1, keepdim=True)
     p = torch.softmax(s.masked_fill(~seen, 0.0), -1) * seen
-    (p @ ve).backward(dout.double())
+    (p @ ve).backward(dout.to(dtype))
     return q.grad, k.grad, v.grad
 
 
@@ -60,19 +68,26 @@ def sdpa_grads(q, k, v, dout, causal, scale):
     return dq, ks.grad, vs.grad
 
 
-def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None):
+def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None,
+              window=None, softcap=None):
     """fagen.attention's backward (issue #13): dq, dk, dv against float64
     autograd, within 2x the error of SDPA's backward in the same dtype
-    plus a floor; dout in q's layout; rows that see no key get dq = 0."""
+    (with a window or softcap, which SDPA lacks: of the same math run by
+    PyTorch in that dtype) plus a floor; dout in q's layout; rows that see
+    no key get dq = 0."""
     q, k, v = (t.detach().requires_grad_() for t in
                make(layout, b, h, sq, sk, d, dtype, hk))
     sc = scale if scale is not None else 1 / math.sqrt(d)
     dout = torch.randn_like(q)
-    out, _ = fagen.attention(q, k, v, causal=causal, scale=scale)
+    out, _ = fagen.attention(q, k, v, causal=causal, scale=scale,
+                             window=window, softcap=softcap)
     out.backward(dout)
     got = (q.grad, k.grad, v.grad)
-    ref = f64_grads(q, k, v, dout, causal, sc)
-    sd = sdpa_grads(q, k, v, dout, causal, sc)
+    ref = f64_grads(q, k, v, dout, causal, sc, window, softcap)
+    if window is None and softcap is None:
+        sd = sdpa_grads(q, k, v, dout, causal, sc)
+    else:
+        sd = f64_grads(q, k, v, dout, causal, sc, window, softcap, dtype)
     floor = 1e-3 if dtype == torch.bfloat16 else 2e-4
     errs = [(rel(g, r), rel(s, r)) for g, s, r in zip(got, sd, ref)]
     ok = all(e <= 2 * s + floor for e, s in errs) and all(
@@ -83,7 +98,9 @@ def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None):
     name = "backward %s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s" % (
         layout, b, h, hk or h, sq, sk, d, str(dtype)[6:],
         "causal" if causal else "full",
-        "" if scale is None else " scale=%g" % scale)
+        ("" if scale is None else " scale=%g" % scale) +
+        ("" if window is None else " window=%s" % (window,)) +
+        ("" if softcap is None else " softcap=%g" % softcap))
     print("%s: rel err fagen/sdpa dq %.2e/%.2e, dk %.2e/%.2e, dv %.2e/%.2e "
           "-> %s" % ((name,) + sum(errs, ()) + ("ok" if ok else "FAIL",)))
     if not ok:
@@ -157,7 +174,8 @@ def bwd_compile_check():
             out, lse = fagen.attention(q, k, v, causal=True)
         torch.library.opcheck(torch.ops.fagen.attention_backward.default,
                               (torch.randn_like(out), q.detach(), k.detach(),
-                               v.detach(), out, lse, True, None))
+                               v.detach(), out, lse, True, None, False, -1,
+                               -1, 0.0))
         opc = "ok"
     except Exception as e:
         opc = "FAIL: %s" % str(e).splitlines()[0]
@@ -205,9 +223,7 @@ def bwd_unsupported_check():
     gradients), the backward raises NotImplementedError naming it."""
     h = 4
     sinks = torch.randn(h, device=dev)
-    for kw, d, word in ((dict(window=(64, 0)), 64, "window"),
-                        (dict(softcap=30.0), 128, "softcap"),
-                        (dict(sinks=sinks), 64, "sinks"),
+    for kw, d, word in ((dict(sinks=sinks), 64, "sinks"),
                         (dict(alibi_slopes=slopes(h)), 128, "ALiBi"),
                         (dict(), 256, "head_dim 256")):
         q, k, v = make("bhsd", 1, h, 200, 200, d, torch.bfloat16)
@@ -243,6 +259,11 @@ def main():
     bwd_check("packed", 2, 4, 333, 333, 128, bf, True)
     bwd_check("bshd", 1, 4, 1000, 1000, 128, hf, False, scale=0.3)
     bwd_check("bhsd", 1, 4, 1000, 1000, 64, hf, True)
+    bwd_check("bshd", 1, 8, 300, 500, 128, bf, False, hk=2, window=(64, 16))
+    bwd_check("bhsd", 2, 4, 500, 300, 64, hf, True, window=(100, -1))
+    bwd_check("bhsd", 1, 4, 333, 333, 128, bf, True, softcap=5.0)
+    bwd_check("bshd", 1, 8, 200, 700, 64, hf, False, hk=4, window=(-1, 50),
+              softcap=2.0)
     bwd_repeat_check()
     bwd_compile_check()
     bwd_autocast_check()

@@ -5,7 +5,8 @@
  *   sim_kernel gemm PTX M N K [eager] [ctas=N] C = A B^T against float64
  *   sim_kernel fa PTX Z H SQ SK D causal|full [eager]
  *                                             softmax(QK^T s) V, LSE
- *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager]
+ *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
+ *                  [cap=C]
  *                                             dQ, dK, dV against float64:
  *                                             PTX the main loop, with the
  *                                             pre and post kernels of the
@@ -176,6 +177,9 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 
 /* The backward pass: pre (DELTA, DQACC cleared), the main loop, post
  * (dQ), from a float64 forward's O (rounded to 16 bits) and LSE (f32). */
+static int win_l = -2, win_r = -2;   /* window=L,R (-1: unbounded) */
+static double cap;                   /* cap=C */
+
 static int
 bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	bool causal, bool f16)
@@ -193,7 +197,7 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, g, false, -1, -1, 0, NULL};
+	}, g, win_l > -2, win_l, win_r, cap, NULL};
 	double scale = 1 / sqrt((double)d);
 
 	snprintf(pre_p, sizeof pre_p, "%.*sfa_bwd_pre_sm90_d%d_%s.ptx", dl,
@@ -234,12 +238,20 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	a1[6].ptr = aacc;
 	if (sim_launch(sim, pre, a1, 7))
 		goto fail;
-	SimVal a2[16] = {{.i = z}, {.i = h}, {.i = g}, {.i = sq}, {.i = sk},
-		{.f = 1.4426950408889634 * scale}, {.f = scale}};
+	SimVal a2[19] = {{.i = z}, {.i = h}, {.i = g}, {.i = sq}, {.i = sk},
+		{.f = 1.4426950408889634 * (cap > 0 ? cap : scale)},
+		{.f = scale}};
+	int na = 7;
+	if (win_l > -2) {  /* as the runtime's attn_window: -1 is seq_k */
+		a2[na++].i = win_l < 0 ? sk : win_l;
+		a2[na++].i = causal ? 0 : win_r < 0 ? sk : win_r;
+	}
+	if (cap > 0)
+		a2[na++].f = scale / cap;
 	uint64_t bufs[9] = {aq, ak, av, ag, al, adl, aacc, adk, adv};
 	for (int i = 0; i < 9; i++)
-		a2[7 + i].ptr = bufs[i];
-	launch(a2, 16);
+		a2[na + i].ptr = bufs[i];
+	launch(a2, na + 9);
 	SimVal a3[6] = {{.i = z}, {.i = h}, {.i = sq}, {.f = scale}};
 	a3[4].ptr = aacc;
 	a3[5].ptr = adq;
@@ -272,6 +284,10 @@ main(int argc, char **argv)
 			eager = true;
 		else if (!strncmp(argv[i], "ctas=", 5))
 			ctas = atol(argv[i] + 5);
+		else if (!strncmp(argv[i], "window=", 7))
+			sscanf(argv[i] + 7, "%d,%d", &win_l, &win_r);
+		else if (!strncmp(argv[i], "cap=", 4))
+			cap = atof(argv[i] + 4);
 	}
 	if (argc < 5) {
 		fprintf(stderr, "usage: see sim_kernel.c\n");

@@ -403,9 +403,9 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * laid out like q, k and v (their own strides; all 0: dense B,H,S,D).
  * With grouped-query attention (fwd.heads_k), dk and dv of a K/V head
  * sum over the query heads sharing it.  Supported: sm_90a, head_dim 64
- * and 128, bf16 and f16, causal or not, GQA/MQA, sliding windows and
- * softcaps; sinks, ALiBi or a variable-length batch gives
- * FG_ERR_UNSUPPORTED.
+ * and 128, bf16 and f16, causal or not, GQA/MQA, sliding windows,
+ * softcaps and variable-length batches (dk, dv dense then); sinks, ALiBi
+ * or head_dim 256 give FG_ERR_UNSUPPORTED.
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
  * fa_bwd_sm90.fa (dK, dV; dQ added up in f32 by TMA reduce-adds; or the
  * simpler fa_bwd_baseline_sm90.fa, with atomic adds) and

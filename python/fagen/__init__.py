@@ -24,13 +24,12 @@ and key j (and so the lse).
 The kernel runs asynchronously on torch's current stream; on the legacy
 default stream (stream 0), which libfagen never launches on, it runs on
 the per-thread default stream instead, which is ordered with the legacy
-stream both ways.  fagen.attention is differentiable (a
-torch.autograd.Function whose backward is fg_attention_backward: head_dim
-64 and 128, causal or not, GQA/MQA, windows and softcaps; other variants
-raise
-NotImplementedError in the backward); fagen.reference and
-fagen.attention_varlen have no backward and refuse calls that would need
-gradients (use torch.no_grad() or torch.inference_mode()).
+stream both ways.  fagen.attention and fagen.attention_varlen are
+differentiable (torch.autograd.Functions whose backward is
+fg_attention_backward: head_dim 64 and 128, causal or not, GQA/MQA,
+windows and softcaps; other variants raise NotImplementedError in the
+backward); fagen.reference has no backward and refuses calls that would
+need gradients (use torch.no_grad() or torch.inference_mode()).
 
 fagen.reference() computes the same with the unfused float32 baseline
 (nvrtc-compiled CUDA C), for checking.  The package imports without
@@ -57,11 +56,10 @@ _STATUS = [
     "FG_ERR_UNSUPPORTED", "FG_ERR_JIT", "FG_ERR_CUDA",
 ]
 _DTYPE_BF16, _DTYPE_F16 = 1, 2
-# attention() records the autograd graph itself and runs the forward
-# with gradients off, so only reference() and attention_varlen() get here
-_NO_BACKWARD = ("fagen.reference and fagen.attention_varlen have no "
-                "backward; call them under torch.no_grad() or "
-                "torch.inference_mode()")
+# attention() and attention_varlen() record the autograd graph themselves
+# and run the forward with gradients off, so only reference() gets here
+_NO_BACKWARD = ("fagen.reference has no backward; call it under "
+                "torch.no_grad() or torch.inference_mode()")
 _CU_STREAM_PER_THREAD = 0x2
 
 
@@ -503,6 +501,28 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, causal=False, scale=None, window=None,
                      softcap=None, sinks=None, out=None, lse=None,
                      schedule=None, validate=True, alibi_slopes=None):
+    torch = _torch()
+    args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+            causal, scale, window, softcap, sinks, out, lse, schedule,
+            validate, alibi_slopes)
+    if not (torch.is_grad_enabled() and any(
+            isinstance(t, torch.Tensor) and t.requires_grad
+            for t in (q, k, v, sinks, alibi_slopes))):
+        return _varlen(*args)[:2]
+    if out is not None or lse is not None:
+        raise RuntimeError("fagen.attention_varlen: out= and lse= do not "
+                           "support automatic differentiation, but an "
+                           "argument requires grad")
+    return _varlen_function(torch).apply(q, k, v, args)
+
+
+attention_varlen.__doc__ = None   # set below, from _varlen's
+
+
+def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+            max_seqlen_k, causal=False, scale=None, window=None,
+            softcap=None, sinks=None, out=None, lse=None,
+            schedule=None, validate=True, alibi_slopes=None):
     """Attention over a packed batch of sequences of different lengths, as
     flash_attn_varlen_func: (out, lse).
 
@@ -520,7 +540,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     totals, no sequence longer than its max_seqlen); validate=False skips
     that copy, e.g. under CUDA graphs: then bad offsets give undefined
     rows (never an access out of bounds).  Rows past the last sequence are
-    left as they are in out (new ones: uninitialized)."""
+    left as they are in out (new ones: uninitialized).
+
+    Differentiable (issue #13): where q, k or v requires gradients, the
+    backward is fg_attention_backward on the packed batch (head_dim 64 and
+    128, causal or not, GQA/MQA, windows, softcaps; sinks, ALiBi and
+    head_dim 256 raise NotImplementedError in the backward); dq, dk, dv
+    are new contiguous tensors of q's, k's and v's shapes, zero in rows
+    outside every sequence."""
     torch = _torch()
     for name, t in (("q", q), ("k", k), ("v", v)):
         if isinstance(t, torch.Tensor) and t.dim() != 3:
@@ -554,7 +581,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         raise ValueError("lse must be a contiguous float32 (H, total_q) = "
                          "%s tensor on q's device" % ((h, tq),))
     if endq == 0:
-        return out, lse         # no query rows: nothing to compute
+        return out, lse, endk   # no query rows: nothing to compute
     if endk:
         # K and V end where the last sequence does: the last sequence's
         # partial key block then reads zeros (TMA's out-of-bounds fill)
@@ -567,7 +594,60 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             causal, scale, schedule, window, softcap, sinks,
             (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k),
             alibi_slopes)
-    return out, lse
+    return out, lse, endk
+
+
+attention_varlen.__doc__ = _varlen.__doc__
+_VarlenFunction = None
+
+
+def _varlen_function(torch):
+    """attention_varlen's torch.autograd.Function, made on first use."""
+    global _VarlenFunction
+    if _VarlenFunction is not None:
+        return _VarlenFunction
+    from torch.autograd.function import once_differentiable
+
+    class VarlenAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, args):
+            with torch.no_grad():
+                out, lse, endk = _varlen(*args)
+            cu_q, cu_k, mq, mk, causal, scale, window, softcap, sinks = (
+                args[3:12])
+            ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+            ctx.mark_non_differentiable(lse)
+            ctx.opts = (mq, mk, causal, scale, window, softcap, endk)
+            ctx.unsupported = _bwd_unsupported(q.unsqueeze(0), window,
+                                               softcap, sinks, args[16])
+            return out, lse
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, dout, dlse):
+            if ctx.unsupported:
+                _bwd_refuse(ctx.unsupported)
+            q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+            mq, mk, causal, scale, window, softcap, endk = ctx.opts
+            dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+            dk, dv = (torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+                      for t in (k, v))
+            if out.shape[0] == 0 or ctx.needs_input_grad == (False,) * 4:
+                return dq.zero_(), dk, dv, None
+            dout = dout.contiguous()
+            q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
+                t.unsqueeze(0).transpose(1, 2)
+                for t in (q, k, v, out, dout, dq, dk, dv))
+            if endk:
+                k4, v4, dk4, dv4 = (t[:, :, :endk] for t in (k4, v4, dk4,
+                                                             dv4))
+            _launch(torch, "fg_attention_backward", q4, k4, v4, o4, lse,
+                    cu_q.numel() - 1, causal, scale, None, window, softcap,
+                    None, (cu_q, cu_k, mq, mk), bwd=(g4, dq4, dk4, dv4))
+            return dq, dk, dv, None
+
+    _VarlenFunction = VarlenAttention
+    return VarlenAttention
 
 
 def __getattr__(name):

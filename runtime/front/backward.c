@@ -65,10 +65,11 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 
 	if ((rs = attn_check(c, fn, f, s, true, t)))
 		return rs;
-	if (attn_varlen(f))
-		return unsupported(c, fn, "a variable-length batch");
 	bool base = a->schedule && !strcmp(a->schedule,
 		"fa_bwd_baseline_sm90.fa");
+	if (attn_varlen(f) && base)
+		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with a "
+			"variable-length batch");
 	if (f->window && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with a "
 			"sliding window");
@@ -101,6 +102,18 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 	    (rs = attn_tensor(c, fn, "dv", a->dv, a->dv_strides, false, f,
 	    true, st[3])))
 		return rs;
+	/* varlen: a sequence's last rows of dK and dV go out from
+	 * registers, which address them densely */
+	int64_t hkd = attn_heads_k(f) * f->head_dim;
+	for (int i = 2; i < 4 && attn_varlen(f); i++)
+		if (st[i][1] != f->head_dim || st[i][2] != hkd)
+			return rt_err(c, FG_ERR_INVALID, "%s: %s_strides are (head "
+				"%lld, token %lld): a variable-length batch writes "
+				"%s as a dense [seq_k, heads_k, head_dim] tensor; "
+				"pass 0 strides and a contiguous %s", fn, i == 2 ?
+				"dk" : "dv", (long long)st[i][1],
+				(long long)st[i][2], i == 2 ? "dk" : "dv", i == 2 ?
+				"dk" : "dv");
 	return FG_OK;
 }
 
@@ -142,7 +155,9 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	int dd = (int)f->head_dim;
 	/* rows of DELTA and of the f32 accumulator: fit 64 bits, as the
 	 * checks above bound every extent by 2^31 */
-	if (!ck_mul64(f->batch, f->heads, &nrow) ||
+	/* varlen: the packed rows are one batch to DELTA and dQ */
+	int64_t zt = attn_varlen(f) ? 1 : f->batch;
+	if (!ck_mul64(zt, f->heads, &nrow) ||
 	    !ck_mul64(nrow, f->seq_q, &nrow) || !ck_mul64(nrow, dd, &nacc) ||
 	    nacc > INT32_MAX)
 		return rt_err(c, FG_ERR_INVALID, "%s: batch * heads * seq_q * "
@@ -151,14 +166,14 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 			(long long)f->batch, (long long)f->heads,
 			(long long)f->seq_q, dd);
 	/* a window makes causal its right side (WR = 0): one variant */
-	bool win = f->window != 0, cap = f->softcap > 0;
+	bool win = f->window != 0, cap = f->softcap > 0, vl = attn_varlen(f);
 	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, dd, f->dtype, 0,
-	    false, false, true, &pre)) ||
+	    false, false, false, true, &pre)) ||
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
 	    "fa_bwd_sm90.fa", cc, dd, f->dtype, f->causal && !win, win, cap,
-	    false, &mid)) ||
+	    vl, false, &mid)) ||
 	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, dd, f->dtype, 0,
-	    false, false, true, &post)) || (st = pool(c, d, &mp)))
+	    false, false, false, true, &post)) || (st = pool(c, d, &mp)))
 		return st;
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))
@@ -174,14 +189,14 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	double l2e = 1.4426950408889634;
 	const int64_t *ost = t.st[3];
 	fg_arg pa[] = {
-		FG_INT("Z", f->batch), FG_INT("H", f->heads),
+		FG_INT("Z", zt), FG_INT("H", f->heads),
 		FG_INT("S", f->seq_q), tens("O", f->o, ost),
 		tens("DO", a->dout, gst[0]), FG_PTR("DELTA", delta),
 		FG_PTR("DQACC", acc),
 	};
 	/* softcap: s -> cap * tanh(s * scale / cap), the softmax in base 2
 	 * of that, as the forward */
-	fg_arg ma[19] = {
+	fg_arg ma[22] = {
 		FG_INT("Z", f->batch), FG_INT("H", f->heads),
 		FG_INT("G", f->heads / attn_heads_k(f)),
 		FG_INT("SQ", f->seq_q), FG_INT("SK", f->seq_k),
@@ -199,8 +214,16 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	}
 	if (cap)
 		ma[nm++] = FG_FLOAT("sc_in", t.scale / f->softcap);
+	if (vl) {
+		/* at least one key block: a batch without keys has an
+		 * empty grid otherwise (its CTAs find no key and leave) */
+		ma[nm++] = FG_INT("MK", f->max_seqlen_k > 0 ? f->max_seqlen_k :
+			1);
+		ma[nm++] = FG_PTR("CUQ", f->cu_seqlens_q);  /* i32 [Z + 1] */
+		ma[nm++] = FG_PTR("CUK", f->cu_seqlens_k);
+	}
 	fg_arg qa[] = {
-		FG_INT("Z", f->batch), FG_INT("H", f->heads),
+		FG_INT("Z", zt), FG_INT("H", f->heads),
 		FG_INT("S", f->seq_q), FG_FLOAT("scale", t.scale),
 		FG_PTR("DQACC", acc), tens("DQ", a->dq, gst[1]),
 	};

@@ -5,8 +5,8 @@
  * with atomic adds), nothing may be NaN, and each gradient's relative
  * RMS error must stay within a 16-bit tolerance.  Odd lengths, SQ != SK
  * both ways (rows that see no key), GQA and MQA, both dtypes and head
- * dims, B,H,S,D and B,S,H,D layouts; and refusals of what it does not
- * support.  Exit 77 without a Hopper GPU. */
+ * dims, B,H,S,D and B,S,H,D layouts, windows and softcaps, variable-
+ * length batches; and refusals of what it does not support.  Exit 77 without a Hopper GPU. */
 #include "gpu_runtime.h"
 #include "gpu_ref.h"
 #include "gpu_ref_bwd.h"
@@ -147,6 +147,90 @@ run(const Case *c)
 	return bad;
 }
 
+/* A variable-length batch (packed sequences of the given lengths, GQA
+ * 4/2, bf16, B,S,H,D packed): each sequence against its own float64
+ * backward; dK and dV repeat bit for bit. */
+static int
+run_varlen(int n, const int *lq, const int *lk, int d, bool causal)
+{
+	int h = 4, hk = 2, sq = 0, sk = 0, mq = 0, mk = 0, bad = 0;
+	int32_t cq[17] = {0}, ck[17] = {0};
+
+	for (int b = 0; b < n; b++) {
+		cq[b + 1] = cq[b] + lq[b], ck[b + 1] = ck[b] + lk[b];
+		mq = lq[b] > mq ? lq[b] : mq, mk = lk[b] > mk ? lk[b] : mk;
+	}
+	sq = cq[n], sk = ck[n];
+	size_t nq = (size_t)sq * h * d, nk = (size_t)sk * hk * d;
+	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
+	uint16_t *g = malloc(nq * 2), *dq = malloc(nq * 2), *dk[2], *dv[2];
+	for (int r = 0; r < 2; r++)
+		dk[r] = malloc(nk * 2), dv[r] = malloc(nk * 2);
+	for (size_t i = 0; i < nq; i++)
+		q[i] = to16(2 * urand(), false), g[i] = to16(urand(), false);
+	for (size_t i = 0; i < nk; i++)
+		k[i] = to16(2 * urand(), false), v[i] = to16(urand(), false);
+	CUdeviceptr Q = upload(q, nq * 2), K = upload(k, nk * 2);
+	CUdeviceptr V = upload(v, nk * 2), G = upload(g, nq * 2);
+	CUdeviceptr CQ = upload(cq, (size_t)(n + 1) * 4);
+	CUdeviceptr CK = upload(ck, (size_t)(n + 1) * 4), O, L, DQ, DK, DV;
+	CK(cu.MemAlloc(&O, nq * 2));
+	CK(cu.MemAlloc(&L, (size_t)h * sq * 4));
+	CK(cu.MemAlloc(&DQ, nq * 2));
+	CK(cu.MemAlloc(&DK, nk * 2));
+	CK(cu.MemAlloc(&DV, nk * 2));
+	fg_attention_bwd_args a = {.fwd = {
+		.q = Q, .k = K, .v = V, .o = O, .lse = L, .batch = n, .heads = h,
+		.seq_q = sq, .seq_k = sk, .head_dim = d, .causal = causal,
+		.dtype = FG_DTYPE_BF16, .heads_k = hk, .cu_seqlens_q = CQ,
+		.cu_seqlens_k = CK, .max_seqlen_q = mq, .max_seqlen_k = mk},
+		.dout = G, .dq = DQ, .dk = DK, .dv = DV};
+	FG(ctx, fg_attention_forward(ctx, &a.fwd, stream));
+	for (int r = 0; r < 2; r++) {
+		CK(cu.MemsetD8Async(DQ, 0xff, nq * 2, stream));  /* poison */
+		CK(cu.MemsetD8Async(DK, 0xff, nk * 2, stream));
+		CK(cu.MemsetD8Async(DV, 0xff, nk * 2, stream));
+		FG(ctx, fg_attention_backward(ctx, &a, stream));
+		CK(cu.StreamSynchronize(stream));
+		if (!r)
+			CK(cu.MemcpyDtoH(dq, DQ, nq * 2));
+		CK(cu.MemcpyDtoH(dk[r], DK, nk * 2));
+		CK(cu.MemcpyDtoH(dv[r], DV, nk * 2));
+	}
+	if (memcmp(dk[0], dk[1], nk * 2) || memcmp(dv[0], dv[1], nk * 2))
+		bad |= 4;
+	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
+	for (int b = 0; b < n; b++) {
+		RefProb p = {1, h, lq[b], lk[b], d, causal, false, {
+			{0, d, (int64_t)h * d, 1}, {0, d, (int64_t)hk * d, 1},
+			{0, d, (int64_t)hk * d, 1}, {0, d, (int64_t)h * d, 1}},
+			h / hk, false, 0, 0, 0, NULL};
+		size_t oq = (size_t)cq[b] * h * d, ok = (size_t)ck[b] * hk * d;
+		ref_backward(&p, q + oq, k + ok, v + ok, g + oq, NULL, NULL,
+			rq + oq, rk + ok, rv + ok);
+	}
+	bool nan = false;
+	double eq = ref_rel16(dq, rq, nq, false, &nan);
+	double ek = ref_rel16(dk[0], rk, nk, false, &nan);
+	double ev = ref_rel16(dv[0], rv, nk, false, &nan);
+	if (nan)
+		bad |= 1;
+	if (!(eq <= 2e-2 && ek <= 2e-2 && ev <= 2e-2))
+		bad |= 8;
+	printf("varlen %d sequences (SQ=%d SK=%d) H=4 HK=2 D=%d %s bf16: rel "
+		"err dQ %.2e dK %.2e dV %.2e%s%s -> %s\n", n, sq, sk, d, causal ?
+		"causal" : "full", eq, ek, ev, nan ? ", NaN" : "", bad & 4 ?
+		", dK/dV differ between runs" : "", bad ? "FAIL" : "ok");
+	free(q), free(k), free(v), free(g), free(dq), free(rq), free(rk);
+	free(rv);
+	for (int r = 0; r < 2; r++)
+		free(dk[r]), free(dv[r]);
+	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(G);
+	cu.MemFree(CQ), cu.MemFree(CK), cu.MemFree(O), cu.MemFree(L);
+	cu.MemFree(DQ), cu.MemFree(DK), cu.MemFree(DV);
+	return bad;
+}
+
 /* Misuse is refused before any launch, naming the argument. */
 static int
 refusals(void)
@@ -209,6 +293,11 @@ main(void)
 	CK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		bad |= run(&cases[i]);
+	static const int vq1[] = {1, 300, 129, 64, 0};
+	static const int vk1[] = {5, 385, 129, 1, 200};
+	static const int vq2[] = {200, 77, 513}, vk2[] = {100, 300, 513};
+	bad |= run_varlen(5, vq1, vk1, 128, false);
+	bad |= run_varlen(3, vq2, vk2, 64, true);
 	bad |= refusals();
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);

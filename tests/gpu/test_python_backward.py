@@ -9,7 +9,8 @@ small floor; both errors are printed.  Problems: bf16 and f16, D 64 and
 0), grouped-query (8 over 2 heads) and multi-query attention, the
 (B, H, S, D), (B, S, H, D) and packed QKV layouts, a given scale,
 sliding windows and softcaps (against the same math run by PyTorch in
-the dtype, as SDPA has neither).  Then:
+the dtype, as SDPA has neither), variable-length batches
+(attention_varlen, each sequence against its own references).  Then:
 two backward passes on the same inputs give bitwise equal dk and dv (dq
 is summed with atomics); torch.compile(fullgraph=True) of linear ->
 fagen.ops.attention -> sum gives the eager path's gradients, and both
@@ -218,6 +219,52 @@ def bwd_autocast_check():
         failures.append("backward autocast")
 
 
+def bwd_varlen_check(lq, lk, d, dtype, causal, h=8, hk=2):
+    """fagen.attention_varlen's backward: each sequence's dq, dk, dv
+    against float64 autograd of that sequence alone, within 2x SDPA's
+    error on it plus a floor; rows outside every sequence get 0."""
+    cq = torch.tensor([0] + list(lq), device=dev).cumsum(0).to(torch.int32)
+    ck = torch.tensor([0] + list(lk), device=dev).cumsum(0).to(torch.int32)
+    tq, tk = int(cq[-1]) + 5, int(ck[-1]) + 3      # tails outside
+    q = torch.randn(tq, h, d, device=dev, dtype=dtype).requires_grad_()
+    k, v = (torch.randn(tk, hk, d, device=dev, dtype=dtype).requires_grad_()
+            for _ in range(2))
+    dout = torch.randn(tq, h, d, device=dev, dtype=dtype)
+    out, _ = fagen.attention_varlen(q, k, v, cq, ck, max(lq), max(lk),
+                                    causal=causal)
+    out.backward(dout)
+    sc = 1 / math.sqrt(d)
+    errs, serrs = [], []
+    for b in range(len(lq)):
+        if lq[b] == 0 or lk[b] == 0:
+            continue
+        sl_q, sl_k = slice(int(cq[b]), int(cq[b + 1])), \
+            slice(int(ck[b]), int(ck[b + 1]))
+        qb, kb, vb, gb = (t[sl].transpose(0, 1).unsqueeze(0).detach()
+                          for t, sl in ((q, sl_q), (k, sl_k), (v, sl_k),
+                                        (dout, sl_q)))
+        ref = f64_grads(qb, kb, vb, gb, causal, sc)
+        sd = sdpa_grads(qb, kb, vb, gb, causal, sc)
+        got = (q.grad[sl_q], k.grad[sl_k], v.grad[sl_k])
+        got = tuple(t.transpose(0, 1).unsqueeze(0) for t in got)
+        errs.append([rel(g, r) for g, r in zip(got, ref)])
+        serrs.append([rel(x, r) for x, r in zip(sd, ref)])
+    floor = 1e-3 if dtype == torch.bfloat16 else 2e-4
+    e = [max(x[i] for x in errs) for i in range(3)]
+    se = [max(x[i] for x in serrs) for i in range(3)]
+    tails = all(bool((t.grad[n:] == 0).all()) for t, n in
+                ((q, int(cq[-1])), (k, int(ck[-1])), (v, int(ck[-1]))))
+    ok = all(a <= 2 * b_ + floor for a, b_ in zip(e, se)) and tails
+    name = "backward varlen %d sequences H=%d Hk=%d D=%d %s %s" % (
+        len(lq), h, hk, d, str(dtype)[6:], "causal" if causal else "full")
+    print("%s: worst rel err fagen/sdpa dq %.2e/%.2e, dk %.2e/%.2e, dv "
+          "%.2e/%.2e; tails %s -> %s" % ((name, e[0], se[0], e[1], se[1],
+                                          e[2], se[2], "0" if tails else
+                                          "NOT 0", "ok" if ok else "FAIL")))
+    if not ok:
+        failures.append(name)
+
+
 def bwd_unsupported_check():
     """A variant without a backward: the forward runs (as without
     gradients), the backward raises NotImplementedError naming it."""
@@ -264,6 +311,9 @@ def main():
     bwd_check("bhsd", 1, 4, 333, 333, 128, bf, True, softcap=5.0)
     bwd_check("bshd", 1, 8, 200, 700, 64, hf, False, hk=4, window=(-1, 50),
               softcap=2.0)
+    bwd_varlen_check((1, 300, 129, 64, 0), (5, 385, 129, 1, 200), 128, bf,
+                     False)
+    bwd_varlen_check((200, 77, 513), (100, 300, 513), 64, hf, True)
     bwd_repeat_check()
     bwd_compile_check()
     bwd_autocast_check()

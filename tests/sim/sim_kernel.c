@@ -6,7 +6,8 @@
  *   sim_kernel fa PTX Z H SQ SK D causal|full [eager]
  *                                             softmax(QK^T s) V, LSE
  *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
- *                  [cap=C]
+ *                  [cap=C] [varlen=Q1,Q2,..:K1,K2,..] (varlen: Z, SQ
+ *                  and SK are the lists' count and sums)
  *                                             dQ, dK, dV against float64:
  *                                             PTX the main loop, with the
  *                                             pre and post kernels of the
@@ -179,6 +180,7 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
  * (dQ), from a float64 forward's O (rounded to 16 bits) and LSE (f32). */
 static int win_l = -2, win_r = -2;   /* window=L,R (-1: unbounded) */
 static double cap;                   /* cap=C */
+static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
 
 static int
 bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
@@ -187,12 +189,12 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	char pre_p[1024], post_p[1024];
 	const char *dir_end = strrchr(main_ptx, '/');
 	int dl = dir_end ? (int)(dir_end - main_ptx + 1) : 0;
-	int hk = h / g;
-	size_t nq = (size_t)z * sq * h * d, nk = (size_t)z * sk * hk * d;
-	size_t nl = (size_t)z * h * sq;
+	int hk = h / g, zt = nvl ? 1 : z;   /* varlen: one packed batch */
+	size_t nq = (size_t)zt * sq * h * d, nk = (size_t)zt * sk * hk * d;
+	size_t nl = (size_t)zt * h * sq;
 	uint16_t *q, *k, *v, *o, *dout, *dq, *dk, *dv;
 	float *lse, *delta, *dqacc;
-	RefProb p = {z, h, sq, sk, d, causal, f16, {
+	RefProb p = {zt, h, sq, sk, d, causal, f16, {
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
@@ -226,19 +228,43 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	}
 	double *ro = malloc(nq * 8), *rl = malloc(nl * 8);
 	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
-	ref_backward(&p, q, k, v, dout, ro, rl, rq, rk, rv);
+	int32_t *cuq = NULL, *cuk = NULL;
+	uint64_t acuq = 0, acuk = 0, mk = 0;
+	if (!nvl) {
+		ref_backward(&p, q, k, v, dout, ro, rl, rq, rk, rv);
+	} else {  /* one batch of packed sequences, each its own problem */
+		acuq = buffer((size_t)(nvl + 1) * 4, 0, (void **)&cuq);
+		acuk = buffer((size_t)(nvl + 1) * 4, 0, (void **)&cuk);
+		double *l1 = malloc((size_t)h * (size_t)(sq + 1) * 8);
+		for (int b = 0; b < nvl; b++) {
+			cuq[b + 1] = cuq[b] + vlq[b];
+			cuk[b + 1] = cuk[b] + vlk[b];
+			mk = (uint64_t)vlk[b] > mk ? (uint64_t)vlk[b] : mk;
+			RefProb pb = p;
+			pb.z = 1, pb.sq = vlq[b], pb.sk = vlk[b];
+			size_t oq = (size_t)cuq[b] * h * d;
+			size_t ok = (size_t)cuk[b] * hk * d;
+			ref_backward(&pb, q + oq, k + ok, v + ok, dout + oq, ro + oq,
+				l1, rq + oq, rk + ok, rv + ok);
+			for (int hh = 0; hh < h; hh++)
+				for (int r = 0; r < vlq[b]; r++)
+					rl[(size_t)hh * sq + cuq[b] + r] =
+						l1[(size_t)hh * vlq[b] + r];
+		}
+		free(l1);
+	}
 	for (size_t i = 0; i < nq; i++)
 		o[i] = to16(ro[i], f16);
 	for (size_t i = 0; i < nl; i++)
 		lse[i] = (float)rl[i];
-	SimVal a1[7] = {{.i = z}, {.i = h}, {.i = sq}};
+	SimVal a1[7] = {{.i = nvl ? 1 : z}, {.i = h}, {.i = sq}};
 	a1[3].ptr = ao;
 	a1[4].ptr = ag;
 	a1[5].ptr = adl;
 	a1[6].ptr = aacc;
 	if (sim_launch(sim, pre, a1, 7))
 		goto fail;
-	SimVal a2[19] = {{.i = z}, {.i = h}, {.i = g}, {.i = sq}, {.i = sk},
+	SimVal a2[24] = {{.i = z}, {.i = h}, {.i = g}, {.i = sq}, {.i = sk},
 		{.f = 1.4426950408889634 * (cap > 0 ? cap : scale)},
 		{.f = scale}};
 	int na = 7;
@@ -248,11 +274,15 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	}
 	if (cap > 0)
 		a2[na++].f = scale / cap;
-	uint64_t bufs[9] = {aq, ak, av, ag, al, adl, aacc, adk, adv};
-	for (int i = 0; i < 9; i++)
+	if (nvl)
+		a2[na++].i = (int64_t)mk;
+	uint64_t bufs[11] = {aq, ak, av, ag, al, adl, aacc, adk, adv, acuq,
+		acuk};
+	int nb = nvl ? 11 : 9;
+	for (int i = 0; i < nb; i++)
 		a2[na + i].ptr = bufs[i];
-	launch(a2, na + 9);
-	SimVal a3[6] = {{.i = z}, {.i = h}, {.i = sq}, {.f = scale}};
+	launch(a2, na + nb);
+	SimVal a3[6] = {{.i = nvl ? 1 : z}, {.i = h}, {.i = sq}, {.f = scale}};
 	a3[4].ptr = aacc;
 	a3[5].ptr = adq;
 	if (sim_launch(sim, post, a3, 6))
@@ -288,6 +318,24 @@ main(int argc, char **argv)
 			sscanf(argv[i] + 7, "%d,%d", &win_l, &win_r);
 		else if (!strncmp(argv[i], "cap=", 4))
 			cap = atof(argv[i] + 4);
+		else if (!strncmp(argv[i], "varlen=", 7)) {
+			char *x = argv[i] + 7;
+			int nk = 0;
+			while (*x && *x != ':' && nvl < 16) {
+				vlq[nvl++] = (int)strtol(x, &x, 10);
+				x += *x == ',';
+			}
+			x += *x == ':';
+			while (*x && nk < 16) {
+				vlk[nk++] = (int)strtol(x, &x, 10);
+				x += *x == ',';
+			}
+			if (nk != nvl) {
+				fprintf(stderr, "varlen: %d query and %d key "
+					"lengths\n", nvl, nk);
+				return 2;
+			}
+		}
 	}
 	if (argc < 5) {
 		fprintf(stderr, "usage: see sim_kernel.c\n");

@@ -7,6 +7,7 @@ unfused baseline, side by side in one process (issue 7's grid).
         [--seqs 1024,...] [--causal both|yes|no] [--extra NAME=FILE ...] \
         [--heads H] [--gqa G]
     python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
+    python3 bench/bench.py --bwd [bench_bwd.py's arguments]  # backward
 
 For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
 16k; batch 16384/S, heads 2048/D or --heads; bf16; with --gqa G, k and v
@@ -258,6 +259,14 @@ def plot(rows, path, title):
 
 
 def main():
+    if "--bwd" in sys.argv[1:]:
+        # the backward pass (issue #13): bench_bwd.py, with the other
+        # arguments it takes (--reps, --dims, --seqs, --causal, --gqa,
+        # --heads, --csv)
+        sys.argv.remove("--bwd")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import bench_bwd
+        return bench_bwd.main()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--reps", type=int, default=15)

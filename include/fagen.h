@@ -404,8 +404,9 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * With grouped-query attention (fwd.heads_k), dk and dv of a K/V head
  * sum over the query heads sharing it.  Supported: sm_90a, head_dim 64
  * and 128, bf16 and f16, causal or not, GQA/MQA, sliding windows,
- * softcaps and variable-length batches (dk, dv dense then); sinks, ALiBi
- * or head_dim 256 give FG_ERR_UNSUPPORTED.
+ * softcaps, ALiBi (no gradient for the slopes) and variable-length
+ * batches (dk, dv dense then); sinks or head_dim 256 give
+ * FG_ERR_UNSUPPORTED.
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
  * fa_bwd_sm90.fa (dK, dV; dQ added up in f32 by TMA reduce-adds; or the
  * simpler fa_bwd_baseline_sm90.fa, with atomic adds) and

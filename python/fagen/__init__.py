@@ -27,9 +27,9 @@ the per-thread default stream instead, which is ordered with the legacy
 stream both ways.  fagen.attention and fagen.attention_varlen are
 differentiable (torch.autograd.Functions whose backward is
 fg_attention_backward: head_dim 64 and 128, causal or not, GQA/MQA,
-windows and softcaps; other variants raise NotImplementedError in the
-backward); fagen.reference has no backward and refuses calls that would
-need gradients (use torch.no_grad() or torch.inference_mode()).
+windows, softcaps and ALiBi; other variants raise NotImplementedError in
+the backward); fagen.reference has no backward and refuses calls that
+would need gradients (use torch.no_grad() or torch.inference_mode()).
 
 fagen.reference() computes the same with the unfused float32 baseline
 (nvrtc-compiled CUDA C), for checking.  The package imports without
@@ -335,15 +335,14 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
     phrase for NotImplementedError), or None."""
     d = q.shape[-1]
     return ("attention sinks (sinks=)" if sinks is not None else
-            "ALiBi (alibi_slopes=)" if alibi_slopes is not None else
             "head_dim %s" % d if d not in (64, 128) else None)
 
 
 def _bwd_refuse(what):
     raise NotImplementedError(
         "fagen.attention has no backward pass for %s yet (it supports "
-        "head_dim 64 and 128, causal or not, GQA/MQA, windows and "
-        "softcaps); the forward ran, "
+        "head_dim 64 and 128, causal or not, GQA/MQA, windows, softcaps "
+        "and ALiBi); the forward ran, "
         "its gradient cannot be computed" % what)
 
 
@@ -355,7 +354,7 @@ def _tma_ok(t):
 
 
 def _backward(q, k, v, out, lse, dout, causal, scale, window=None,
-              softcap=None):
+              softcap=None, alibi_slopes=None):
     """(dq, dk, dv) by fg_attention_backward for the forward call that
     gave out and lse (window and softcap as it had them; no sinks or
     ALiBi); dq, dk, dv new
@@ -368,7 +367,7 @@ def _backward(q, k, v, out, lse, dout, causal, scale, window=None,
     dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
     _launch(torch, "fg_attention_backward", q, k, v, out, lse, q.shape[0],
             causal, scale, None, window, softcap, None,
-            bwd=(dout, dq, dk, dv))
+            alibi_slopes=alibi_slopes, bwd=(dout, dq, dk, dv))
     return dq, dk, dv
 
 
@@ -394,6 +393,7 @@ def _function(torch):
             ctx.mark_non_differentiable(lse)
             ctx.causal, ctx.scale = causal, scale
             ctx.window, ctx.softcap = window, softcap
+            ctx.alibi = alibi_slopes
             ctx.unsupported = _bwd_unsupported(q, window, softcap, sinks,
                                                alibi_slopes)
             return out, lse
@@ -405,7 +405,8 @@ def _function(torch):
                 _bwd_refuse(ctx.unsupported)
             q, k, v, out, lse = ctx.saved_tensors
             dq, dk, dv = _backward(q, k, v, out, lse, dout, ctx.causal,
-                                   ctx.scale, ctx.window, ctx.softcap)
+                                   ctx.scale, ctx.window, ctx.softcap,
+                                   ctx.alibi)
             return dq, dk, dv, None, None, None
 
     _Function = Attention
@@ -442,8 +443,8 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
 
     Differentiable: where q, k or v requires gradients (and grad mode is
     on), out's backward is fg_attention_backward (head_dim 64 and 128,
-    causal or not, GQA/MQA, windows, softcaps; dk and dv have k's and v's
-    heads).  Sinks, ALiBi or head_dim 256 runs the forward and raises
+    causal or not, GQA/MQA, windows, softcaps, ALiBi; dk and dv have k's
+    and v's heads).  Sinks or head_dim 256 runs the forward and raises
     NotImplementedError in the backward.  lse is not differentiable (as
     SDPA's internal logsumexp).  out= and lse= do not combine with
     gradients (RuntimeError), as PyTorch's out= arguments."""
@@ -544,7 +545,7 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
     Differentiable (issue #13): where q, k or v requires gradients, the
     backward is fg_attention_backward on the packed batch (head_dim 64 and
-    128, causal or not, GQA/MQA, windows, softcaps; sinks, ALiBi and
+    128, causal or not, GQA/MQA, windows, softcaps, ALiBi; sinks and
     head_dim 256 raise NotImplementedError in the backward); dq, dk, dv
     are new contiguous tensors of q's, k's and v's shapes, zero in rows
     outside every sequence."""
@@ -617,7 +618,8 @@ def _varlen_function(torch):
                 args[3:12])
             ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
             ctx.mark_non_differentiable(lse)
-            ctx.opts = (mq, mk, causal, scale, window, softcap, endk)
+            ctx.opts = (mq, mk, causal, scale, window, softcap, endk,
+                        args[16])
             ctx.unsupported = _bwd_unsupported(q.unsqueeze(0), window,
                                                softcap, sinks, args[16])
             return out, lse
@@ -628,7 +630,7 @@ def _varlen_function(torch):
             if ctx.unsupported:
                 _bwd_refuse(ctx.unsupported)
             q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-            mq, mk, causal, scale, window, softcap, endk = ctx.opts
+            mq, mk, causal, scale, window, softcap, endk, alibi = ctx.opts
             dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
             dk, dv = (torch.zeros(t.shape, dtype=t.dtype, device=t.device)
                       for t in (k, v))
@@ -643,7 +645,8 @@ def _varlen_function(torch):
                                                              dv4))
             _launch(torch, "fg_attention_backward", q4, k4, v4, o4, lse,
                     cu_q.numel() - 1, causal, scale, None, window, softcap,
-                    None, (cu_q, cu_k, mq, mk), bwd=(g4, dq4, dk4, dv4))
+                    None, (cu_q, cu_k, mq, mk), alibi_slopes=alibi,
+                    bwd=(g4, dq4, dk4, dv4))
             return dq, dk, dv, None
 
     _VarlenFunction = VarlenAttention

@@ -490,11 +490,12 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 fg_status
 attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc, int d,
 	fg_dtype dt, int causal, bool window, bool softcap, bool varlen,
-	bool plain, fg_kernel **out)
+	bool alibi, bool plain, fg_kernel **out)
 {
 	AttnVariant want = {.cc = cc, .d = d, .causal = plain ? 0 : causal,
 		.dt = dt, .plain = plain, .window = window && !plain,
-		.softcap = softcap && !plain, .varlen = varlen && !plain}, *v;
+		.softcap = softcap && !plain, .varlen = varlen && !plain,
+		.alibi = alibi && !plain}, *v;
 	fg_status st = FG_OK;
 
 	snprintf(want.file, sizeof want.file, "%s", file);
@@ -503,7 +504,8 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc, int d,
 		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
 		    v->causal == want.causal && v->plain == want.plain &&
 		    v->window == want.window && v->softcap == want.softcap &&
-		    v->varlen == want.varlen && !v->sinks && !v->alibi &&
+		    v->varlen == want.varlen && v->alibi == want.alibi &&
+		    !v->sinks &&
 		    !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {

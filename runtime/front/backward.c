@@ -52,8 +52,9 @@ static fg_status
 unsupported(fg_ctx *c, const char *fn, const char *what)
 {
 	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: %s has no backward pass "
-		"yet (supported: dense batches, causal or not, GQA/MQA, sliding "
-		"windows and softcaps, head_dim 64 and 128)", fn, what);
+		"yet (supported: head_dim 64 and 128, causal or not, GQA/MQA, "
+		"sliding windows, softcaps, ALiBi, variable-length batches)", fn,
+		what);
 }
 
 static fg_status
@@ -78,8 +79,8 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 			"softcap");
 	if (f->sinks)
 		return unsupported(c, fn, "attention with sinks");
-	if (f->alibi_slopes)
-		return unsupported(c, fn, "ALiBi");
+	if (f->alibi_slopes && base)
+		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
 	if (f->head_dim != 64 && f->head_dim != 128)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim is %lld; "
 			"the backward pass supports 64 and 128", fn,
@@ -167,13 +168,15 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 			(long long)f->seq_q, dd);
 	/* a window makes causal its right side (WR = 0): one variant */
 	bool win = f->window != 0, cap = f->softcap > 0, vl = attn_varlen(f);
+	bool ali = f->alibi_slopes != 0;
 	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, dd, f->dtype, 0,
-	    false, false, false, true, &pre)) ||
+	    false, false, false, false, true, &pre)) ||
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
 	    "fa_bwd_sm90.fa", cc, dd, f->dtype, f->causal && !win, win, cap,
-	    vl, false, &mid)) ||
+	    vl, ali, false, &mid)) ||
 	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, dd, f->dtype, 0,
-	    false, false, false, true, &post)) || (st = pool(c, d, &mp)))
+	    false, false, false, false, true, &post)) ||
+	    (st = pool(c, d, &mp)))
 		return st;
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))
@@ -196,7 +199,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	};
 	/* softcap: s -> cap * tanh(s * scale / cap), the softmax in base 2
 	 * of that, as the forward */
-	fg_arg ma[22] = {
+	fg_arg ma[23] = {
 		FG_INT("Z", f->batch), FG_INT("H", f->heads),
 		FG_INT("G", f->heads / attn_heads_k(f)),
 		FG_INT("SQ", f->seq_q), FG_INT("SK", f->seq_k),
@@ -214,6 +217,8 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	}
 	if (cap)
 		ma[nm++] = FG_FLOAT("sc_in", t.scale / f->softcap);
+	if (ali)
+		ma[nm++] = FG_PTR("SLOPES", f->alibi_slopes);  /* f32 [heads] */
 	if (vl) {
 		/* at least one key block: a batch without keys has an
 		 * empty grid otherwise (its CTAs find no key and leave) */

@@ -73,6 +73,9 @@ typedef struct RefProb {
 	int wl, wr;      /* -1: unbounded */
 	double cap;      /* > 0: s -> cap * tanh(s / cap) */
 	const float *sinks;
+	const float *alibi;  /* NULL, or per-head slopes: FlashAttention's
+			      * ALiBi, -alibi[h] * |i + sk - sq - j| added to
+			      * the scaled (softcapped) score */
 } RefProb;
 
 static inline size_t
@@ -113,6 +116,9 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 		sbuf[j] = acc * scale;
 		if (c->cap > 0)
 			sbuf[j] = c->cap * tanh(sbuf[j] / c->cap);
+		if (c->alibi)
+			sbuf[j] -= c->alibi[hh] * fabs((double)(r + c->sk - c->sq -
+				j));
 		m = fmax(m, sbuf[j]);
 	}
 	for (int d = 0; d < c->d; d++)

@@ -5,7 +5,8 @@
  * float64.  Every row of every head, so for small problems only.  GQA:
  * dK and dV of a K/V head sum over its group.  Causal, windows and
  * softcaps as gpu_ref.h's forward (a softcap's derivative 1 - t^2, t =
- * tanh(s / cap), joins dS); no sinks.
+ * tanh(s / cap), joins dS), and ALiBi (no gradient of its own); no
+ * sinks.
  * Include gpu_ref.h first. */
 #ifndef GPU_REF_BWD_H
 #define GPU_REF_BWD_H
@@ -59,8 +60,12 @@ ref_backward(const RefProb *c, const uint16_t *q, const uint16_t *k,
 						dp += from16(gr[d], c->f16) *
 							from16(vr[d], c->f16);
 					double ds = p * (dp - delta) * scale;
-					if (c->cap > 0) {
-						double t = s[j] / c->cap;
+					if (c->cap > 0) {  /* t: the score without
+							    * the ALiBi bias */
+						double t = (s[j] + (c->alibi ?
+							c->alibi[hh] * fabs((double)(r +
+							c->sk - c->sq - j)) : 0)) /
+							c->cap;
 						ds *= 1 - t * t;
 					}
 					double *dkr = dk + ref_at(c->st[1], zz, hk, j,

@@ -8,14 +8,14 @@ small floor; both errors are printed.  Problems: bf16 and f16, D 64 and
 128, causal and not, Sq != Sk both ways (rows that see no key get dq =
 0), grouped-query (8 over 2 heads) and multi-query attention, the
 (B, H, S, D), (B, S, H, D) and packed QKV layouts, a given scale,
-sliding windows and softcaps (against the same math run by PyTorch in
-the dtype, as SDPA has neither), variable-length batches
+sliding windows, softcaps and ALiBi (against the same math run by
+PyTorch in the dtype, as SDPA has none of them), variable-length batches
 (attention_varlen, each sequence against its own references).  Then:
 two backward passes on the same inputs give bitwise equal dk and dv (dq
 is summed with atomics); torch.compile(fullgraph=True) of linear ->
 fagen.ops.attention -> sum gives the eager path's gradients, and both
 custom ops pass torch.library.opcheck; autocast casts float32 inputs;
-the variants without a backward (sinks, ALiBi, head_dim 256) run their
+the variants without a backward (sinks, head_dim 256) run their
 forward and
 raise NotImplementedError in the backward.  Helpers come from
 test_python.py, which exits 77 (SKIP) without PyTorch or a Hopper GPU.
@@ -34,7 +34,7 @@ failures = []
 
 
 def f64_grads(q, k, v, dout, causal, scale, window=None, softcap=None,
-              dtype=torch.float64):
+              dtype=torch.float64, alibi=None):
     """dq, dk, dv of softmax(q k^T * scale + mask) v by float64 autograd
     (bottom-right causal and window, a softcap cap * tanh(s / cap), GQA by
     repeating K/V heads); a row that sees no key has out = 0 and adds
@@ -46,6 +46,11 @@ def f64_grads(q, k, v, dout, causal, scale, window=None, softcap=None,
     s = (q @ ke.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
+    if alibi is not None:   # -alibi[h] * |i + sk - sq - j|
+        sq, sk = q.shape[2], k.shape[2]
+        i = torch.arange(sq, device=q.device)[:, None] + sk - sq
+        j = torch.arange(sk, device=q.device)[None, :]
+        s = s - alibi.to(dtype)[:, None, None] * (i - j).abs().to(dtype)
     keep = keep_mask(q.shape[2], k.shape[2], causal, window, q.device)
     seen = torch.ones(q.shape[2], 1, dtype=torch.bool, device=dev)
     if keep is not None:
@@ -70,7 +75,7 @@ def sdpa_grads(q, k, v, dout, causal, scale):
 
 
 def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None,
-              window=None, softcap=None):
+              window=None, softcap=None, alibi=None):
     """fagen.attention's backward (issue #13): dq, dk, dv against float64
     autograd, within 2x the error of SDPA's backward in the same dtype
     (with a window or softcap, which SDPA lacks: of the same math run by
@@ -81,14 +86,16 @@ def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None,
     sc = scale if scale is not None else 1 / math.sqrt(d)
     dout = torch.randn_like(q)
     out, _ = fagen.attention(q, k, v, causal=causal, scale=scale,
-                             window=window, softcap=softcap)
+                             window=window, softcap=softcap,
+                             alibi_slopes=alibi)
     out.backward(dout)
     got = (q.grad, k.grad, v.grad)
-    ref = f64_grads(q, k, v, dout, causal, sc, window, softcap)
-    if window is None and softcap is None:
+    ref = f64_grads(q, k, v, dout, causal, sc, window, softcap, alibi=alibi)
+    if window is None and softcap is None and alibi is None:
         sd = sdpa_grads(q, k, v, dout, causal, sc)
     else:
-        sd = f64_grads(q, k, v, dout, causal, sc, window, softcap, dtype)
+        sd = f64_grads(q, k, v, dout, causal, sc, window, softcap, dtype,
+                       alibi)
     floor = 1e-3 if dtype == torch.bfloat16 else 2e-4
     errs = [(rel(g, r), rel(s, r)) for g, s, r in zip(got, sd, ref)]
     ok = all(e <= 2 * s + floor for e, s in errs) and all(
@@ -101,7 +108,8 @@ def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None,
         "causal" if causal else "full",
         ("" if scale is None else " scale=%g" % scale) +
         ("" if window is None else " window=%s" % (window,)) +
-        ("" if softcap is None else " softcap=%g" % softcap))
+        ("" if softcap is None else " softcap=%g" % softcap) +
+        ("" if alibi is None else " alibi"))
     print("%s: rel err fagen/sdpa dq %.2e/%.2e, dk %.2e/%.2e, dv %.2e/%.2e "
           "-> %s" % ((name,) + sum(errs, ()) + ("ok" if ok else "FAIL",)))
     if not ok:
@@ -276,7 +284,6 @@ def bwd_unsupported_check():
     h = 4
     sinks = torch.randn(h, device=dev)
     for kw, d, word in ((dict(sinks=sinks), 64, "sinks"),
-                        (dict(alibi_slopes=slopes(h)), 128, "ALiBi"),
                         (dict(), 256, "head_dim 256")):
         q, k, v = make("bhsd", 1, h, 200, 200, d, torch.bfloat16)
         with torch.no_grad():
@@ -316,6 +323,10 @@ def main():
     bwd_check("bhsd", 1, 4, 333, 333, 128, bf, True, softcap=5.0)
     bwd_check("bshd", 1, 8, 200, 700, 64, hf, False, hk=4, window=(-1, 50),
               softcap=2.0)
+    bwd_check("bhsd", 1, 8, 300, 500, 128, bf, False, hk=2,
+              alibi=slopes(8))
+    bwd_check("bshd", 2, 4, 400, 250, 64, hf, True, softcap=3.0,
+              alibi=slopes(4))
     bwd_varlen_check((1, 300, 129, 64, 0), (5, 385, 129, 1, 200), 128, bf,
                      False)
     bwd_varlen_check((200, 77, 513), (100, 300, 513), 64, hf, True)

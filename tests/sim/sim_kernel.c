@@ -6,7 +6,7 @@
  *   sim_kernel fa PTX Z H SQ SK D causal|full [eager]
  *                                             softmax(QK^T s) V, LSE
  *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
- *                  [cap=C] [varlen=Q1,Q2,..:K1,K2,..] (varlen: Z, SQ
+ *                  [cap=C] [alibi] [varlen=Q1,Q2,..:K1,K2,..] (varlen: Z, SQ
  *                  and SK are the lists' count and sums)
  *                                             dQ, dK, dV against float64:
  *                                             PTX the main loop, with the
@@ -148,7 +148,7 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 		{(int64_t)sk * h * d, d, (int64_t)h * d, 1},
 		{(int64_t)sk * h * d, d, (int64_t)h * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, 1, false, -1, -1, 0, NULL};
+	}, 1, false, -1, -1, 0, NULL, NULL};
 	SimVal a[11] = {{.i = z}, {.i = h}, {.i = 1}, {.i = sq}, {.i = sk},
 		{.f = 1.4426950408889634 / sqrt((double)d)}};
 
@@ -180,6 +180,7 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
  * (dQ), from a float64 forward's O (rounded to 16 bits) and LSE (f32). */
 static int win_l = -2, win_r = -2;   /* window=L,R (-1: unbounded) */
 static double cap;                   /* cap=C */
+static bool alibi;                   /* alibi: slopes 0.05 (h + 1) */
 static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
 
 static int
@@ -199,9 +200,17 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, g, win_l > -2, win_l, win_r, cap, NULL};
+	}, g, win_l > -2, win_l, win_r, cap, NULL, NULL};
 	double scale = 1 / sqrt((double)d);
+	float *slopes = NULL;
+	uint64_t asl = 0;
 
+	if (alibi) {
+		asl = buffer((size_t)h * 4, 0, (void **)&slopes);
+		for (int i = 0; i < h; i++)
+			slopes[i] = 0.05f * (float)(i + 1);
+		p.alibi = slopes;
+	}
 	snprintf(pre_p, sizeof pre_p, "%.*sfa_bwd_pre_sm90_d%d_%s.ptx", dl,
 		main_ptx, d, f16 ? "f16" : "bf16");
 	snprintf(post_p, sizeof post_p, "%.*sfa_bwd_post_sm90_d%d_%s.ptx", dl,
@@ -276,6 +285,8 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		a2[na++].f = scale / cap;
 	if (nvl)
 		a2[na++].i = (int64_t)mk;
+	if (alibi)  /* SLOPES is declared before the tensors */
+		a2[na++].ptr = asl;
 	uint64_t bufs[11] = {aq, ak, av, ag, al, adl, aacc, adk, adv, acuq,
 		acuk};
 	int nb = nvl ? 11 : 9;
@@ -318,6 +329,8 @@ main(int argc, char **argv)
 			sscanf(argv[i] + 7, "%d,%d", &win_l, &win_r);
 		else if (!strncmp(argv[i], "cap=", 4))
 			cap = atof(argv[i] + 4);
+		else if (!strcmp(argv[i], "alibi"))
+			alibi = true;
 		else if (!strncmp(argv[i], "varlen=", 7)) {
 			char *x = argv[i] + 7;
 			int nk = 0;

@@ -359,6 +359,55 @@ tma_load_swizzles_and_fills(void **state)
 	sim_free(s);
 }
 
+/* Vector movs split and join (they were once dropped silently), the
+ * exact cvt.f32.bf16, and red.global.add.f32 from every lane. */
+static void
+vector_mov_cvt_and_red_add(void **state)
+{
+	static const char ptx[] =
+		"// fagen.kernel name=t target=sm_90a threads=32 "
+		"cluster=1,1,1 smem=0 order=single tiles=0\n"
+		"// fagen.arg 0 global OUT u32 rank=1 dims 64\n"
+		".version 8.6\n.target sm_90a\n.address_size 64\n"
+		".visible .entry t(.param .u64 OUT)\n{\n"
+		"\t.reg .b16 %h<4>;\n\t.reg .b32 %r<8>;\n"
+		"\t.reg .f32 %f<4>;\n\t.reg .b64 %rd<4>;\n"
+		"\tmov.u32 %r0, %tid.x;\n"
+		"\tmov.b32 %r1, 0x40003f80;\n"      /* bf16 2.0 : 1.0 */
+		"\tmov.b32 {%h0, %h1}, %r1;\n"
+		"\tcvt.f32.bf16 %f0, %h0;\n\tcvt.f32.bf16 %f1, %h1;\n"
+		"\tmov.b32 %r2, {%h1, %h0};\n"
+		"\tld.param.u64 %rd0, [OUT];\n"
+		"\tcvta.to.global.u64 %rd0, %rd0;\n"
+		"\tmul.wide.u32 %rd1, %r0, 4;\n\tadd.s64 %rd1, %rd0, %rd1;\n"
+		"\tst.global.u32 [%rd1], %r2;\n"
+		"\tadd.s64 %rd2, %rd0, 128;\n"
+		"\tred.global.add.f32 [%rd2], %f1;\n"
+		"\tmov.b32 %r3, %f0;\n\tst.global.u32 [%rd2+4], %r3;\n"
+		"\tret;\n}\n";
+	Sim *s = sim_new();
+	SimMod *m = sim_load(ptx, strlen(ptx), err, sizeof err);
+	SimVal v;
+	float f;
+
+	(void)state;
+	if (!m)
+		fprintf(stderr, "%s\n", err);
+	assert_non_null(m);
+	v.ptr = sim_alloc(s, 64 * 4);
+	memset(sim_host(s, v.ptr, 64 * 4), 0, 64 * 4);
+	assert_int_equal(sim_launch(s, m, &v, 1), 0);
+	const uint32_t *o = sim_host(s, v.ptr, 64 * 4);
+	for (int t = 0; t < 32; t++)
+		assert_int_equal(o[t], 0x3f804000u);   /* joined, swapped */
+	memcpy(&f, &o[32], 4);
+	assert_true(f == 64.0f);                    /* 32 lanes add 2.0 */
+	memcpy(&f, &o[33], 4);
+	assert_true(f == 1.0f);
+	sim_mod_free(m);
+	sim_free(s);
+}
+
 int
 main(void)
 {
@@ -375,6 +424,7 @@ main(void)
 		cmocka_unit_test(a_hang_names_every_warp),
 		cmocka_unit_test(tma_load_swizzles_and_fills),
 		cmocka_unit_test(faults_and_unmodelled_opcodes_are_errors),
+		cmocka_unit_test(vector_mov_cvt_and_red_add),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -403,6 +403,9 @@ def _function(torch):
         def backward(ctx, dout, dlse):
             if ctx.unsupported:
                 _bwd_refuse(ctx.unsupported)
+            if ctx.needs_input_grad[4]:
+                _bwd_refuse("the ALiBi slopes themselves (alibi_slopes "
+                            "requires grad; q, k and v have theirs)")
             q, k, v, out, lse = ctx.saved_tensors
             dq, dk, dv = _backward(q, k, v, out, lse, dout, ctx.causal,
                                    ctx.scale, ctx.window, ctx.softcap,

@@ -137,55 +137,34 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	i->r[0] = r;
 }
 
-/* global_load v, G[i0, ...] [limit=L] of a row vector (a 'reg' of
- * layout rows(P)), the reverse of a row vector's store: row r from the
- * indices given with r added to the last one; a row whose last index is
- * >= L reads 0.  SIR as a tile's (below), with index K the last and a
- * row stride of 1. */
-static void
-gload_rows(G *g, const Node *n, Res *r, Ref x, const SirVal *xv)
+/* The limit of a row vector's load ('limit=L', INT32_MAX without one)
+ * and its row stride, 1: row r is at the last index plus r.  0 after a
+ * diagnostic. */
+static Ref
+rows_limit(G *g, const Node *n, Ref *stride)
 {
-	const Node *d = n->kids.v[1];
+	const Node *lim = sg_opattr(g, n, "limit", false);
 	const Node *rd = sg_opattr(g, n, "rowdim", false);
 
 	if (rd) {
 		diag_error(g->ctx, rd->span, "'rowdim' places the rows of a 2-D "
 			"tile; a row vector's rows run along the last index");
-		return;
+		return 0;
 	}
-	if (xv->ety != r->ety) {
-		diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s but the "
-			"row vector is %s", r->name, ty_name(r->ety),
-			ty_name(xv->ety));
-		return;
-	}
-	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, d, r, &last,
-		r->rank - 1, &rix);
-	if (!lin)
-		return;
-	const Node *lim = sg_opattr(g, n, "limit", false);
 	Ref lv = lim && lim->a ? sg_int_arg(g, lim->a, "'limit'") :
 		sg_const_i(g, INT32_MAX, TY_I32, n->span);
-	if (!lv)
-		return;
-	Ref one = sg_const_i(g, 1, TY_I32, n->span);  /* before the emit */
-	SirIns *i = sg_emit(g, SOP_gtload, n->span);
-	r->direct = true;
-	i->dst = x;
-	i->a[0] = lin;
-	i->a[1] = lv;
-	i->a[2] = rix;
-	i->a[3] = one;
-	i->na = 4;
-	i->r[0] = r;
+	*stride = sg_const_i(g, 1, TY_I32, n->span);
+	return lv;
 }
 
 /* global_load x, G[i0, ...] [rowdim=K] [limit=L]: a 2-D register tile
  * from global memory, element (r, c) from the indices given with r added
  * to index K (the first by default; needed for more than 2 dimensions)
- * and c to the last; a row whose index K is >= L reads 0.  SIR: dst the
- * tile, a[0] the linear index, a[1] the limit (INT32_MAX without one),
- * a[2] index K, a[3] the row stride in elements. */
+ * and c to the last; a row whose index K is >= L reads 0.  A row vector
+ * (a 'reg' of layout rows(P)) loads as a row vector stores: row r from
+ * the indices with r added to the last one (K the last, stride 1).  SIR:
+ * dst the tile, a[0] the linear index, a[1] the limit (INT32_MAX without
+ * one), a[2] index K, a[3] the row stride in elements. */
 void
 sg_op_gload(G *g, const Node *n)
 {
@@ -205,37 +184,41 @@ sg_op_gload(G *g, const Node *n)
 	if (!r || sg_val(g, x)->ty == TY_ERR)
 		return;
 	const SirVal xv = *sg_val(g, x);
+	bool rv = xv.lay->kind == LK_ROWS;
 	if (!xv.mut) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'global_load' writes a "
 			"'reg' tile or row vector; '%s' is not a 'reg' variable",
 			sg_text(g, n->kids.v[0]->span, "x"));
 		return;
 	}
-	if (xv.lay->kind == LK_ROWS) {
-		gload_rows(g, n, r, x, &xv);
-		return;
-	}
-	/* a 'reg' tile: f32, bf16 or f16 (i32 and bool tiles are values) */
+	/* a 'reg' tile: f32, bf16 or f16 (i32 and bool tiles are values);
+	 * a row vector: f32 */
 	if (xv.ety != r->ety) {
-		diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s but the "
-			"tile is %s; load into a %s tile and 'cvt' it",
-			r->name, ty_name(r->ety), ty_name(xv.ety),
-			ty_name(r->ety));
+		if (rv)
+			diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s "
+				"but the row vector is %s", r->name,
+				ty_name(r->ety), ty_name(xv.ety));
+		else
+			diag_error(g->ctx, n->kids.v[0]->span, "'%s' holds %s "
+				"but the tile is %s; load into a %s tile and 'cvt' "
+				"it", r->name, ty_name(r->ety), ty_name(xv.ety),
+				ty_name(r->ety));
 		return;
 	}
-	if (r->rank < 2) {
+	if (!rv && r->rank < 2) {
 		diag_error(g->ctx, d->span, "a 2-D tile comes from a global of "
 			"2 or more dimensions; '%s' has %d", r->name, r->rank);
 		return;
 	}
 	const Node *rd = sg_opattr(g, n, "rowdim", false);
-	int64_t rowdim = 0;
-	if (rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
+	int64_t rowdim = rv ? r->rank - 1 : 0;
+	if (!rv && rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
 	    r->rank - 2, &rowdim))
 		return;
 	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, d, r, &last,
-		(int)rowdim, &rix), stride, lv;
-	if (!lin || !tile_rows(g, n, r, (int)rowdim, rd, &stride, &lv))
+		(int)rowdim, &rix), stride = 0, lv = 0;
+	if (!lin || (rv ? !(lv = rows_limit(g, n, &stride)) :
+	    !tile_rows(g, n, r, (int)rowdim, rd, &stride, &lv)))
 		return;
 	SirIns *i = sg_emit(g, SOP_gtload, n->span);
 	r->direct = true;

@@ -448,20 +448,22 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 }
 
 fg_status
-attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
-	fg_kernel **out)
+attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
+	const fg_attention_args *a, bool plain, fg_kernel **out)
 {
 	/* a window makes causal its right side (WR = 0): one variant */
-	AttnVariant want = {.cc = cc, .d = (int)a->head_dim,
-		.causal = a->causal && !a->window, .dt = a->dtype,
-		.window = a->window != 0, .softcap = a->softcap > 0,
-		.sinks = a->sinks != 0, .varlen = attn_varlen(a),
-		.alibi = a->alibi_slopes != 0}, *v;
-	const char *file = NULL;
-	fg_status st;
+	AttnVariant want = {.cc = cc, .d = (int)a->head_dim, .dt = a->dtype,
+		.plain = plain}, *v;
+	fg_status st = FG_OK;
 
-	if ((st = pick(c, fn, cc, (int)a->head_dim, a->schedule, &file)))
-		return st;
+	if (!plain) {
+		want.causal = a->causal && !a->window;
+		want.window = a->window != 0;
+		want.softcap = a->softcap > 0;
+		want.sinks = a->sinks != 0;
+		want.varlen = attn_varlen(a);
+		want.alibi = a->alibi_slopes != 0;
+	}
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
@@ -469,7 +471,7 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 		    v->causal == want.causal && v->window == want.window &&
 		    v->softcap == want.softcap && v->sinks == want.sinks &&
 		    v->varlen == want.varlen && v->alibi == want.alibi &&
-		    !v->plain && !strcmp(v->file, want.file))
+		    v->plain == want.plain && !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
 		if ((v = rt_alloc(c, sizeof *v))) {
@@ -488,40 +490,15 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 }
 
 fg_status
-attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc, int d,
-	fg_dtype dt, int causal, bool window, bool softcap, bool varlen,
-	bool alibi, bool plain, fg_kernel **out)
+attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
+	fg_kernel **out)
 {
-	AttnVariant want = {.cc = cc, .d = d, .causal = plain ? 0 : causal,
-		.dt = dt, .plain = plain, .window = window && !plain,
-		.softcap = softcap && !plain, .varlen = varlen && !plain,
-		.alibi = alibi && !plain}, *v;
-	fg_status st = FG_OK;
+	const char *file = NULL;
+	fg_status st;
 
-	snprintf(want.file, sizeof want.file, "%s", file);
-	pthread_mutex_lock(&c->attn_mu);
-	for (v = c->attn; v; v = v->next)
-		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
-		    v->causal == want.causal && v->plain == want.plain &&
-		    v->window == want.window && v->softcap == want.softcap &&
-		    v->varlen == want.varlen && v->alibi == want.alibi &&
-		    !v->sinks &&
-		    !strcmp(v->file, want.file))
-			break;
-	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
-		if ((v = rt_alloc(c, sizeof *v))) {
-			*v = want;
-			v->next = c->attn;
-			c->attn = v;
-		} else {
-			fg_kernel_free(want.k);
-			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
-		}
-	}
-	pthread_mutex_unlock(&c->attn_mu);
-	if (v)
-		*out = v->k;
-	return st;
+	if ((st = pick(c, fn, cc, (int)a->head_dim, a->schedule, &file)))
+		return st;
+	return attn_kernel(c, fn, file, cc, a, false, out);
 }
 
 int64_t

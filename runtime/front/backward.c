@@ -166,17 +166,13 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 			"kernels' 32-bit indexing of dQ's accumulator", fn,
 			(long long)f->batch, (long long)f->heads,
 			(long long)f->seq_q, dd);
-	/* a window makes causal its right side (WR = 0): one variant */
 	bool win = f->window != 0, cap = f->softcap > 0, vl = attn_varlen(f);
-	bool ali = f->alibi_slopes != 0;
-	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, dd, f->dtype, 0,
-	    false, false, false, false, true, &pre)) ||
+	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, f, true,
+	    &pre)) ||
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
-	    "fa_bwd_sm90.fa", cc, dd, f->dtype, f->causal && !win, win, cap,
-	    vl, ali, false, &mid)) ||
-	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, dd, f->dtype, 0,
-	    false, false, false, false, true, &post)) ||
-	    (st = pool(c, d, &mp)))
+	    "fa_bwd_sm90.fa", cc, f, false, &mid)) ||
+	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, f, true,
+	    &post)) || (st = pool(c, d, &mp)))
 		return st;
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))
@@ -217,7 +213,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	}
 	if (cap)
 		ma[nm++] = FG_FLOAT("sc_in", t.scale / f->softcap);
-	if (ali)
+	if (f->alibi_slopes)
 		ma[nm++] = FG_PTR("SLOPES", f->alibi_slopes);  /* f32 [heads] */
 	if (vl) {
 		/* at least one key block: a batch without keys has an

@@ -65,12 +65,11 @@ fg_status attn_tensor(fg_ctx *, const char *fn, const char *name,
 	uint64_t ptr, const int64_t *given, bool q_rows,
 	const fg_attention_args *a, bool tma, int64_t *st);
 /* A shipped schedule's kernel for compute capability cc: file with -D D,
- * DT and CAUSAL, and WINDOW, SOFTCAP, VARLEN, ALIBI=true when asked
- * (plain: D and DT only), compiled on first use and kept in the context
- * as attn_variant's. */
+ * DT and CAUSAL, and WINDOW, SOFTCAP, SINKS, VARLEN, ALIBI=true as a asks
+ * (plain: -D D and DT only), compiled on first use and kept in the
+ * context; attn_variant picks the forward's file and calls it. */
 fg_status attn_kernel(fg_ctx *, const char *fn, const char *file, int cc,
-	int d, fg_dtype dt, int causal, bool window, bool softcap, bool varlen,
-	bool alibi, bool plain, fg_kernel **out);
+	const fg_attention_args *a, bool plain, fg_kernel **out);
 int64_t attn_heads_k(const fg_attention_args *a);  /* heads_k, 0: heads */
 bool attn_varlen(const fg_attention_args *a);  /* cu_seqlens given */
 void attn_free(fg_ctx *);

@@ -1,9 +1,9 @@
 /* rt_front.h: the runtime's front ends (runtime/front/).
  *
  * Takes: runtime/jit (rt_jit.h) and the layers below it.  Gives:
- * fg_attention_forward on the shipped schedules and
- * fg_attention_reference, the unfused baseline, with their shared
- * argument checks.  Layer above: runtime/api.c. */
+ * fg_attention_forward and fg_attention_backward (backward.c) on the
+ * shipped schedules and fg_attention_reference, the unfused baseline,
+ * with their shared argument checks.  Layer above: runtime/api.c. */
 #ifndef RT_FRONT_H
 #define RT_FRONT_H
 

@@ -39,6 +39,10 @@ install puts it), the dynamic linker's path (libfagen.so.0), then the
 source tree's build/; where no CUDA toolkit is installed it assembles PTX
 with the nvidia-cuda-nvcc and nvidia-nvjitlink wheels (fagen[cuda];
 _cuda.py).  fagen.__version__ is libfagen's version.
+
+fagen.flex_attention, fagen.create_block_mask and fagen.BlockMask
+(flex.py) take FlexAttention's score_mod and mask_mod, traced into
+fagen's schedule language (_flextrace.py; issue #22).
 """
 
 import ctypes
@@ -46,9 +50,11 @@ import os
 import threading
 
 from . import _cuda
+from .flex import BlockMask, create_block_mask, flex_attention
 
 __all__ = ["attention", "attention_varlen", "reference", "version",
-           "FagenError"]
+           "FagenError", "flex_attention", "create_block_mask",
+           "BlockMask"]
 
 _STATUS = [
     "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",

@@ -207,9 +207,15 @@ class Value:
 # ---- building nodes --------------------------------------------------------
 
 def _tr_of(*xs):
+    """The trace of the first Value in xs, or in tuples and lists in xs
+    (an index tuple)."""
     for x in xs:
         if isinstance(x, Value):
             return x.tr
+        if isinstance(x, (tuple, list)):
+            tr = _tr_of(*x)
+            if tr is not None:
+                return tr
     return None
 
 

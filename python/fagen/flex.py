@@ -82,9 +82,9 @@ def _to_classes(torch, num, idx, full_num, full_idx):
     return cls[..., :nk]
 
 
-def _group(torch, x, dim, r, pad):
-    """x grouped by r along dim (padded with pad): whether any (pad False)
-    or all (pad True) of each group is true."""
+def _group(torch, x, dim, r, every, pad):
+    """x grouped by r along dim, padded with pad: whether every (else
+    any) element of each group is true."""
     n = x.shape[dim]
     g = _cdiv(n, r)
     if g * r != n:
@@ -95,7 +95,7 @@ def _group(torch, x, dim, r, pad):
     shape = list(x.shape)
     shape[dim:dim + 1] = [g, r]
     x = x.reshape(shape)
-    return x.all(dim + 1) if pad else x.any(dim + 1)
+    return x.all(dim + 1) if every else x.any(dim + 1)
 
 
 def _reblock(torch, cls, bs, seq):
@@ -107,10 +107,10 @@ def _reblock(torch, cls, bs, seq):
             cls = cls.repeat_interleave(size // BLOCK, dim)
         elif size < BLOCK:
             r = BLOCK // size
-            some = _group(torch, cls > 0, dim, r, False)
+            some = _group(torch, cls > 0, dim, r, False, False)
             # past the sequence's end a query sub-block counts as full
             # (the rows do not exist); a key tail is never full (below)
-            full = _group(torch, cls == 2, dim, r, dim == 2)
+            full = _group(torch, cls == 2, dim, r, True, dim == 2)
             cls = some.to(torch.int8) + full.to(torch.int8)
         want = _cdiv(n, BLOCK)
         if cls.shape[dim] > want:
@@ -273,7 +273,7 @@ def _classify(torch, mask_mod, bi, hi, qi, kv, nqb, nk):
     return some.to(torch.int8) + full.to(torch.int8)
 
 
-# ---- flex_attention ----------------------------------------------------------
+# ---- flex_attention --------------------------------------------------------
 
 def _check_qkv(torch, q, k, v, enable_gqa):
     for name, t in (("query", q), ("key", k), ("value", v)):

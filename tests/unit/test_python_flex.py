@@ -78,6 +78,7 @@ torch = types.SimpleNamespace(**{n: torch_fn(n) for n in (
 torch.Tensor = types.SimpleNamespace(where=torch_fn("where", True))
 
 DOC = Tensor((2, 1000), "int32")
+DOC4 = Tensor((4, 16384), "int32")
 REL = Tensor((4, 1999), "float32")
 SLOPES = Tensor((4,), "float32")
 WINDOW = 256
@@ -136,6 +137,12 @@ def pairs():
         ("softcap and document", softcap, document,
          "global FX0 : i32[2, 1000];\n"
          "mod score_mod(s, b, h, q, k) = 30.0 * tanh(s / 30.0);\n"
+         "mod mask_mod(b, h, q, k) = FX0[b, q] == FX0[b, k] && q >= k;\n"),
+        ("docs/API.md's example",
+         lambda s, b, h, q, k: s - 0.5 * abs(q - k),
+         lambda b, h, q, k: (DOC4[b, q] == DOC4[b, k]) & (q >= k),
+         "global FX0 : i32[4, 16384];\n"
+         "mod score_mod(s, b, h, q, k) = s - 0.5 * cvt(abs(q - k), f32);\n"
          "mod mask_mod(b, h, q, k) = FX0[b, q] == FX0[b, k] && q >= k;\n"),
         ("where and promotion",
          lambda s, b, h, q, k: torch.where(q >= k, s * (q / 2), -float("inf")),
@@ -380,6 +387,15 @@ def block_masks(torch):
 
     doc = torch.tensor([[0] * 100 + [1] * 150 + [2] * 83,
                         [0] * 300 + [1] * 33])
+    # torch's own tensors and functions, through its TorchFunctionMode
+    t = ft.make_plan(lambda s, b, h, q, k: torch.where(
+        q >= k, s + torch.tanh(s), -float("inf")),
+        lambda b, h, q, k: (doc[b, q] == doc[b, k]) & (q >= k)).text
+    check("torch: captured tensor and functions", t,
+          "global FX0 : i32[2, 333];\n"
+          "mod score_mod(s, b, h, q, k) = select(q >= k, s + tanh(s), "
+          "-inf);\n"
+          "mod mask_mod(b, h, q, k) = FX0[b, q] == FX0[b, k] && q >= k;\n")
     mods = [("causal", lambda b, h, q, k: q >= k),
             ("sliding", lambda b, h, q, k: (q >= k) & (q - k <= 100)),
             ("document", lambda b, h, q, k: (doc[b, q] == doc[b, k]) &

@@ -105,6 +105,9 @@ void sir_print(const SirMod *, Buf *);
 void sir_dot(Ctx *, const SirMod *, Buf *);   /* dot.c: --emit dot */
 SirMod *sirgen(Ctx *, Kernel *);       /* sirgen.c: AST bodies -> SIR */
 bool sir_verify(Ctx *, const SirMod *); /* structure and target rules */
+/* sirload.c: what a gather's elements depend on (rowid, colid, more) */
+enum { SD_ROW = 1, SD_COL = 2, SD_ANY = 4 };
+int sir_gather_deps(Ctx *, const SirPart *, const SirIns *gather);
 
 /* ---------------------------------------------------------------- passes
  * Every pass has one signature; pass.c runs them from one table. */

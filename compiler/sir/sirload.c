@@ -1,6 +1,10 @@
-/* sirload.c: reading one element of a global tensor as a value,
- * 'G[i, ...]' (the gload op), and the rule that makes such reads sound:
- * a kernel never both loads and writes a global.  Nothing in the
+/* sirload.c: reading global tensors as values: one element,
+ * 'G[i, ...]' with scalar indices (the gload op), or a gather, the same
+ * with i32 register tiles among the indices (issue #22): a tile of their
+ * layout and shape whose element (r, c) is G at the indices' elements
+ * (r, c), 0 where an index is outside its dimension.  And the rule that
+ * makes such reads sound: a kernel never both loads and writes a global.
+ * Nothing in the
  * language orders a write to global memory (a 'store' or a 'tma_store')
  * before another thread's load of it: no barrier or fence of the
  * language covers global memory, within a CTA or across CTAs.  So a
@@ -8,7 +12,9 @@
  * take the read-only path (ld.global.nc).
  * Requires: a Kernel from sema.  Ensures: gload instructions with a
  * scalar result (f32 for f32, bf16 and f16 elements, else the integer
- * element type), or diagnostics. */
+ * element type) from a linear index, or with a tile result (f32 or i32)
+ * from a linear index tile and an in-bounds predicate tile; or
+ * diagnostics. */
 #include <string.h>
 
 #include "base/base.h"
@@ -16,12 +22,135 @@
 #include "sir/sir.h"
 #include "sir/sirgen.h"
 
-/* n: N_INDEX, a name and one index per dimension. */
+/* Index k of a load (ix[0..k] lowered, d the N_INDEX) may join a gather:
+ * a tile index is an i32 tile, 2-D, of the layout and shape of the
+ * earlier tile indices; once a tile is among them, every scalar index
+ * is an i32 (or a constant).  False after a diagnostic (or on an error
+ * value). */
+bool
+sg_gather_index(G *g, const Node *d, int k, const Ref *ix)
+{
+	const SirVal *v = sg_val(g, ix[k]), *first = NULL;
+	const Node *e = d->kids.v[k];
+	int kt = -1;
+
+	if (v->ty == TY_ERR)
+		return false;
+	for (int j = 0; j < k && kt < 0; j++)
+		if (sg_val(g, ix[j])->ty == TY_FRAG)
+			kt = j, first = sg_val(g, ix[j]);
+	if (v->ty != TY_FRAG) {
+		sg_int_check(g, e, ix[k], "an index");
+		if (!ty_isint(v->ty) && !(v->ty == TY_BOOL && v->isconst))
+			return false;
+		if (first && v->ty != TY_I32 && !v->isconst) {
+			diag_error(g->ctx, e->span, "an index beside a register "
+				"tile must be 'i32', found '%s'", ty_name(v->ty));
+			return false;
+		}
+		return true;
+	}
+	if (v->ety != TY_I32 || v->lay->kind == LK_ROWS) {
+		diag_error(g->ctx, e->span, "an index must be 'i32' or a "
+			"register tile of 'i32', found %s%s%s",
+			v->lay->kind == LK_ROWS ? "a row vector" : "a tile of '",
+			v->lay->kind == LK_ROWS ? "" : ty_name(v->ety),
+			v->lay->kind == LK_ROWS ? "" : "'");
+		return false;
+	}
+	if (first && (!sg_same_layout(first->lay, v->lay) ||
+	    first->m != v->m || first->n != v->n)) {
+		diag_error(g->ctx, e->span, "the index tiles of a gather have "
+			"one layout and shape: this is '%s' [%d,%d], index %d "
+			"'%s' [%d,%d]", sg_layname(v->lay), v->m, v->n, kt,
+			sg_layname(first->lay), first->m, first->n);
+		return false;
+	}
+	for (int j = 0; j < k && !first; j++) {
+		const SirVal *s = sg_val(g, ix[j]);
+		if (s->ty != TY_I32 && !s->isconst) {
+			diag_error(g->ctx, d->kids.v[j]->span, "an index beside "
+				"a register tile must be 'i32', found '%s'",
+				ty_name(s->ty));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The in-bounds predicate of a gather: every index i_k in [0, d_k), as a
+ * bool tile; the scalar indices' part is computed once, as a scalar. */
+static Ref
+in_bounds(G *g, const Node *d, const Res *r, const Ref *ix)
+{
+	Ref tok = 0, sok = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < r->rank; k++) {
+			bool tile = sg_val(g, ix[k])->ty == TY_FRAG;
+			if (tile != (pass == 1))
+				continue;
+			Span sp = d->kids.v[k]->span;
+			Node o = {.span = sp};
+			Node ge = {.kind = N_BINARY, .op = B_GE, .span = sp,
+				.a = &o, .b = &o};
+			Node lt = {.kind = N_BINARY, .op = '<', .span = sp,
+				.a = &o, .b = &o};
+			Node and = {.kind = N_BINARY, .op = B_ANDAND, .span = sp,
+				.a = &o, .b = &o};
+			Ref lo = sg_binop(g, &ge, ix[k], sg_const_i(g, 0, TY_I32,
+				sp));
+			Ref hi = sg_binop(g, &lt, ix[k], sg_expr(g, r->dims[k]));
+			Ref ok = sg_binop(g, &and, lo, hi);
+			Ref *acc = tile ? &tok : &sok;
+			*acc = *acc ? sg_binop(g, &and, *acc, ok) : ok;
+		}
+	const SirVal *s = sok ? sg_val(g, sok) : NULL;
+	if (s && s->isconst && s->ci)  /* constant indices in bounds */
+		return tok;
+	Node o = {.span = d->span};
+	Node and = {.kind = N_BINARY, .op = B_ANDAND, .span = d->span,
+		.a = &o, .b = &o};
+	return s ? sg_binop(g, &and, tok, sok) : tok;
+}
+
+/* G[i0, ...] with tile indices (ix, lin their linear index): a gather,
+ * f32 from f32, bf16 and f16 elements, i32 from i32 ones. */
+static Ref
+gather(G *g, const Node *n, Res *r, const Ref *ix, Ref lin)
+{
+	if (r->ety != TY_F32 && r->ety != TY_BF16 && r->ety != TY_F16 &&
+	    r->ety != TY_I32) {
+		diag_error(g->ctx, n->span, "a gather loads 'f32', 'bf16', "
+			"'f16' or 'i32' elements into a register tile; '%s' "
+			"holds '%s'", r->name, ty_name(r->ety));
+		diag_note(g->ctx, r->nspan, "'%s' declared here", r->name);
+		return sg_err(g);
+	}
+	Ref ok = in_bounds(g, n, r, ix);
+	if (sg_val(g, ok)->ty == TY_ERR)
+		return ok;
+	const SirVal lv = *sg_val(g, lin);  /* sir_val may move the table */
+	Ref d = sir_val(g->ctx, g->p, TY_FRAG, NULL);
+	sg_frag_like(g, d, &lv);
+	sg_val(g, d)->ety = r->ety == TY_I32 ? TY_I32 : TY_F32;
+	SirIns *i = sg_emit(g, SOP_gload, n->span);
+	r->direct = true;
+	i->dst = d;
+	i->a[0] = lin;
+	i->a[1] = ok;
+	i->na = 2;
+	i->r[0] = r;
+	return d;
+}
+
+/* n: N_INDEX, a name and one index per dimension; a gather when one
+ * of them is a register tile. */
 Ref
 sg_gload(G *g, const Node *n)
 {
 	Res *r = n->a->kind == N_NAME ? kernel_find(g->k, n->a->name) : NULL;
-	Ref last = 0, lin;
+	Ref lin;
 
 	if (!r || r->kind != R_GLOBAL) {
 		if (r && (r->kind == R_PARAM || r->kind == R_CONST))
@@ -41,8 +170,11 @@ sg_gload(G *g, const Node *n)
 				r->name);
 		return sg_err(g);
 	}
-	if (!(lin = sg_lin_index(g, n, r, &last)))
+	Ref *ix = NEWARR(&g->ctx->scratch, Ref, (size_t)n->kids.n + 1);
+	if (!(lin = sg_lin_index_ix(g, n, r, ix)))
 		return sg_err(g);
+	if (sg_val(g, lin)->ty == TY_FRAG)
+		return gather(g, n, r, ix, lin);
 	Ty t = r->ety == TY_BF16 || r->ety == TY_F16 ? TY_F32 : r->ety;
 	Ref d = sir_val(g->ctx, g->p, t, NULL);
 	SirIns *i = sg_emit(g, SOP_gload, n->span);
@@ -63,6 +195,67 @@ written(const SirIns *in)
 	if (in->op == SOP_tma_store)  /* r[0]: the view */
 		return in->r[0]->of;
 	return NULL;
+}
+
+/* The instruction that defines r in b or a block nested in it. */
+static const SirIns *
+def_of(const SirBlock *b, Ref r)
+{
+	for (int i = 0; b && i < b->n; i++) {
+		const SirIns *in = &b->v[i], *d;
+		if (in->dst == r)
+			return in;
+		if ((d = def_of(in->body, r)) || (d = def_of(in->els, r)))
+			return d;
+	}
+	return NULL;
+}
+
+/* sir_gather_deps of value r; memo[r] is that plus 1 once known. */
+static int
+deps(const SirPart *sp, int *memo, Ref r, int depth)
+{
+	const SirVal *v = &sp->vals[r];
+	const SirIns *in;
+	int d = 0;
+
+	if (v->ty != TY_FRAG)
+		return 0;
+	if (memo[r])
+		return memo[r] - 1;
+	if (v->mut || v->lay->kind == LK_ROWS || depth > 64 ||
+	    ty_bytes(v->ety) == 2 || !(in = def_of(&sp->body, r)))
+		d = SD_ANY;
+	else if (in->op == SOP_rowid || in->op == SOP_colid)
+		d = in->op == SOP_rowid ? SD_ROW : SD_COL;
+	else switch (in->op) {
+	case SOP_add: case SOP_sub: case SOP_mul: case SOP_min: case SOP_max:
+	case SOP_neg: case SOP_abs: case SOP_eq: case SOP_ne: case SOP_lt:
+	case SOP_le: case SOP_gt: case SOP_ge: case SOP_and: case SOP_or:
+	case SOP_not: case SOP_select: case SOP_fill: case SOP_gload:
+		for (int k = 0; k < in->na; k++)
+			d |= deps(sp, memo, in->a[k], depth + 1);
+		break;
+	default:
+		d = SD_ANY;
+	}
+	memo[r] = d + 1;
+	return d;
+}
+
+/* What the elements of a gather's index and predicate depend on besides
+ * scalars: SD_ROW (rowid), SD_COL (colid), both, or SD_ANY (anything
+ * else: a tile assigned more than once, an operation that is not
+ * elementwise, a row vector, 16-bit registers that pack two elements).
+ * With SD_ROW alone (SD_COL alone, none), a thread's registers of one
+ * row (column, all) load one element: the lowering and the register
+ * estimate count one load per row (column). */
+int
+sir_gather_deps(Ctx *ctx, const SirPart *sp, const SirIns *in)
+{
+	int *memo = NEWARR(&ctx->scratch, int, (size_t)sp->nvals + 1);
+
+	return deps(sp, memo, in->a[0], 0) | deps(sp, memo, in->a[1], 0);
 }
 
 /* The first load and the first write of each global, by Res index. */

@@ -29,8 +29,9 @@
  *   arithmetic on them, which ptxas computes element by element where
  *   they are used (an ALiBi bias, issue #22);
  * - a gather whose index depends on rowid alone (colid alone) loads once
- *   per row (column) of the thread's and copies (ptx/ptxtile.c), so it
- *   takes a register per row (column) a thread holds;
+ *   per row (column) of the thread's and copies (ptx/ptxtile.c), so it,
+ *   and what is computed from it alone, takes a register per row
+ *   (column) a thread holds (sir_elem_deps);
  * - addresses, loop counters, predicates and the like that the IR does
  *   not show: OVERHEAD registers.
  * OVERHEAD and the rules above are calibrated against ptxas 13.0 on the
@@ -148,28 +149,6 @@ val_regs(const SirVal *v)
 	default:
 		return 0;  /* predicates have their own file */
 	}
-}
-
-/* The registers of a gather's result (size without repeats): one per
- * row or column a thread holds when its index depends on rowid or colid
- * alone (sir_gather_deps), as the lowering loads. */
-static int
-gather_regs(Ctx *ctx, const SirPart *sp, const SirIns *in, int size)
-{
-	const SirVal *v = &sp->vals[in->dst];
-	int d = sir_gather_deps(ctx, sp, in);
-	bool acc = v->lay->kind == LK_WGMMA_ACC;
-	int n;
-
-	if (d == 0)
-		n = 1;
-	else if (d == SD_ROW)
-		n = acc ? 2 : 1;           /* tmem_rows: one row per thread */
-	else if (d == SD_COL)
-		n = acc ? v->n / 4 : v->n;  /* wgmma_acc: 2 of every 8 */
-	else
-		return size;
-	return n < size ? n : size;
 }
 
 static Set *
@@ -776,11 +755,12 @@ estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
 		e.uniform[r] = e.istile[r];
 	while (find_defs(&e, &sp->body))
 		;
+	const int *dep = sir_elem_deps(ctx, sp);
 	for (uint32_t r = 1; r < sp->nvals; r++) {
 		if (e.uniform[r] && e.size[r] > 1)
 			e.size[r] = 1;
-		if (e.istile[r] && e.def[r] && e.def[r]->op == SOP_gload)
-			e.size[r] = gather_regs(ctx, sp, e.def[r], e.size[r]);
+		else if (e.istile[r] && dep[r] != SD_ANY)
+			e.size[r] = sir_elem_regs(&sp->vals[r], dep[r], e.size[r]);
 	}
 	e.budgeted = sp->part->regs || k->maxnreg;
 	int *uses = NEWARR(&ctx->scratch, int, nv);

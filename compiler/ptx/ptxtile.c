@@ -109,7 +109,8 @@ static void
 same_as(const PG *g, const SirIns *in, int n, int *src)
 {
 	const Layout *l = g->sp->vals[in->dst].lay;
-	int d = sir_gather_deps(g->ctx, g->sp, in);
+	const int *dep = sir_elem_deps(g->ctx, g->sp);
+	int d = dep[in->a[0]] | dep[in->a[1]];
 	int *key = NEWARR(&g->ctx->scratch, int, (size_t)n);
 
 	for (int j = 0; j < n; j++) {

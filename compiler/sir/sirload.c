@@ -4,17 +4,18 @@
  * layout and shape whose element (r, c) is G at the indices' elements
  * (r, c), 0 where an index is outside its dimension.  And the rule that
  * makes such reads sound: a kernel never both loads and writes a global.
- * Nothing in the
- * language orders a write to global memory (a 'store' or a 'tma_store')
- * before another thread's load of it: no barrier or fence of the
- * language covers global memory, within a CTA or across CTAs.  So a
- * global a kernel loads is an input for its whole life, and the loads
+ * Nothing in the language orders a write to global memory (a 'store' or
+ * a 'tma_store') before another thread's load of it: no barrier or fence
+ * of the language covers global memory, within a CTA or across CTAs.  So
+ * a global a kernel loads is an input for its whole life, and the loads
  * take the read-only path (ld.global.nc).
  * Requires: a Kernel from sema.  Ensures: gload instructions with a
  * scalar result (f32 for f32, bf16 and f16 elements, else the integer
  * element type) from a linear index, or with a tile result (f32 or i32)
  * from a linear index tile and an in-bounds predicate tile; or
- * diagnostics. */
+ * diagnostics.  Also what each tile's registers depend on
+ * (sir_elem_deps), for the lowering and the register estimate of
+ * gathers. */
 #include <string.h>
 
 #include "base/base.h"
@@ -197,65 +198,84 @@ written(const SirIns *in)
 	return NULL;
 }
 
-/* The instruction that defines r in b or a block nested in it. */
-static const SirIns *
-def_of(const SirBlock *b, Ref r)
-{
-	for (int i = 0; b && i < b->n; i++) {
-		const SirIns *in = &b->v[i], *d;
-		if (in->dst == r)
-			return in;
-		if ((d = def_of(in->body, r)) || (d = def_of(in->els, r)))
-			return d;
-	}
-	return NULL;
-}
-
-/* sir_gather_deps of value r; memo[r] is that plus 1 once known. */
+/* What the registers of tile value v, defined by in, depend on besides
+ * scalars, from its operands' (dep). */
 static int
-deps(const SirPart *sp, int *memo, Ref r, int depth)
+dep_of(const SirPart *sp, const SirIns *in, const SirVal *v, const int *dep)
 {
-	const SirVal *v = &sp->vals[r];
-	const SirIns *in;
 	int d = 0;
 
-	if (v->ty != TY_FRAG)
-		return 0;
-	if (memo[r])
-		return memo[r] - 1;
-	if (v->mut || v->lay->kind == LK_ROWS || depth > 64 ||
-	    ty_bytes(v->ety) == 2 || !(in = def_of(&sp->body, r)))
-		d = SD_ANY;
-	else if (in->op == SOP_rowid || in->op == SOP_colid)
-		d = in->op == SOP_rowid ? SD_ROW : SD_COL;
-	else switch (in->op) {
+	if (v->mut || v->lay->kind == LK_ROWS || ty_bytes(v->ety) == 2)
+		return SD_ANY;
+	switch (in->op) {
+	case SOP_rowid:
+		return SD_ROW;
+	case SOP_colid:
+		return SD_COL;
 	case SOP_add: case SOP_sub: case SOP_mul: case SOP_min: case SOP_max:
 	case SOP_neg: case SOP_abs: case SOP_eq: case SOP_ne: case SOP_lt:
 	case SOP_le: case SOP_gt: case SOP_ge: case SOP_and: case SOP_or:
 	case SOP_not: case SOP_select: case SOP_fill: case SOP_gload:
 		for (int k = 0; k < in->na; k++)
-			d |= deps(sp, memo, in->a[k], depth + 1);
-		break;
+			if (sp->vals[in->a[k]].ty == TY_FRAG)
+				d |= dep[in->a[k]];
+		return d;
 	default:
-		d = SD_ANY;
+		return SD_ANY;
 	}
-	memo[r] = d + 1;
-	return d;
 }
 
-/* What the elements of a gather's index and predicate depend on besides
- * scalars: SD_ROW (rowid), SD_COL (colid), both, or SD_ANY (anything
- * else: a tile assigned more than once, an operation that is not
- * elementwise, a row vector, 16-bit registers that pack two elements).
- * With SD_ROW alone (SD_COL alone, none), a thread's registers of one
- * row (column, all) load one element: the lowering and the register
- * estimate count one load per row (column). */
-int
-sir_gather_deps(Ctx *ctx, const SirPart *sp, const SirIns *in)
+static void
+dep_walk(const SirPart *sp, const SirBlock *b, int *dep)
 {
-	int *memo = NEWARR(&ctx->scratch, int, (size_t)sp->nvals + 1);
+	for (int i = 0; b && i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		const SirVal *v = &sp->vals[in->dst];
+		if (in->dst && v->ty == TY_FRAG)
+			dep[in->dst] |= dep_of(sp, in, v, dep);
+		dep_walk(sp, in->body, dep);
+		dep_walk(sp, in->els, dep);
+	}
+}
 
-	return deps(sp, memo, in->a[0], 0) | deps(sp, memo, in->a[1], 0);
+/* For every value of sp, what its registers depend on besides scalars
+ * (issue #22): SD_ROW (rowid), SD_COL (colid), both, or SD_ANY
+ * (anything else: a tile assigned more than once, an operation that is
+ * not elementwise, a row vector, 16-bit registers that pack two
+ * elements); 0 for scalars.  One walk in program order, where every
+ * value but a 'reg' or 'var' is defined once, before its uses.  With
+ * SD_ROW alone (SD_COL alone, none), a thread's registers of one row
+ * (column, all) hold one value: a gather loads once per row (column),
+ * ptx/ptxtile.c, and what is computed from it repeats too. */
+int *
+sir_elem_deps(Ctx *ctx, const SirPart *sp)
+{
+	int *dep = NEWARR(&ctx->scratch, int, (size_t)sp->nvals + 1);
+
+	for (uint32_t r = 1; r < sp->nvals; r++)
+		if (sp->vals[r].ty == TY_FRAG && sp->vals[r].mut)
+			dep[r] = SD_ANY;
+	dep_walk(sp, &sp->body, dep);
+	return dep;
+}
+
+/* The registers per thread that tile v takes (size: one per element)
+ * when its registers depend on d (sir_elem_deps): one per row or column
+ * the thread holds for SD_ROW or SD_COL alone (2 rows and n/4 columns of
+ * a wgmma_acc tile, 1 row and n columns of a tmem_rows one), else size. */
+int
+sir_elem_regs(const SirVal *v, int d, int size)
+{
+	bool acc = v->lay->kind == LK_WGMMA_ACC;
+	int n = size;
+
+	if (d == 0)
+		n = 1;
+	else if (d == SD_ROW)
+		n = acc ? 2 : 1;
+	else if (d == SD_COL)
+		n = acc ? v->n / 4 : v->n;
+	return n < size ? n : size;
 }
 
 /* The first load and the first write of each global, by Res index. */

@@ -28,6 +28,10 @@
  *   index tiles (rowid, colid: a base register plus immediates) and pure
  *   arithmetic on them, which ptxas computes element by element where
  *   they are used (an ALiBi bias, issue #22);
+ * - a gather whose index depends on rowid alone (colid alone) loads once
+ *   per row (column) of the thread's and copies (ptx/ptxtile.c), so it,
+ *   and what is computed from it alone, takes a register per row
+ *   (column) a thread holds (sir_elem_deps);
  * - addresses, loop counters, predicates and the like that the IR does
  *   not show: OVERHEAD registers.
  * OVERHEAD and the rules above are calibrated against ptxas 13.0 on the
@@ -751,9 +755,13 @@ estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
 		e.uniform[r] = e.istile[r];
 	while (find_defs(&e, &sp->body))
 		;
-	for (uint32_t r = 1; r < sp->nvals; r++)
+	const int *dep = sir_elem_deps(ctx, sp);
+	for (uint32_t r = 1; r < sp->nvals; r++) {
 		if (e.uniform[r] && e.size[r] > 1)
 			e.size[r] = 1;
+		else if (e.istile[r] && dep[r] != SD_ANY)
+			e.size[r] = sir_elem_regs(&sp->vals[r], dep[r], e.size[r]);
+	}
 	e.budgeted = sp->part->regs || k->maxnreg;
 	int *uses = NEWARR(&ctx->scratch, int, nv);
 	count_uses(&sp->body, uses);

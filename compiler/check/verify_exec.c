@@ -246,7 +246,10 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		 * else unknown, and vf_loads() checked that it steers
 		 * nothing */
 		const Node *c = s->gdata[in->r[0]->index];
-		int64_t x = 0, i = val(p, in->a[0]);
+		int64_t x = 0, i;
+		if (dv->ty == TY_FRAG)  /* a gather: tiles are not modelled */
+			return true;
+		i = val(p, in->a[0]);
 		p->v[in->dst] = 0;
 		p->lanevar[in->dst] = p->lanevar[in->a[0]];
 		if (c && !vf_element(c, i, &x)) {

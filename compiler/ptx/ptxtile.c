@@ -32,7 +32,7 @@ mine(const PG *g, const SirIns *in)
 	if (!in->dst || g->sp->vals[in->dst].ty != TY_FRAG ||
 	    in->op == SOP_rowid || in->op == SOP_colid)
 		return false;
-	if (in->op == SOP_abs || in->op == SOP_select)
+	if (in->op == SOP_abs || in->op == SOP_select || in->op == SOP_gload)
 		return true;
 	if (in->op == SOP_cvt || in->op == SOP_convert || in->op == SOP_mov)
 		return is_tile(g, in->a[0], TY_I32) || is_tile(g, in->a[0],
@@ -93,11 +93,97 @@ insn(const SirIns *in, Ty t)
 	return tab && in->op < cnt ? tab[in->op] : NULL;
 }
 
+/* ------------------------------------------------------------ gathers
+ *
+ * A thread of a 64x128 accumulator holds 64 elements of 2 rows and 32
+ * columns, and ptxas (13.0) does not merge repeated ld.global.nc of one
+ * address: a document mask and a key bias, three gathers of 64 elements
+ * with 66 distinct, assembled to 192 LDG.  So when a gather's index and
+ * predicate are functions of rowid alone (or colid alone) and scalars,
+ * the registers of one row (column) hold one value, and the gather
+ * loads once per row (column) and copies. */
+
+/* For each of the n registers of a gather in, the first register it may
+ * copy (itself when it loads). */
+static void
+same_as(const PG *g, const SirIns *in, int n, int *src)
+{
+	const Layout *l = g->sp->vals[in->dst].lay;
+	const int *dep = sir_elem_deps(g->ctx, g->sp);
+	int d = dep[in->a[0]] | dep[in->a[1]];
+	int *key = NEWARR(&g->ctx->scratch, int, (size_t)n);
+
+	for (int j = 0; j < n; j++) {
+		int row, col;
+		src[j] = j;
+		if (d & ~(SD_ROW | SD_COL) || d == (SD_ROW | SD_COL) ||
+		    !g->ops->elem_keys || !g->ops->elem_keys(l, j, &row, &col))
+			continue;
+		key[j] = d == SD_ROW ? row : d == SD_COL ? col : 0;
+		for (int i = 0; i < j && src[j] == j; i++)
+			if (src[i] == i && key[i] == key[j])
+				src[j] = i;
+	}
+}
+
+/* A gather (a gload with a tile result, sir/sirload.c): element j of
+ * the result is the global's element at register j of the linear index
+ * tile where register j of the in-bounds tile holds, else 0: 'mov 0',
+ * then a predicated ld.global.nc, so an index out of bounds makes no
+ * access (16-bit elements: into a b16 register, widened to f32). */
+static void
+gather(PG *g, const SirIns *in)
+{
+	const Res *r = in->r[0];
+	const Layout *l = g->sp->vals[in->dst].lay;
+	int n, m, esz = ty_bytes(r->ety);
+	PReg *d = pg_frag(g, in->dst, &n), *lin = pg_frag(g, in->a[0], &m);
+
+	if (!d || !lin || m != n) {
+		diag_error(g->ctx, in->span, "'gload' of a tile of layout '%s' "
+			"(a gather) is not lowered to PTX for %s yet",
+			l->name ? l->name : "?", g->t->name);
+		g->failed = true;
+		return;
+	}
+	PReg ptr = ptx_reg(g->f, RB64), at = ptx_reg(g->f, RB64);
+	PReg h = esz == 2 ? ptx_reg(g->f, RB16) : (PReg){0};
+	int *src = NEWARR(&g->ctx->scratch, int, (size_t)n);
+	bool f32 = g->sp->vals[in->dst].ety == TY_F32;
+	same_as(g, in, n, src);
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	for (int j = 0; j < n; j++) {
+		PReg p = opnd(g, in, 1, j, n);
+		if (src[j] != j) {
+			ptx_emit(g->f, f32 ? "mov.f32 %R, %R;" : "mov.b32 %R, %R;",
+				d[j], d[src[j]]);
+			continue;
+		}
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, lin[j],
+			(int64_t)esz, ptr);
+		if (esz != 2) {
+			ptx_emit(g->f, "mov.b32 %R, 0;", d[j]);
+			ptx_emit(g->f, "@%R ld.global.nc.%S %R, [%R];", p,
+				r->ety == TY_F32 ? "f32" : "b32", d[j], at);
+			continue;
+		}
+		ptx_emit(g->f, "mov.b16 %R, 0;", h);
+		ptx_emit(g->f, "@%R ld.global.nc.b16 %R, [%R];", p, h, at);
+		ptx_emit(g->f, "cvt.f32.%S %R, %R;", r->ety == TY_BF16 ? "bf16" :
+			"f16", d[j], h);
+	}
+}
+
 bool
 pg_tile_elem(PG *g, const SirIns *in)
 {
 	if (!mine(g, in))
 		return false;
+	if (in->op == SOP_gload) {
+		gather(g, in);
+		return true;
+	}
 	const SirVal *dv = &g->sp->vals[in->dst];
 	const SirVal *av = &g->sp->vals[in->a[0]];
 	bool cmp = in->op >= SOP_eq && in->op <= SOP_ge;

@@ -39,6 +39,13 @@ typedef struct TargetOps {
 	 * (mma): true when the target handled it, false to leave it to the
 	 * target-neutral lowering. */
 	bool (*tile_op)(PG *, const SirIns *);
+	/* Register j of a tile of layout l with one register per element:
+	 * keys of its row and its column among the thread's registers (two
+	 * registers with one row key hold elements of one row, and so for
+	 * columns); false for a layout without them.  A gather loads once
+	 * per row or column when its index depends on rowid or colid only
+	 * (ptx/ptxtile.c). */
+	bool (*elem_keys)(const Layout *l, int j, int *row, int *col);
 } TargetOps;
 
 extern const TargetOps sm90_ops;   /* sm90/ */

@@ -168,6 +168,11 @@ verify_block(const SirPart *p, const SirBlock *b, uint8_t *def,
 			*why = "wrong operand count";
 			return false;
 		}
+		if (in->op == SOP_gload && in->na != (in->dst &&
+		    p->vals[in->dst].ty == TY_FRAG ? 2 : 1)) {
+			*why = "a gload's operands do not fit its result";
+			return false;
+		}
 		bool ctrl = in->op == SOP_tile || in->op == SOP_for ||
 			in->op == SOP_if || in->op == SOP_elect;
 		if (ctrl != (in->body != NULL)) {

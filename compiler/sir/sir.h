@@ -105,6 +105,11 @@ void sir_print(const SirMod *, Buf *);
 void sir_dot(Ctx *, const SirMod *, Buf *);   /* dot.c: --emit dot */
 SirMod *sirgen(Ctx *, Kernel *);       /* sirgen.c: AST bodies -> SIR */
 bool sir_verify(Ctx *, const SirMod *); /* structure and target rules */
+/* sirload.c: what each tile's registers depend on (rowid, colid, more),
+ * so that a gather loads once per row or column, and what that saves */
+enum { SD_ROW = 1, SD_COL = 2, SD_ANY = 4 };
+int *sir_elem_deps(Ctx *, const SirPart *);
+int sir_elem_regs(const SirVal *, int deps, int size);
 
 /* ---------------------------------------------------------------- passes
  * Every pass has one signature; pass.c runs them from one table. */

@@ -75,6 +75,7 @@ SOP(  tmem_store,   1,     E_MEM,   T_SM100)   /* frag -> r0 region */
 SOP(  smem_store,   1,     E_MEM,   T_ALL  )   /* frag -> r0 buffer */
 SOP(  smem_load,    0,     E_MEM,   T_ALL  )   /* r0 buffer -> frag */
 SOP(  gstore,       -1,    E_MEM,   T_ALL  )   /* r0 global [indices...] = v */
-SOP(  gload,        1,     E_MEM,   T_ALL  )   /* r0 global [linear index] */
+SOP(  gload,        -1,    E_MEM,   T_ALL  )   /* r0 global [linear index];
+						  * a gather: index tile, ok */
 SOP(  gtload,       4,     E_MEM,   T_ALL  )   /* frag <- r0 global: lin,
 						  * limit, row index, stride */

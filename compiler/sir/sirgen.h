@@ -70,6 +70,7 @@ Ref sg_cvt(G *, const Node *);
 void sg_op(G *, const Node *);               /* sirops.c */
 Res *sg_resource(G *, const Node *, ResKind want, const char *what, Ref *idx);
 Ref sg_int_arg(G *, const Node *, const char *what);
+void sg_int_check(G *, const Node *, Ref, const char *what);
 bool sg_argc(G *, const Node *, int lo, int hi);
 void sg_op_mem(G *, const Node *);           /* sirmem.c */
 Ref sg_frag_var(G *, const Node *, const char *what);
@@ -85,8 +86,10 @@ const Layout *sg_layout_ref(G *, const Node *);
 Ref sg_lin_index(G *, const Node *index, const Res *global, Ref *last);
 Ref sg_lin_index_at(G *, const Node *index, const Res *global, Ref *last,
 	int k, Ref *ik);
+Ref sg_lin_index_ix(G *, const Node *index, const Res *global, Ref *ix);
 
 Ref sg_gload(G *, const Node *);              /* sirload.c */
+bool sg_gather_index(G *, const Node *index, int k, const Ref *ix);
 void sg_check_loads(Ctx *, const SirMod *);
 
 #endif

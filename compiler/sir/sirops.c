@@ -80,12 +80,20 @@ Ref
 sg_int_arg(G *g, const Node *e, const char *what)
 {
 	Ref r = sg_expr(g, e);
+
+	sg_int_check(g, e, r, what);
+	return r;
+}
+
+/* r, the value of e, is an integer: else a diagnostic. */
+void
+sg_int_check(G *g, const Node *e, Ref r, const char *what)
+{
 	Ty t = sg_val(g, r)->ty;
 
 	if (t != TY_ERR && !ty_isint(t) && !(t == TY_BOOL && sg_val(g, r)->isconst))
 		diag_error(g->ctx, e->span, "%s must be an integer, found '%s'",
 			what, t == TY_FRAG ? "register tile" : ty_name(t));
-	return r;
 }
 
 /* The row-major linear index of G[i0, i1, ...], ((i0*d1 + i1)*d2 + ...),
@@ -98,10 +106,11 @@ sg_lin_index(G *g, const Node *d, const Res *r, Ref *last)
 	return sg_lin_index_at(g, d, r, last, -1, NULL);
 }
 
-/* sg_lin_index, and also index k (0-based; k < 0: none) in *ik. */
-Ref
-sg_lin_index_at(G *g, const Node *d, const Res *r, Ref *last, int k0,
-	Ref *ik0)
+/* sg_lin_index_at; with ix, the indices of a load that may be i32
+ * register tiles (a gather: sirload.c checks them), each in ix[k]. */
+static Ref
+lin_index(G *g, const Node *d, const Res *r, Ref *last, int k0, Ref *ik0,
+	Ref *ix)
 {
 	Ref lin = 0;
 
@@ -111,10 +120,17 @@ sg_lin_index_at(G *g, const Node *d, const Res *r, Ref *last, int k0,
 		return 0;
 	}
 	for (int k = 0; k < d->kids.n; k++) {
-		Ref ik = sg_int_arg(g, d->kids.v[k], "an index");
+		Ref ik = ix ? sg_expr(g, d->kids.v[k]) :
+			sg_int_arg(g, d->kids.v[k], "an index");
 		Ty t = sg_val(g, ik)->ty;
-		if (!ty_isint(t) && !(t == TY_BOOL && sg_val(g, ik)->isconst))
+		if (ix) {
+			ix[k] = ik;
+			if (!sg_gather_index(g, d, k, ix))
+				return 0;
+		} else if (!ty_isint(t) && !(t == TY_BOOL &&
+		    sg_val(g, ik)->isconst)) {
 			return 0;
+		}
 		*last = ik;
 		if (k == k0)
 			*ik0 = ik;
@@ -122,12 +138,34 @@ sg_lin_index_at(G *g, const Node *d, const Res *r, Ref *last, int k0,
 			lin = ik;
 			continue;
 		}
-		Node mul = {.kind = N_BINARY, .op = '*', .span = d->span};
-		Node add = {.kind = N_BINARY, .op = '+', .span = d->span};
+		/* operands with d's span: tile indices' messages quote them */
+		Node o = {.span = d->span};
+		Node mul = {.kind = N_BINARY, .op = '*', .span = d->span,
+			.a = &o, .b = &o};
+		Node add = {.kind = N_BINARY, .op = '+', .span = d->span,
+			.a = &o, .b = &o};
 		lin = sg_binop(g, &mul, lin, sg_expr(g, r->dims[k]));
 		lin = sg_binop(g, &add, lin, ik);
 	}
 	return sg_val(g, lin)->ty == TY_ERR ? 0 : lin;
+}
+
+/* sg_lin_index, and also index k (0-based; k < 0: none) in *ik. */
+Ref
+sg_lin_index_at(G *g, const Node *d, const Res *r, Ref *last, int k0,
+	Ref *ik0)
+{
+	return lin_index(g, d, r, last, k0, ik0, NULL);
+}
+
+/* The linear index of a load G[i0, ...] whose indices may be i32
+ * register tiles, each index in ix[k] (r->rank of them). */
+Ref
+sg_lin_index_ix(G *g, const Node *d, const Res *r, Ref *ix)
+{
+	Ref last = 0;
+
+	return lin_index(g, d, r, &last, -1, NULL, ix);
 }
 
 bool

@@ -689,9 +689,21 @@ tile_op(PG *g, const SirIns *in)
 	}
 }
 
+/* Register j of a tmem_rows tile: the thread's one row, column j. */
+static bool
+elem_keys(const Layout *l, int j, int *row, int *col)
+{
+	if (l->kind != LK_TMEM_ROWS)
+		return false;
+	*row = 0;
+	*col = j;
+	return true;
+}
+
 const TargetOps sm100_ops = {
 	.id = TGT_SM100A,
 	.rows = sm100_rows,
 	.tile_regs = tile_regs,
 	.tile_op = tile_op,
+	.elem_keys = elem_keys,
 };

@@ -621,9 +621,22 @@ tile_op(PG *g, const SirIns *in)
 	}
 }
 
+/* Element i of an accumulator: row 16w + l/4 + 8*slot_of(i), column
+ * 2*(l%4) + col_of(i), the thread's part the same for every i. */
+static bool
+elem_keys(const Layout *l, int i, int *row, int *col)
+{
+	if (l->kind != LK_WGMMA_ACC)
+		return false;
+	*row = slot_of(i);
+	*col = col_of(i);
+	return true;
+}
+
 const TargetOps sm90_ops = {
 	.id = TGT_SM90A,
 	.rows = sm90_rows,
 	.tile_regs = tile_regs,
 	.tile_op = tile_op,
+	.elem_keys = elem_keys,
 };

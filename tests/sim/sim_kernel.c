@@ -12,6 +12,10 @@
  *                                             PTX the main loop, with the
  *                                             pre and post kernels of the
  *                                             same D and type beside it
+ *   sim_kernel gather PTX SQ L                tests/golden/ptx/gather.fa:
+ *                                             gathers from T (i32) and B
+ *                                             (bf16), some indices out of
+ *                                             bounds, against C
  *
  * PTX is a file of tests/shipped (fagen's output for a shipped schedule,
  * kept byte-identical by golden.shipped.*).  Outputs are poisoned with
@@ -133,6 +137,43 @@ gemm(long m, long n, long k, bool f16)
 	printf("gemm M=%ld N=%ld K=%ld %s%s: max abs err %.2e, %ld of %ld "
 		"over tolerance -> %s\n", m, n, k, f16 ? "f16" : "bf16",
 		eager ? " eager" : "", worst, bad, m * n, bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
+/* tests/golden/ptx/gather.fa (issue #22): Y[r, c] of tile x (rows
+ * 64x..) is T[x - 1, r] * 1000 + T[1, c + 64x - 40] + B[r - c], each 0
+ * where an index is outside its dimension; exact, as the kernel adds. */
+static int
+gather(int sq, int l)
+{
+	int32_t *t;
+	uint16_t *b;
+	float *y;
+	SimVal v[5] = {{.i = sq}, {.i = l}};
+	long bad = 0;
+
+	v[2].ptr = buffer((size_t)l * 8, 0, (void **)&t);
+	v[3].ptr = buffer((size_t)l * 2, 0, (void **)&b);
+	v[4].ptr = buffer((size_t)sq * 16 * 4, 0xff, (void **)&y);
+	for (int i = 0; i < 2 * l; i++)
+		t[i] = (i * 7919 + 13) % 1000;
+	for (int i = 0; i < l; i++)
+		b[i] = to16(urand(), false);
+	launch(v, 5);
+	for (int r = 0; r < sq; r++)
+		for (int c = 0; c < 16; c++) {
+			int x = r / 64, kc = c + 64 * x - 40, rc = r - c;
+			int doc = x - 1 >= 0 && x - 1 < 2 && r < l ?
+				t[(x - 1) * l + r] : 0;
+			int key = kc >= 0 && kc < l ? t[l + kc] : 0;
+			float rel = rc >= 0 && rc < l ? (float)from16(b[rc],
+				false) : 0.0f;
+			float want = (float)(doc * 1000 + key) + rel;
+			float got = y[r * 16 + c];
+			bad += memcmp(&want, &got, 4) != 0;
+		}
+	printf("gather SQ=%d L=%d: %ld of %d elements differ -> %s\n", sq, l,
+		bad, sq * 16, bad ? "FAIL" : "ok");
 	return bad != 0;
 }
 
@@ -365,6 +406,8 @@ main(int argc, char **argv)
 		rc = fa(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), !strcmp(argv[8], "causal"),
 			f16);
+	else if (!strcmp(argv[1], "gather"))
+		rc = gather(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "bwd") && argc > 9)
 		rc = bwd(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),

@@ -292,6 +292,32 @@ faults_and_unmodelled_opcodes_are_errors(void **state)
 	assert_non_null(strstr(err, "division by zero"));
 }
 
+/* A guarded load whose guard fails makes no access (issue #22's
+ * gathers: 'mov 0', then '@p ld.global.nc' of an index that may be out
+ * of bounds): the lanes that load read OUT's zeroed word, the others
+ * keep 7, and no lane faults on the address 8; unguarded, they do. */
+static void
+guarded_off_load_makes_no_access(void **state)
+{
+	static const char load[] = "\tld.param.u64 %rd3, [OUT];\n"
+		"\tcvta.to.global.u64 %rd3, %rd3;\n"
+		"\tsetp.lt.u32 %p1, %r0, 16;\n\tmov.b32 %r1, 7;\n"
+		"\t@%p1 ld.global.nc.u32 %r1, [%rd3];\n"
+		"\tmov.b64 %rd4, 8;\n\tsetp.ne.u32 %p2, %r0, %r0;\n"
+		"\t@%p2 ld.global.nc.u32 %r1, [%rd4];\n";
+	char body[1024];
+	uint32_t o[32];
+
+	(void)state;
+	assert_int_equal(run(load, 32, 0, o), 0);
+	for (int t = 0; t < 32; t++)
+		assert_int_equal(o[t], t < 16 ? 0 : 7);
+	snprintf(body, sizeof body, "%s\t@!%%p1 ld.global.nc.u32 %%r2, "
+		"[%%rd4];\n", load);
+	assert_int_equal(run(body, 32, 0, o), -1);
+	assert_non_null(strstr(err, "outside every buffer"));
+}
+
 /* A TMA load of an 8 x 64 bf16 box at row 2 of an 8-row tensor under
  * the 128B swizzle: 16-byte chunk c of box row r lands at chunk c ^ r,
  * and rows 8..9 are outside, so zero.  Thread t reads the word at
@@ -425,6 +451,7 @@ main(void)
 		cmocka_unit_test(tma_load_swizzles_and_fills),
 		cmocka_unit_test(faults_and_unmodelled_opcodes_are_errors),
 		cmocka_unit_test(vector_mov_cvt_and_red_add),
+		cmocka_unit_test(guarded_off_load_makes_no_access),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

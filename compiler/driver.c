@@ -25,7 +25,7 @@ static const Pass passes[] = {
 int
 driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 {
-	Node *mod = parse_src(ctx);
+	Node *mod = parse_src(ctx, &ctx->src);
 
 	arena_reset(&ctx->scratch);
 	if (ctx->nerr || !mod)

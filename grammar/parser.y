@@ -559,9 +559,10 @@ yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 	/* only a name would do: a keyword there is a name misspelt as one
 	 * (with other choices, a missing ';' before a keyword is likelier) */
 	if (n == 1 && exp[0] == YYSYMBOL_IDENT &&
-	    reserved_word(la, ls->ctx->src.text + sp.lo, sp.hi - sp.lo)) {
+	    reserved_word(la, ls->src->text + (sp.lo - ls->src->base),
+	    sp.hi - sp.lo)) {
 		int len = (int)(sp.hi - sp.lo);
-		const char *t = ls->ctx->src.text + sp.lo;
+		const char *t = ls->src->text + (sp.lo - ls->src->base);
 		diag_error(ls->ctx, sp, "expected identifier, found reserved "
 			"word '%.*s'; rename it, e.g. '%.*s_p'", len, t, len, t);
 		return 0;
@@ -581,7 +582,7 @@ yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 		buf_puts(&b, "end of file");
 	} else {
 		uint32_t len = sp.hi - sp.lo;
-		const char *t = ls->ctx->src.text + sp.lo;
+		const char *t = ls->src->text + (sp.lo - ls->src->base);
 		bool printable = true;
 
 		for (uint32_t i = 0; i < len && i < 24; i++)
@@ -617,21 +618,21 @@ void *fg_yy_scan_bytes(const char *, int, void *);
 int fg_yylex_destroy(void *);
 
 Node *
-parse_src(Ctx *ctx)
+parse_src(Ctx *ctx, const Src *src)
 {
-	struct LexState ls = {.ctx = ctx};
+	struct LexState ls = {.ctx = ctx, .src = src, .off = src->base};
 	void *scanner = NULL;
 	Node *root = NULL;
 
-	if (ctx->src.len > (size_t)INT32_MAX / 2) {
+	if (src->len > (size_t)INT32_MAX / 2) {
 		diag_plain(ctx, D_ERROR, "the schedule is too large");
 		return NULL;
 	}
 	fg_yylex_init_extra(&ls, &scanner);
-	fg_yy_scan_bytes(ctx->src.text, (int)ctx->src.len, scanner);
+	fg_yy_scan_bytes(src->text, (int)src->len, scanner);
 	fg_yyparse(&ls, scanner, &root);
 	fg_yylex_destroy(scanner);
 	if (!root)
-		root = node_new(ctx, N_MODULE, (Span){0, 0});
+		root = node_new(ctx, N_MODULE, (Span){src->base, src->base});
 	return root;
 }

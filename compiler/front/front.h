@@ -108,9 +108,10 @@ bool ast_check_depth(Ctx *, const Node *);        /* depth <= MAXTREE */
 
 /* ---------------------------------------------------------------- parse.h
  * The hand-written boundary around the generated parser (jq's jq_parse):
- * parses ctx->src into an N_MODULE, reporting syntax errors as
- * diagnostics.  Returns NULL only when nothing could be parsed. */
-Node *parse_src(Ctx *);
+ * parses one source of ctx (ctx->src, or one of ctx->more) into an
+ * N_MODULE, reporting syntax errors as diagnostics.  Returns NULL only
+ * when nothing could be parsed. */
+Node *parse_src(Ctx *, const Src *);
 #define MAXDEPTH 256   /* bracket nesting limit */
 
 /* ---------------------------------------------------------------- types

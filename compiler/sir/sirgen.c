@@ -89,14 +89,16 @@ sg_unscope(G *g, Bind *saved)
 const char *
 sg_text(G *g, Span sp, const char *dflt)
 {
-	const Src *src = &g->ctx->src;
+	const Src *src = ctx_src(g->ctx, sp.lo);
+	const char *t = src->text + (sp.lo - src->base);
 
-	if (sp.hi <= sp.lo || sp.hi > src->len || sp.hi - sp.lo > 40)
+	if (sp.hi <= sp.lo || sp.hi - src->base > src->len ||
+	    sp.hi - sp.lo > 40)
 		return dflt;
-	for (uint32_t i = sp.lo; i < sp.hi; i++)
-		if ((unsigned char)src->text[i] < 0x20)
+	for (uint32_t i = 0; i < sp.hi - sp.lo; i++)
+		if ((unsigned char)t[i] < 0x20)
 			return dflt;
-	return intern(g->ctx->strs, src->text + sp.lo, sp.hi - sp.lo);
+	return intern(g->ctx->strs, t, sp.hi - sp.lo);
 }
 
 /* Operand k (0 left, 1 right) of a binary operator or a two-argument

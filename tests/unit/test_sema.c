@@ -65,7 +65,7 @@ sema(void **state, const char *src)
 	Node *m;
 
 	src_init(c, "t.fa", src, strlen(src));
-	m = parse_src(c);
+	m = parse_src(c, &c->src);
 	assert_int_equal(c->nerr, 0);
 	return sema_kernel(c, m);
 }

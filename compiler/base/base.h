@@ -241,6 +241,7 @@ struct Ctx {
 	const char *dump_after; /* --dump-after=PASS */
 	Buf *dump;          /* where --dump-after writes */
 	struct Node *mod;   /* AST after parsing */
+	struct Node *mods;  /* the --mod files' items (one module), or NULL */
 	struct Kernel *kern;/* checked kernel after sema */
 	struct SirMod *sir; /* schedule IR */
 	Buf out;            /* emitted text (PTX, IR, dot) */

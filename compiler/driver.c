@@ -1,6 +1,7 @@
 /* driver.c: the phases of one compilation, stopping between phases when
- * there are errors: parse, sema, sirgen, the pass pipeline, then PTX or
- * the IR's text form.  Shared by the CLI and the runtime library. */
+ * there are errors: parse (the schedule, then the --mod files), sema,
+ * sirgen, the pass pipeline, then PTX or the IR's text form.  Shared by
+ * the CLI and the runtime library. */
 #include <string.h>
 
 #include "fgc.h"
@@ -22,10 +23,33 @@ static const Pass passes[] = {
 };
 
 
+/* The items of every source after the schedule (the --mod files), in
+ * order, as one module: ctx->mods, or NULL when there are none. */
+static bool
+parse_mods(Ctx *ctx)
+{
+	Node *all = NULL;
+
+	for (const Src *s = ctx->more; s; s = s->next) {
+		int nerr = ctx->nerr;
+		Node *m = parse_src(ctx, s);
+		arena_reset(&ctx->scratch);
+		if (!m || ctx->nerr > nerr || !ast_check_depth(ctx, m))
+			continue;
+		arena_reset(&ctx->scratch);
+		if (!all)
+			all = node_new(ctx, N_MODULE, m->span);
+		for (int i = 0; i < m->kids.n; i++)
+			nodelist_push(ctx, &all->kids, m->kids.v[i]);
+	}
+	ctx->mods = all;
+	return ctx->nerr == 0;
+}
+
 int
 driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 {
-	Node *mod = parse_src(ctx);
+	Node *mod = parse_src(ctx, &ctx->src);
 
 	arena_reset(&ctx->scratch);
 	if (ctx->nerr || !mod)
@@ -33,6 +57,8 @@ driver_compile(Ctx *ctx, EmitKind emit, bool check_only)
 	if (!ast_check_depth(ctx, mod))
 		return ctx->nerr;
 	arena_reset(&ctx->scratch);
+	if (!parse_mods(ctx))
+		return ctx->nerr;
 	if (emit == EMIT_AST) {
 		ast_dump(mod, &ctx->out, 0);
 		return 0;

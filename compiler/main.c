@@ -24,6 +24,10 @@ static const char usage[] =
 "                     'target')\n"
 "  -D NAME=VALUE      override 'const NAME' (a number, true/false, an\n"
 "                     element type such as bf16, or a word); repeatable\n"
+"  --mod FILE         read 'mod', 'param' and 'global' declarations\n"
+"                     from FILE: each mod replaces the schedule's mod\n"
+"                     of its name, the params and globals are added;\n"
+"                     repeatable\n"
 "  --emit KIND        ptx (default), ir (the schedule IR's text form),\n"
 "                     dot (partitions, barriers and buffers for\n"
 "                     Graphviz; a schedule the verifier refuses is\n"
@@ -48,10 +52,14 @@ static const char usage[] =
 "FILE may be '-' for standard input.  Exit status: 0 success, 1 errors\n"
 "in the schedule, 2 usage, I/O or internal errors.\n";
 
+#define MAXMODFILES 64
+
 typedef struct Opts {
 	const char *in, *out;
 	EmitKind emit;
 	bool check;
+	const char *mods[MAXMODFILES];  /* --mod FILE, in order */
+	int nmods;
 } Opts;
 
 static noreturn void die(const char *fmt, ...) FMT(1, 2);
@@ -270,6 +278,10 @@ parse_args(Ctx *ctx, Opts *o, int argc, char **argv)
 			if (!a[2] && i + 1 >= argc)
 				die("-D needs NAME=VALUE%s", "");
 			add_define(ctx, a[2] ? a + 2 : argv[++i]);
+		} else if ((v = optarg_of(argc, argv, &i, "--mod"))) {
+			if (o->nmods == MAXMODFILES)
+				die("--mod: at most %d files", MAXMODFILES);
+			o->mods[o->nmods++] = v;
 		} else if ((v = optarg_of(argc, argv, &i, "--emit"))) {
 			if (!strcmp(v, "ptx"))
 				o->emit = EMIT_PTX;
@@ -332,8 +344,16 @@ main(int argc, char **argv)
 	ctx_init(&ctx, arena_default_alloc, NULL, &oom);
 	ctx.verify_each = getenv("FAGEN_VERIFY_EACH") != NULL;
 	parse_args(&ctx, &o, argc, argv);
-	char *text = slurp(o.in, &len);
+	char *text = slurp(o.in, &len), *mtext[MAXMODFILES];
 	src_init(&ctx, strcmp(o.in, "-") ? o.in : "<stdin>", text, len);
+	for (int i = 0; i < o.nmods; i++) {
+		if (!strcmp(o.mods[i], "-") && !strcmp(o.in, "-"))
+			die("--mod -: standard input is the schedule already%s",
+			    "");
+		mtext[i] = slurp(o.mods[i], &len);
+		src_add(&ctx, strcmp(o.mods[i], "-") ? o.mods[i] : "<stdin>",
+		    mtext[i], len);
+	}
 	buf_init(&dump, &ctx.perm);
 	ctx.dump = &dump;
 	nerr = driver_compile(&ctx, o.emit, o.check);
@@ -348,6 +368,8 @@ main(int argc, char **argv)
 	if ((nerr == 0 || (o.emit == EMIT_DOT && ctx.out.len)) && !o.check)
 		write_out(o.out, ctx.out.p ? ctx.out.p : "", ctx.out.len);
 	free(text);
+	for (int i = 0; i < o.nmods; i++)
+		free(mtext[i]);
 	ctx_free(&ctx);
 	return nerr ? 1 : 0;
 }

@@ -4,7 +4,8 @@
 
 struct LexState {
 	Ctx *ctx;
-	uint32_t off;      /* byte offset of the next token */
+	const Src *src;    /* the text being read */
+	uint32_t off;      /* Span offset of the next token */
 	uint32_t cstart;   /* where the open comment began */
 	int depth;         /* bracket nesting */
 	int nbad;          /* bad bytes reported */

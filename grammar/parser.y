@@ -96,7 +96,7 @@ one(struct LexState *ls, Node *x)
 %token <op> TILES "'tiles'"
 %token STATIC "'static'" IF "'if'" ELSE "'else'" FOR "'for'" IN "'in'"
 %token STEP "'step'" LET "'let'" VAR "'var'" REG "'reg'"
-%token ELECT "'elect'" WARP "'warp'" MMA "'mma'"
+%token ELECT "'elect'" WARP "'warp'" MMA "'mma'" MOD "'mod'"
 %token ARROW "'->'" DOTDOT "'..'"
 %token T_EQ "'=='" T_NE "'!='" T_LE "'<='" T_GE "'>='"
 %token T_SHL "'<<'" T_SHR "'>>'" T_ANDAND "'&&'" T_OROR "'||'"
@@ -117,7 +117,7 @@ one(struct LexState *ls, Node *x)
 %type <node> item decl sif_item sif_else stmt block opt_else sif_selse
 %type <node> expr bexpr postfix primary callarg attr type opt_type opt_init
 %type <node> declhead stmt_if
-%type <list> items stmts attrs exprlist callargs dims
+%type <list> items stmts attrs exprlist callargs dims modparams
 
 %%
 
@@ -165,6 +165,36 @@ decl
 		$$->op = DK_TILES;
 		$$->nspan = @1;
 		$$->attrs = $2;
+	}
+	| MOD IDENT '(' ')' '=' expr ';' {
+		$$ = MK(N_DECL, @$);
+		$$->op = DK_MOD;
+		$$->name = $2;
+		$$->nspan = @2;
+		$$->d = $6;
+	}
+	| MOD IDENT '(' modparams ')' '=' expr ';' {
+		$$ = MK(N_DECL, @$);
+		$$->op = DK_MOD;
+		$$->name = $2;
+		$$->nspan = @2;
+		$$->kids = $4;
+		$$->d = $7;
+	}
+	;
+
+/* a mod's parameters: names, as N_NAME nodes */
+modparams
+	: IDENT {
+		Node *p = MK(N_NAME, @1);
+		p->name = $1;
+		$$ = one(ls, p);
+	}
+	| modparams ',' IDENT {
+		Node *p = MK(N_NAME, @3);
+		p->name = $3;
+		$$ = $1;
+		nodelist_push(CTX, &$$, p);
 	}
 	;
 
@@ -545,7 +575,7 @@ static int
 yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 	void *scanner, Node **root)
 {
-	yysymbol_kind_t exp[6];
+	yysymbol_kind_t exp[7];
 	yysymbol_kind_t la = yypcontext_token(pc);
 	Span sp = *yypcontext_location(pc);
 	int n = yypcontext_expected_tokens(pc, exp, COUNT(exp));
@@ -559,14 +589,15 @@ yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 	/* only a name would do: a keyword there is a name misspelt as one
 	 * (with other choices, a missing ';' before a keyword is likelier) */
 	if (n == 1 && exp[0] == YYSYMBOL_IDENT &&
-	    reserved_word(la, ls->ctx->src.text + sp.lo, sp.hi - sp.lo)) {
+	    reserved_word(la, ls->src->text + (sp.lo - ls->src->base),
+	    sp.hi - sp.lo)) {
 		int len = (int)(sp.hi - sp.lo);
-		const char *t = ls->ctx->src.text + sp.lo;
+		const char *t = ls->src->text + (sp.lo - ls->src->base);
 		diag_error(ls->ctx, sp, "expected identifier, found reserved "
 			"word '%.*s'; rename it, e.g. '%.*s_p'", len, t, len, t);
 		return 0;
 	}
-	if (n > 0 && n <= 5) {
+	if (n > 0 && n <= 6) {
 		buf_puts(&b, "expected ");
 		for (int i = 0; i < n; i++) {
 			if (i)
@@ -581,7 +612,7 @@ yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 		buf_puts(&b, "end of file");
 	} else {
 		uint32_t len = sp.hi - sp.lo;
-		const char *t = ls->ctx->src.text + sp.lo;
+		const char *t = ls->src->text + (sp.lo - ls->src->base);
 		bool printable = true;
 
 		for (uint32_t i = 0; i < len && i < 24; i++)
@@ -617,21 +648,21 @@ void *fg_yy_scan_bytes(const char *, int, void *);
 int fg_yylex_destroy(void *);
 
 Node *
-parse_src(Ctx *ctx)
+parse_src(Ctx *ctx, const Src *src)
 {
-	struct LexState ls = {.ctx = ctx};
+	struct LexState ls = {.ctx = ctx, .src = src, .off = src->base};
 	void *scanner = NULL;
 	Node *root = NULL;
 
-	if (ctx->src.len > (size_t)INT32_MAX / 2) {
+	if (src->len > (size_t)INT32_MAX / 2) {
 		diag_plain(ctx, D_ERROR, "the schedule is too large");
 		return NULL;
 	}
 	fg_yylex_init_extra(&ls, &scanner);
-	fg_yy_scan_bytes(ctx->src.text, (int)ctx->src.len, scanner);
+	fg_yy_scan_bytes(src->text, (int)src->len, scanner);
 	fg_yyparse(&ls, scanner, &root);
 	fg_yylex_destroy(scanner);
 	if (!root)
-		root = node_new(ctx, N_MODULE, (Span){0, 0});
+		root = node_new(ctx, N_MODULE, (Span){src->base, src->base});
 	return root;
 }

@@ -150,6 +150,11 @@ typedef struct fg_compile_options {
 	int debug_hangs;            /* nonzero: every mbarrier wait gives up
 				     * after 2 s, prints where it waits and
 				     * traps (fagen --debug-hangs) */
+	const char *mods;           /* NUL-terminated text of 'mod', 'param'
+				     * and 'global' declarations, as a
+				     * fagen --mod file; NULL: none */
+	const char *mods_name;      /* mods' name in diagnostics; NULL:
+				     * "<mods>" */
 } fg_compile_options;
 
 /* Compile the schedule in the file at path (opts may be NULL).  FG_OK or

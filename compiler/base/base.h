@@ -131,8 +131,12 @@ ck_shl(int64_t a, int64_t b, int64_t *r)
 }
 
 /* ---------------------------------------------------------------- diag.c
- * Span: byte offsets [lo, hi) into ctx->src.  Line and column are computed
- * only when printing, from a line table built once per file. */
+ * Span: byte offsets [lo, hi) into the compilation's sources.  The sources
+ * share one offset space: ctx->src (the schedule) starts at 0, and each
+ * source added after it (a --mod file) starts one past the end of the one
+ * before, so a Span alone says which file it is in (ctx_src).  Line and
+ * column are computed only when printing, from a line table built once
+ * per file. */
 typedef struct Span {
 	uint32_t lo, hi;
 } Span;
@@ -141,8 +145,10 @@ typedef struct Src {
 	const char *name;   /* as given on the command line */
 	const char *text;   /* not necessarily NUL-free */
 	size_t len;
-	uint32_t *lines;    /* byte offset of each line start */
+	uint32_t base;      /* the Span offset of text[0] */
+	uint32_t *lines;    /* byte offset of each line start, in text */
 	uint32_t nlines;
+	struct Src *next;   /* the next source added (ctx->more) */
 } Src;
 
 typedef enum { D_ERROR, D_WARNING, D_NOTE } DiagKind;
@@ -165,10 +171,20 @@ typedef struct WarnOpt {
 } WarnOpt;
 
 void src_init(Ctx *, const char *name, const char *text, size_t len);
+/* Another source after ctx->src and those added before it (src_init
+ * first); NULL, with an error, when the offset space is full. */
+Src *src_add(Ctx *, const char *name, const char *text, size_t len);
+const Src *ctx_src(const Ctx *, uint32_t off);  /* the source holding off */
+/* off is a Span offset into s (s->base included) */
 void src_linecol(const Src *, uint32_t off, uint32_t *line, uint32_t *col);
 void diag_error(Ctx *, Span, const char *fmt, ...) FMT(3, 4);
 void diag_warn(Ctx *, const char *wname, Span, const char *fmt, ...) FMT(4, 5);
 void diag_note(Ctx *, Span, const char *fmt, ...) FMT(3, 4);
+/* The same note after each error or warning kept since mark (the value
+ * of ctx->dlast before; NULL: since the first), below the notes it has:
+ * where code that was inlined into another place came from. */
+void diag_note_since(Ctx *, const Diag *mark, Span, const char *fmt, ...)
+	FMT(4, 5);
 void diag_plain(Ctx *, DiagKind, const char *fmt, ...) FMT(3, 4);
 void diag_set_warning(Ctx *, const char *name, int state); /* last wins */
 /* Whether name is a warning's name; if not, *near is a known name within
@@ -206,7 +222,8 @@ struct Ctx {
 	Arena perm, scratch;
 	jmp_buf *oom;
 	Intern *strs;
-	Src src;
+	Src src;            /* the schedule: Span offsets from 0 */
+	Src *more;          /* sources added after it (src_add), in order */
 	Diag *diags, *dlast;
 	bool drop_notes;    /* the primary was suppressed: drop its notes */
 	int nerr, nwarn;
@@ -224,6 +241,7 @@ struct Ctx {
 	const char *dump_after; /* --dump-after=PASS */
 	Buf *dump;          /* where --dump-after writes */
 	struct Node *mod;   /* AST after parsing */
+	struct Node *mods;  /* the --mod files' items (one module), or NULL */
 	struct Kernel *kern;/* checked kernel after sema */
 	struct SirMod *sir; /* schedule IR */
 	Buf out;            /* emitted text (PTX, IR, dot) */

@@ -122,19 +122,14 @@ next_line(const char *p, const char *end)
 
 /* Line 1 starts after a UTF-8 byte-order mark (the lexer skips it too), so
  * that its columns count from the first real character. */
-void
-src_init(Ctx *c, const char *name, const char *text, size_t len)
+static void
+src_fill(Ctx *c, Src *s, const char *name, const char *text, size_t len)
 {
-	Src *s = &c->src;
 	const char *p, *end;
 	uint32_t n = 1;
 
 	s->name = name;
 	s->text = text ? text : "";
-	if (len > UINT32_MAX) {
-		diag_plain(c, D_ERROR, "input is larger than 4 GiB");
-		len = UINT32_MAX;
-	}
 	s->len = len;
 	/* A line starts after every line end but a final one. */
 	end = s->text + len;
@@ -146,6 +141,49 @@ src_init(Ctx *c, const char *name, const char *text, size_t len)
 	n = 1;
 	for (p = s->text; (p = next_line(p, end)) && p < end;)
 		s->lines[n++] = (uint32_t)(p - s->text);
+}
+
+void
+src_init(Ctx *c, const char *name, const char *text, size_t len)
+{
+	if (len > UINT32_MAX) {
+		diag_plain(c, D_ERROR, "input is larger than 4 GiB");
+		len = UINT32_MAX;
+	}
+	c->src.base = 0;
+	src_fill(c, &c->src, name, text, len);
+}
+
+/* One offset past the end of the last source, so that a Span at the end
+ * of one file (end of file) is not the start of the next. */
+Src *
+src_add(Ctx *c, const char *name, const char *text, size_t len)
+{
+	Src *last = &c->src, **tail = &c->more, *s;
+
+	for (; *tail; tail = &(*tail)->next)
+		last = *tail;
+	uint64_t base = (uint64_t)last->base + last->len + 1;
+	if (base + len > UINT32_MAX) {
+		diag_plain(c, D_ERROR, "'%s': the sources are larger than 4 "
+			"GiB together", name);
+		return NULL;
+	}
+	s = NEW(&c->perm, Src);
+	s->base = (uint32_t)base;
+	src_fill(c, s, name, text, len);
+	*tail = s;
+	return s;
+}
+
+const Src *
+ctx_src(const Ctx *c, uint32_t off)
+{
+	const Src *s = &c->src;
+
+	for (const Src *m = c->more; m && m->base <= off; m = m->next)
+		s = m;
+	return s;
 }
 
 /* Where off is shown: an offset at or past the end of a text that ends in a
@@ -204,6 +242,7 @@ src_linecol(const Src *s, uint32_t off, uint32_t *line, uint32_t *col)
 	size_t o, e;
 	uint32_t l;
 
+	off = off >= s->base ? off - s->base : 0;
 	if (!s->lines) {
 		*line = 1;
 		*col = off + 1;
@@ -433,6 +472,35 @@ diag_note(Ctx *c, Span sp, const char *fmt, ...)
 }
 
 void
+diag_note_since(Ctx *c, const Diag *mark, Span sp, const char *fmt, ...)
+{
+	const char *msg = NULL;
+	Diag *d = mark ? mark->next : c->diags;
+	va_list ap;
+
+	while (d) {
+		Diag *e = d, *n;
+		while (e->next && e->next->kind == D_NOTE)
+			e = e->next;
+		if (d->kind != D_NOTE) {
+			if (!msg) {
+				va_start(ap, fmt);
+				msg = format(c, fmt, ap);
+				va_end(ap);
+			}
+			n = NEW(&c->perm, Diag);
+			*n = (Diag){D_NOTE, sp, true, NULL, (char *)msg,
+				e->next};
+			e->next = n;
+			if (c->dlast == e)
+				c->dlast = n;
+			e = n;
+		}
+		d = e->next;
+	}
+}
+
+void
 diag_plain(Ctx *c, DiagKind k, const char *fmt, ...)
 {
 	Span none = { 0, 0 };
@@ -538,8 +606,10 @@ render_one(const Ctx *c, const Diag *d, Buf *b)
 		[D_WARNING] = "warning",
 		[D_NOTE] = "note",
 	};
-	const Src *s = &c->src;
+	const Src *s = ctx_src(c, d->span.lo);
 	bool located = d->has_span && s->lines;
+	Span sp = {d->span.lo - s->base, d->span.hi >= d->span.lo ?
+		d->span.hi - s->base : d->span.lo - s->base};
 	uint32_t line, col;
 
 	if (located) {
@@ -557,7 +627,7 @@ render_one(const Ctx *c, const Diag *d, Buf *b)
 		buf_puts(b, " [-Werror]");
 	buf_putc(b, '\n');
 	if (located)
-		excerpt(s, d->span, b);
+		excerpt(s, sp, b);
 }
 
 void

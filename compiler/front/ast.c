@@ -17,6 +17,7 @@ const char *const decl_names[NDK] = {
 	[DK_TILES] = "tiles", [DK_LAYOUT] = "layout", [DK_SMEM] = "smem",
 	[DK_TMEM] = "tmem", [DK_MBAR] = "mbar", [DK_NBAR] = "nbar",
 	[DK_PARTITION] = "partition", [DK_VERIFY] = "verify",
+	[DK_MOD] = "mod",
 };
 
 static const char *const kind_names[NNODE] = {

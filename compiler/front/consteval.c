@@ -141,6 +141,13 @@ call(Ctx *ctx, const Kernel *k, const Node *n, Val *out)
 
 	if (!f)
 		goto notconst;
+	const Res *m = k ? kernel_find(k, f) : NULL;
+	if (m && m->kind == R_MOD) {
+		diag_error(ctx, n->span, "mod '%s' is inlined into partition "
+			"bodies; a constant expression cannot call it", f);
+		diag_note(ctx, m->nspan, "'%s' declared here", f);
+		return false;
+	}
 	if (!strcmp(f, "sizeof") && na == 1) {
 		if (!const_eval(ctx, k, n->kids.v[0], &v[0]))
 			return false;

@@ -24,7 +24,8 @@
  *   N_ATTR      name [= a]   (a is NULL for a flag such as 'packed')
  *   N_DECL      op = DK_*, name/nspan, a = array size, c = family index
  *               (N_NAME, with a = its bound), b = type, d = '= init',
- *               attrs, kids = body statements (partition) 
+ *               attrs, kids = body statements (partition); a 'mod':
+ *               kids = its parameters (N_NAME), d = its body
  *   N_SIF       static if a { b } else c   (c: N_BLOCK, N_SIF or NULL)
  *   N_SFOR      static for name in a { b }
  *   N_IF        if a { b } else c          N_FOR  for name in a { b }
@@ -54,7 +55,7 @@ enum {
 typedef enum {
 	DK_KERNEL = 1, DK_CONST, DK_PARAM, DK_GLOBAL, DK_TMA, DK_CTA,
 	DK_TILES, DK_LAYOUT, DK_SMEM, DK_TMEM, DK_MBAR, DK_NBAR,
-	DK_PARTITION, DK_VERIFY, NDK
+	DK_PARTITION, DK_VERIFY, DK_MOD, NDK
 } DeclKind;
 
 /* Operation statements: 'wait full[s], ph;' and friends. */
@@ -108,9 +109,10 @@ bool ast_check_depth(Ctx *, const Node *);        /* depth <= MAXTREE */
 
 /* ---------------------------------------------------------------- parse.h
  * The hand-written boundary around the generated parser (jq's jq_parse):
- * parses ctx->src into an N_MODULE, reporting syntax errors as
- * diagnostics.  Returns NULL only when nothing could be parsed. */
-Node *parse_src(Ctx *);
+ * parses one source of ctx (ctx->src, or one of ctx->more) into an
+ * N_MODULE, reporting syntax errors as diagnostics.  Returns NULL only
+ * when nothing could be parsed. */
+Node *parse_src(Ctx *, const Src *);
 #define MAXDEPTH 256   /* bracket nesting limit */
 
 /* ---------------------------------------------------------------- types
@@ -167,7 +169,7 @@ struct Layout {
 
 typedef enum {
 	R_GLOBAL = 1, R_TMA, R_SMEM, R_TMEM, R_MBAR, R_NBAR, R_PARAM, R_CONST,
-	R_LAYOUT, R_PART
+	R_LAYOUT, R_PART, R_MOD
 } ResKind;
 
 #define MAXVFY 64      /* values of one global's content in 'verify' */
@@ -178,7 +180,7 @@ struct Res {
 	const char *name;
 	Span span;           /* the declaration */
 	Span nspan;
-	const Node *decl;
+	const Node *decl;    /* MOD: the one in effect, maybe a --mod file's */
 	int index;           /* position among resources of its kind */
 	int count;           /* array length, 1 when not an array */
 	bool is_array;
@@ -241,7 +243,7 @@ typedef struct Kernel {
 	Span tiles_span;
 	Res *res, *res_last; /* every declared resource, in order */
 	NameMap scope;       /* the same by name (scope.c) */
-	int nres[R_PART + 1];
+	int nres[R_MOD + 1];
 	Part *parts, *parts_last;
 	int nparts;
 	const Node *verify;  /* 'verify P=(v, ...) ...': shape classes */
@@ -250,7 +252,7 @@ typedef struct Kernel {
 	int wg_regs[8];      /* setmaxnreg budget per warpgroup, 0 = none */
 } Kernel;
 
-Kernel *sema_kernel(Ctx *, const Node *module);
+Kernel *sema_kernel(Ctx *, const Node *module);  /* + ctx->mods */
 void sema_budgets(Ctx *, Kernel *);  /* budget.c */
 const char *budget_pname(Ctx *, const Part *);  /* "p" or "p[i]" */
 Res *kernel_find(const Kernel *, const char *name);
@@ -260,6 +262,13 @@ void kernel_undeclared(Ctx *, const Kernel *, Span, const char *name,
 void kernel_bind(Ctx *, Kernel *, Res *);  /* hides a binding of its name */
 void kernel_unbind(Ctx *, Kernel *, Res *); /* shows the hidden one again */
 bool const_eval(Ctx *, const Kernel *, const Node *, Val *out);
+
+/* ---------------------------------------------------------------- mod.c
+ * The built-in functions of expressions, by name: the calls sircall.c
+ * lowers, which no 'mod' may be named like.  NULL-terminated. */
+extern const char *const builtin_names[];
+bool builtin_known(const char *name);
+#define MAXMODPARAMS 16
 bool const_binary(Ctx *, const Node *op, const Val *, const Val *, Val *);
 
 #endif

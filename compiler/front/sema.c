@@ -495,7 +495,7 @@ item(S *s, const Node *n)
 			"NAME target=...;'");
 		s->no_kernel = true;
 	}
-	if (n->op != DK_PARTITION && n->kids.n) {
+	if (n->op != DK_PARTITION && n->op != DK_MOD && n->kids.n) {
 		diag_error(s->ctx, n->nspan, "only a 'partition' has a body; "
 			"end '%s' with ';'", decl_names[n->op]);
 		return;
@@ -515,6 +515,7 @@ item(S *s, const Node *n)
 	case DK_NBAR: decl_nbar(s, n); break;
 	case DK_PARTITION: decl_partition(s, n); break;
 	case DK_VERIFY: decl_verify(s, n); break;
+	case DK_MOD: decl_mod(s, n); break;
 	default: fg_bug("declaration kind %d", n->op);
 	}
 	if (n->op != DK_PARTITION && n->d && (n->op == DK_PARAM ||
@@ -537,6 +538,7 @@ sema_kernel(Ctx *ctx, const Node *mod)
 	S s = {.ctx = ctx, .k = NEW(&ctx->perm, Kernel)};
 	Kernel *k = s.k;
 
+	mods_collect(&s, ctx->mods);
 	items(&s, &mod->kids);
 	if (!k->name) {
 		if (!s.no_kernel)
@@ -544,6 +546,15 @@ sema_kernel(Ctx *ctx, const Node *mod)
 				"starts with 'kernel NAME target=sm_90a;'");
 		return k;
 	}
+	/* the --mod files' params and globals join the kernel's, after
+	 * them; their mods have replaced the schedule's */
+	for (int i = 0; ctx->mods && i < ctx->mods->kids.n; i++) {
+		const Node *n = ctx->mods->kids.v[i];
+		if (n->kind == N_DECL && (n->op == DK_PARAM ||
+		    n->op == DK_GLOBAL))
+			item(&s, n);
+	}
+	mods_unused(&s, ctx->mods);
 	for (Define *d = ctx->defines; d; d = d->next)
 		if (!d->used)
 			diag_plain(ctx, D_ERROR, "-D %s: the schedule has no "

@@ -11,6 +11,7 @@ typedef struct {
 	Ctx *ctx;
 	Kernel *k;
 	bool no_kernel;  /* 'kernel' missing at the top: reported once */
+	NameMap over;    /* mod.c: the --mod files' mods by name (FileMod) */
 } S;
 
 /* sema.c: attribute and operand helpers; each reports its own error */
@@ -38,5 +39,10 @@ void decl_mbar(S *s, const Node *d);
 void decl_nbar(S *s, const Node *d);
 void decl_partition(S *s, const Node *d);
 void decl_verify(S *s, const Node *d);
+
+/* mod.c: mods, and the --mod files' items around the schedule's */
+void decl_mod(S *s, const Node *d);
+void mods_collect(S *s, const Node *files);  /* before the schedule */
+void mods_unused(S *s, const Node *files);   /* after it */
 
 #endif

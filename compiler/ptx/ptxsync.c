@@ -45,17 +45,18 @@ static int
 hang_message(PG *g, const SirIns *in)
 {
 	const Part *pt = g->sp->part;
+	const Src *src = ctx_src(g->ctx, in->span.lo);
 	uint32_t line, col;
 	char msg[512];
 
-	src_linecol(&g->ctx->src, in->span.lo, &line, &col);
+	src_linecol(src, in->span.lo, &line, &col);
 	int n = snprintf(msg, sizeof msg, "fagen --debug-hangs: CTA %%d, "
 		"partition '%s", pt->name);
 	if (pt->index >= 0)
 		n += snprintf(msg + n, sizeof msg - (size_t)n, "[%d]", pt->index);
 	snprintf(msg + n, sizeof msg - (size_t)n, "' (warp %%d) waits on "
 		"'%s[%%d]' for parity %%d at %s:%u:%u, tile iteration %%d, loop "
-		"index %%d; trapping\n", in->r[0]->name, g->ctx->src.name, line,
+		"index %%d; trapping\n", in->r[0]->name, src->name, line,
 		col);
 	int id = g->nmsg++;
 	buf_printf(g->globals, ".global .align 1 .b8 fg_hang%d[%zu] = {", id,

@@ -128,13 +128,14 @@ label_puts(Buf *out, const char *s)
 static void
 label_at(D *d, Buf *out, const char *what, Span sp)
 {
+	const Src *src = ctx_src(d->ctx, sp.lo);
 	uint32_t line, col;
 
-	src_linecol(&d->ctx->src, sp.lo, &line, &col);
+	src_linecol(src, sp.lo, &line, &col);
 	buf_puts(out, "\\n");
 	buf_puts(out, what);
 	buf_puts(out, " ");
-	label_puts(out, d->ctx->src.name);
+	label_puts(out, src->name);
 	buf_printf(out, ":%u:%u", line, col);
 }
 

@@ -1,7 +1,8 @@
 /* sircall.c: the built-in functions of partition bodies -- rowmax,
  * rowsum, convert, cvt, exp2, log2, rcp, tanh, min, max, cdiv, mask_cols,
  * mask_causal, mask_below, all_eq, sizeof -- checked and lowered to schedule IR
- * (rowid, colid, select and abs are sirtile.c's).
+ * (rowid, colid, select and abs are sirtile.c's), and calls of 'mod's,
+ * inlined.  front/mod.c's builtin_names lists the built-ins.
  * Called by sirgen.c's expressions (sg_call). */
 #include <math.h>
 #include <string.h>
@@ -388,10 +389,116 @@ exp2_call(G *g, const Node *n)
 	return r;
 }
 
+/* Whether inlining one more mod stays within the expansion budget
+ * (sirgen.h): mods that call others twice double at each level. */
+static bool
+mod_budget(G *g, const Node *n, const Res *m)
+{
+	Expand *x = g->exp;
+
+	if (x->blown)
+		return false;
+	if (x->stmts + x->vals + g->p->nvals <= MAXEXPAND)
+		return true;
+	x->blown = true;
+	diag_error(g->ctx, n->span, "inlining mod '%s' takes the kernel past "
+		"%d statements and values (the expansion limit)", m->name,
+		MAXEXPAND);
+	return false;
+}
+
+/* "'a' calls itself (through 'b', 'c')": the chain from m's active call
+ * to the body calling it now, in the order of the calls. */
+static bool
+mod_cycle(G *g, const Node *n, const Res *m)
+{
+	const ModCall *c = g->calls;
+	int len = 0;
+
+	for (; c && c->m != m; c = c->up)
+		len++;
+	if (!c)
+		return false;
+	if (!len) {
+		diag_error(g->ctx, n->span, "mod '%s' calls itself", m->name);
+		return true;
+	}
+	const char **via = NEWARR(&g->ctx->scratch, const char *, len);
+	for (c = g->calls; c->m != m; c = c->up)
+		via[--len] = c->m->name;
+	Buf b;
+	buf_init(&b, &g->ctx->scratch);
+	for (c = g->calls; c->m != m; c = c->up, len++)
+		buf_printf(&b, "%s'%s'", len ? ", " : "", via[len]);
+	diag_error(g->ctx, n->span, "mod '%s' calls itself (through %s)",
+		m->name, b.p);
+	return true;
+}
+
+/* NAME(a1, ..., an), NAME a mod: each argument is evaluated here, once,
+ * and bound to its parameter; then the body is lowered in a scope of its
+ * own, which holds the parameters and nothing of the call site's (its
+ * 'let', 'var' and loop names stay hidden: hygiene), so that names in the
+ * body mean the parameters or the kernel's declarations wherever it is
+ * called.  An argument that is a constant leaves no code here: each use
+ * in the body is that constant, as if written there, so a call and its
+ * body written out give the same code.  An error in the body gets a note
+ * at this call. */
+Ref
+sg_mod_call(G *g, const Node *n, const Res *m)
+{
+	const Node *d = m->decl;
+	Ref args[MAXMODPARAMS];
+	bool subst[MAXMODPARAMS];
+
+	if (n->kids.n != d->kids.n) {
+		diag_error(g->ctx, n->span, "mod '%s' takes %d argument%s, "
+			"found %d", m->name, d->kids.n, d->kids.n == 1 ? "" :
+			"s", n->kids.n);
+		diag_note(g->ctx, d->nspan, "'%s' declared here", m->name);
+		return sg_err(g);
+	}
+	if (mod_cycle(g, n, m) || !mod_budget(g, n, m))
+		return sg_err(g);
+	for (int k = 0; k < n->kids.n; k++) {
+		int mark = g->cur->n;
+		const SirVal *v = sg_val(g, args[k] = sg_expr(g,
+			n->kids.v[k]));
+		if (v->ty == TY_ERR)
+			return args[k];
+		subst[k] = v->isconst && (v->ty == TY_F32 || v->ty == TY_BOOL ||
+			ty_isint(v->ty));
+		for (int i = mark; subst[k] && i < g->cur->n; i++)
+			subst[k] = g->cur->v[i].op == SOP_const_i ||
+				g->cur->v[i].op == SOP_const_f;
+		if (subst[k])  /* only constants were emitted: drop them */
+			g->cur->n = mark;
+	}
+	Bind *scope = g->scope;
+	NameMap names = g->names;
+	ModCall call = {m, g->calls};
+	const Diag *mark = g->ctx->dlast;
+	g->scope = NULL;
+	g->names = (NameMap){0};
+	for (int k = 0; k < n->kids.n; k++) {
+		sg_bind(g, d->kids.v[k]->name, args[k], d->kids.v[k]->span);
+		g->scope->subst = subst[k];
+	}
+	g->calls = &call;
+	Ref r = sg_expr(g, d->d);
+	g->calls = call.up;
+	g->scope = scope;
+	g->names = names;
+	diag_note_since(g->ctx, mark, n->span, "in mod '%s' called here",
+		m->name);
+	return r;
+}
+
 Ref
 sg_call(G *g, const Node *n)
 {
 	const char *f = n->a->kind == N_NAME ? n->a->name : "";
+	const Res *m = *f ? kernel_find(g->k, f) : NULL;
 
 	if (!strcmp(f, "exp2"))
 		return exp2_call(g, n);
@@ -401,6 +508,24 @@ sg_call(G *g, const Node *n)
 				"named arguments", f);
 			return sg_err(g);
 		}
+	if (m && m->kind == R_MOD)
+		return sg_mod_call(g, n, m);
+	if (!builtin_known(f)) {
+		Suggest sg;
+		diag_suggest_init(&sg, f);
+		for (const char *const *p = builtin_names; *p; p++)
+			diag_suggest_add(&sg, *p);
+		for (const Res *r = g->k->res; r; r = r->next)
+			if (r->kind == R_MOD)
+				diag_suggest_add(&sg, r->name);
+		if (sg.best)
+			diag_error(g->ctx, n->a->span, "unknown function '%s'; "
+				"did you mean '%s'?", f, sg.best);
+		else
+			diag_error(g->ctx, n->a->span, "unknown function '%s'",
+				f);
+		return sg_err(g);
+	}
 	Ref t = sg_tile_call(g, n, f);  /* rowid colid select abs */
 	if (t)
 		return t;
@@ -436,6 +561,5 @@ sg_call(G *g, const Node *n)
 			return sg_err(g);
 		return sg_const_i(g, v.i, TY_I32, n->span);
 	}
-	diag_error(g->ctx, n->a->span, "unknown function '%s'", f);
-	return sg_err(g);
+	fg_bug("built-in function '%s' is not lowered", f);
 }

@@ -65,7 +65,7 @@ sg_bind(G *g, const char *name, Ref r, Span sp)
 {
 	Bind *b = NEW(&g->ctx->scratch, Bind);
 
-	*b = (Bind){name, r, sp, g->scope, NULL};
+	*b = (Bind){name, r, sp, false, g->scope, NULL};
 	b->shadow = namemap_put(&g->ctx->scratch, &g->names, name, b);
 	g->scope = b;
 }
@@ -89,14 +89,16 @@ sg_unscope(G *g, Bind *saved)
 const char *
 sg_text(G *g, Span sp, const char *dflt)
 {
-	const Src *src = &g->ctx->src;
+	const Src *src = ctx_src(g->ctx, sp.lo);
+	const char *t = src->text + (sp.lo - src->base);
 
-	if (sp.hi <= sp.lo || sp.hi > src->len || sp.hi - sp.lo > 40)
+	if (sp.hi <= sp.lo || sp.hi - src->base > src->len ||
+	    sp.hi - sp.lo > 40)
 		return dflt;
-	for (uint32_t i = sp.lo; i < sp.hi; i++)
-		if ((unsigned char)src->text[i] < 0x20)
+	for (uint32_t i = 0; i < sp.hi - sp.lo; i++)
+		if ((unsigned char)t[i] < 0x20)
 			return dflt;
-	return intern(g->ctx->strs, src->text + sp.lo, sp.hi - sp.lo);
+	return intern(g->ctx->strs, t, sp.hi - sp.lo);
 }
 
 /* Operand k (0 left, 1 right) of a binary operator or a two-argument
@@ -430,6 +432,11 @@ name(G *g, const Node *n)
 	Bind *b = sg_lookup(g, n->name);
 	Res *r;
 
+	if (b && b->subst) {
+		const SirVal *v = sg_val(g, b->ref);
+		return v->ty == TY_F32 ? sg_const_f(g, v->cf, n->span) :
+			sg_const_i(g, v->ci, v->ty, n->span);
+	}
 	if (b)
 		return b->ref;
 	if ((r = kernel_find(g->k, n->name))) {
@@ -452,8 +459,12 @@ name(G *g, const Node *n)
 			i->r[0] = r;
 			return d;
 		}
-		diag_error(g->ctx, n->span, "'%s' is a resource, not a value",
-			n->name);
+		if (r->kind == R_MOD)
+			diag_error(g->ctx, n->span, "'%s' is a mod, not a "
+				"value; call it: '%s(...)'", n->name, n->name);
+		else
+			diag_error(g->ctx, n->span, "'%s' is a resource, not "
+				"a value", n->name);
 		diag_note(g->ctx, r->nspan, "'%s' declared here", n->name);
 		return sg_err(g);
 	}
@@ -562,8 +573,8 @@ ternary(G *g, const Node *n)
 	return r;
 }
 
-Ref
-sg_expr(G *g, const Node *n)
+static Ref
+expr(G *g, const Node *n)
 {
 	switch (n->kind) {
 	case N_INT:
@@ -592,6 +603,26 @@ sg_expr(G *g, const Node *n)
 		diag_error(g->ctx, n->span, "expected a value");
 		return sg_err(g);
 	}
+}
+
+/* A tree is at most MAXTREE deep (ast_check_depth), but mods inline
+ * trees into trees: the nesting is bounded again here, so that the
+ * recursion stays as deep as one tree may be. */
+Ref
+sg_expr(G *g, const Node *n)
+{
+	if (g->depth >= MAXTREE) {
+		if (!g->too_deep)  /* once: every level above would say it */
+			diag_error(g->ctx, n->span, "the expression is nested "
+				"too deeply with the mods inlined into it (more "
+				"than %d levels)", MAXTREE);
+		g->too_deep = true;
+		return sg_err(g);
+	}
+	g->depth++;
+	Ref r = expr(g, n);
+	g->depth--;
+	return r;
 }
 
 Ref

@@ -8,6 +8,8 @@ typedef struct Bind {
 	const char *name;
 	Ref ref;
 	Span span;
+	bool subst;          /* a mod's constant argument: each use is a new
+			      * constant of ref's value, as where written */
 	struct Bind *next;   /* the scope, newest first */
 	struct Bind *shadow; /* the binding of the same name this one hides */
 } Bind;
@@ -23,6 +25,12 @@ typedef struct Expand {
 	bool blown;          /* reported: stop expanding */
 } Expand;
 
+/* A mod being inlined, and the one whose body called it (sircall.c). */
+typedef struct ModCall {
+	const Res *m;
+	const struct ModCall *up;
+} ModCall;
+
 typedef struct G {
 	Ctx *ctx;
 	Kernel *k;
@@ -34,6 +42,9 @@ typedef struct G {
 	int loop_depth;
 	Expand *exp;         /* shared by the partitions */
 	const Node *sfor;    /* the innermost 'static for' unrolling */
+	const ModCall *calls;/* the mods being inlined, innermost first */
+	int depth;           /* sg_expr nesting, mods' bodies included */
+	bool too_deep;       /* that nesting went past MAXTREE: reported */
 } G;
 
 SirVal *sg_val(G *, Ref);
@@ -64,6 +75,7 @@ Ref sg_tile_call(G *, const Node *, const char *f);  /* 0: not one */
 Ref sg_tile_stored(G *, const Node *, Ref);  /* f32 or 16-bit, or error */
 
 Ref sg_call(G *, const Node *);               /* sircall.c */
+Ref sg_mod_call(G *, const Node *, const Res *mod);
 Ref sg_convert(G *, const Node *);
 Ref sg_cvt(G *, const Node *);
 

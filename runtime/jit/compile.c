@@ -173,6 +173,9 @@ compile_jmp(fg_ctx *c, const char *name, const char *text, size_t len,
 			return rt_err(c, FG_ERR_INVALID, "%s", err);
 		}
 	src_init(&cc, name, text, len);
+	if (o->mods)
+		src_add(&cc, o->mods_name ? o->mods_name : "<mods>", o->mods,
+			strlen(o->mods));
 	int nerr = driver_compile(&cc, EMIT_PTX, false);
 	st = finish(c, &cc, nerr, out);
 	ctx_free(&cc);
@@ -195,6 +198,9 @@ compile(fg_ctx *c, const char *name, const char *text, size_t len,
 	if (opt->arch && !t)
 		return rt_err(c, FG_ERR_INVALID, "unknown arch '%s' (sm_90a or "
 			"sm_100a)", opt->arch);
+	if (opt->mods && strnlen(opt->mods, MAXSRC + 1) > MAXSRC)
+		return rt_err(c, FG_ERR_INVALID, "mods is larger than %u bytes",
+			MAXSRC);
 	return compile_jmp(c, name, text, len, opt, t, out);
 }
 

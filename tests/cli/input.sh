@@ -109,7 +109,7 @@ for nl in cr crlf lf; do
 	printf 'kernel k target=sm_90a;%scta threads=32;%s  bogus;%s' \
 		"$e" "$e" "$e" >"$tmp/$nl.fa"
 	run 1 "$nl line ends" "$tmp/$nl.fa" --check || continue
-	printf '%s\n' "$tmp/$nl.fa:3:3: error: expected end of file, declaration, 'cta', 'tiles' or 'static', found 'bogus'" \
+	printf '%s\n' "$tmp/$nl.fa:3:3: error: expected end of file, declaration, 'cta', 'tiles', 'static' or 'mod', found 'bogus'" \
 		'    3 |   bogus;' '      |   ^~~~~' '1 error' >"$tmp/want"
 	n=$((n + 1))
 	diff -u "$tmp/want" "$tmp/err" >"$tmp/diff" ||

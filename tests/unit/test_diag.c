@@ -718,6 +718,79 @@ diagnostics_are_kept_in_order(void **state)
 	assert_null(c->dlast->next);
 }
 
+/* ------------------------------------------------------------ sources */
+
+/* A source added after the schedule (a --mod file) has its own offsets
+ * past the schedule's: its diagnostics name it and count its lines. */
+static void
+added_source_names_its_own_file_and_lines(void **state)
+{
+	Ctx *c = ctx_with(state, "k.fa", "kernel k;\n");
+	Src *m = src_add(c, "m.fa", "// x\nmod f() = y;\n", 18);
+
+	assert_non_null(m);
+	assert_int_equal(m->base, 11);  /* one past the schedule's end */
+	assert_ptr_equal(ctx_src(c, 0), &c->src);
+	assert_ptr_equal(ctx_src(c, 10), &c->src);
+	assert_ptr_equal(ctx_src(c, 11), m);
+	diag_error(c, span(m->base + 15, m->base + 16), "'y' is not declared");
+	diag_note(c, span(7, 8), "in the schedule");
+	assert_string_equal(render(c),
+	    "m.fa:2:11: error: 'y' is not declared\n"
+	    "    2 | mod f() = y;\n"
+	    "      |           ^\n"
+	    "k.fa:1:8: note: in the schedule\n"
+	    "    1 | kernel k;\n"
+	    "      |        ^\n"
+	    "1 error\n");
+}
+
+static void
+second_added_source_follows_the_first(void **state)
+{
+	Ctx *c = ctx_with(state, "k.fa", "abc");
+	Src *a = src_add(c, "a.fa", "", 0), *b = src_add(c, "b.fa", "z", 1);
+	uint32_t l, k;
+
+	assert_int_equal(a->base, 4);
+	assert_int_equal(b->base, 5);
+	assert_ptr_equal(c->more, a);
+	assert_ptr_equal(a->next, b);
+	assert_ptr_equal(ctx_src(c, 4), a);
+	assert_ptr_equal(ctx_src(c, 5), b);
+	src_linecol(b, 5, &l, &k);
+	assert_int_equal(l, 1);
+	assert_int_equal(k, 1);
+}
+
+/* Inlined code: every error found in it gets the note, after its own
+ * notes; those reported before the mark do not. */
+static void
+note_since_follows_each_later_error_and_its_notes(void **state)
+{
+	Ctx *c = ctx_with(state, "t.fa", "abc\n");
+	const Diag *mark;
+	const Diag *d;
+
+	diag_error(c, span(0, 1), "before");
+	mark = c->dlast;
+	diag_error(c, span(1, 2), "one");
+	diag_note(c, span(1, 2), "its note");
+	diag_warn(c, "w", span(2, 3), "two");
+	diag_note_since(c, mark, span(0, 3), "in %s", "here");
+	d = c->diags;
+	assert_string_equal(d->msg, "before");
+	assert_string_equal(d->next->msg, "one");
+	assert_string_equal(d->next->next->msg, "its note");
+	assert_string_equal(d->next->next->next->msg, "in here");
+	assert_string_equal(d->next->next->next->next->msg, "two");
+	assert_string_equal(c->dlast->msg, "in here");
+	assert_int_equal(c->dlast->kind, D_NOTE);
+	assert_null(c->dlast->next);
+	diag_note_since(c, c->dlast, span(0, 1), "nothing new");
+	assert_string_equal(c->dlast->msg, "in here");
+}
+
 static void
 bug_prints_internal_error_and_aborts(void **state)
 {
@@ -793,6 +866,9 @@ main(void)
 		T(last_warning_option_wins),
 		T(upgraded_warnings_count_toward_the_limit),
 		T(diagnostics_are_kept_in_order),
+		T(added_source_names_its_own_file_and_lines),
+		T(second_added_source_follows_the_first),
+		T(note_since_follows_each_later_error_and_its_notes),
 		cmocka_unit_test(bug_prints_internal_error_and_aborts),
 	};
 

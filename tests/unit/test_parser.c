@@ -51,7 +51,7 @@ parse_n(void **state, const char *src, size_t n)
 	Node *m;
 
 	src_init(&f->c, "t.fa", src, n);
-	m = parse_src(&f->c);
+	m = parse_src(&f->c, &f->c.src);
 	assert_non_null(m);
 	assert_int_equal(m->kind, N_MODULE);
 	return m;
@@ -770,6 +770,30 @@ unclosed_brace_is_reported_at_end_of_file(void **state)
 
 /* Parse with allocation number fail failing; false when nothing failed.
  * Memory is all given back either way. */
+/* A source added after the schedule (a --mod file) is parsed with its
+ * own offsets: spans past the schedule's, a syntax error rendered with
+ * its name and its own line, a byte-order mark at its start skipped. */
+static void
+added_source_parses_at_its_own_offsets(void **state)
+{
+	Fix *f = *state;
+	static const char m[] = "\xEF\xBB\xBF" "param a : i32;\nparam b = ;\n";
+	Buf b;
+
+	parse(state, "kernel k target=sm_90a;\n");
+	const Src *s = src_add(&f->c, "m.fa", m, sizeof m - 1);
+	Node *n = parse_src(&f->c, s);
+	assert_true(n->kids.n >= 1);
+	assert_int_equal(n->kids.v[0]->nspan.lo, s->base + 9);
+	assert_int_equal(f->c.nerr, 1);
+	buf_init(&b, &f->c.scratch);
+	diag_render(&f->c, &b);
+	assert_string_equal(b.p, "m.fa:2:11: error: unexpected ';'\n"
+		"    2 | param b = ;\n"
+		"      |           ^\n"
+		"1 error\n");
+}
+
 static bool
 parse_failing_at(long fail)
 {
@@ -789,7 +813,7 @@ parse_failing_at(long fail)
 	}
 	ctx_init(&c, test_alloc, &ta, &jb);
 	src_init(&c, "t.fa", src, sizeof src - 1);
-	parse_src(&c);
+	parse_src(&c, &c.src);
 	ctx_free(&c);
 	assert_int_equal(ta.live, 0);
 	assert_int_equal(ta.bytes, 0);
@@ -863,6 +887,7 @@ main(void)
 		T(each_broken_statement_is_reported_once),
 		T(errors_stop_at_the_limit),
 		T(unclosed_brace_is_reported_at_end_of_file),
+		T(added_source_parses_at_its_own_offsets),
 		cmocka_unit_test(every_allocation_failure_is_survived),
 	};
 

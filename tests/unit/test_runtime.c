@@ -745,6 +745,69 @@ defines_and_arch_are_applied_and_checked(void **state)
 		sizeof tiny - 1, &o, &p), FG_ERR_INVALID);
 }
 
+/* fg_compile_options.mods (issue #22): the text replaces the schedule's
+ * mod of the same name; its diagnostics carry mods_name.  The kernel
+ * cache (cache.c) is keyed by the PTX, which is the only way the mods
+ * reach a cubin: two compiles that differ only in their mods get
+ * different PTX and so different keys, and the same mods again the same
+ * key. */
+static const char hooked[] =
+"kernel k target=sm_90a;\n"
+"param M : i32;\n"
+"global Y : i32[4];\n"
+"cta threads=32;\n"
+"tiles grid=(1);\n"
+"mod hook(x) = x;\n"
+"partition p warps=0 {\n"
+"	store Y[0], hook(M);\n"
+"}\n";
+
+static void
+key_of_mods(fg_ctx *c, const char *mods, uint8_t key[32])
+{
+	fg_compile_options o = {.mods = mods, .mods_name = "hooks.fa"};
+	fg_program *p;
+	size_t n;
+
+	assert_int_equal(fg_compile_string(c, "h.fa", hooked,
+		sizeof hooked - 1, &o, &p), FG_OK);
+	const char *ptx = fg_program_ptx(p, &n);
+	cache_key(key, ptx, n, "sm_90a", "-arch=sm_90a", "ptxas");
+	fg_program_free(p);
+}
+
+static void
+mods_replace_a_default_and_separate_cache_keys(void **state)
+{
+	Fix *f = *state;
+	uint8_t k[4][32];
+	fg_compile_options o = {.mods = "mod hook(x) = x +;\n"};
+	fg_program *p;
+
+	key_of_mods(f->ctx, NULL, k[0]);
+	key_of_mods(f->ctx, "mod hook(x) = x + 1;\n", k[1]);
+	key_of_mods(f->ctx, "mod hook(x) = x * 2;\n", k[2]);
+	key_of_mods(f->ctx, "mod hook(x) = x + 1;\n", k[3]);
+	assert_memory_not_equal(k[0], k[1], 32);
+	assert_memory_not_equal(k[0], k[2], 32);
+	assert_memory_not_equal(k[1], k[2], 32);
+	assert_memory_equal(k[1], k[3], 32);
+	/* diagnostics in the mods name them: mods_name, else "<mods>" */
+	assert_int_equal(fg_compile_string(f->ctx, "h.fa", hooked,
+		sizeof hooked - 1, &o, &p), FG_ERR_COMPILE);
+	assert_non_null(strstr(fg_program_diagnostics(p), "<mods>:1:18: "
+		"error: unexpected ';'"));
+	fg_program_free(p);
+	o = (fg_compile_options){.mods = "mod hok(x) = x;", .mods_name =
+		"hooks.fa"};
+	assert_int_equal(fg_compile_string(f->ctx, "h.fa", hooked,
+		sizeof hooked - 1, &o, &p), FG_ERR_COMPILE);
+	assert_non_null(strstr(fg_program_diagnostics(p), "hooks.fa:1:5: "
+		"error: --mod: 'hok' is not a mod of kernel 'k'; its mods: "
+		"hook; did you mean 'hook'?"));
+	fg_program_free(p);
+}
+
 static void
 compile_file_reads_the_shipped_copy_schedule(void **state)
 {
@@ -875,6 +938,7 @@ main(void)
 		T(compile_errors_come_back_as_diagnostics),
 		T(defines_and_arch_are_applied_and_checked),
 		T(compile_file_reads_the_shipped_copy_schedule),
+		T(mods_replace_a_default_and_separate_cache_keys),
 		T(verifier_and_hang_options_reach_the_compiler),
 		cmocka_unit_test(every_allocation_failure_is_survived),
 	};

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -65,7 +66,7 @@ sema(void **state, const char *src)
 	Node *m;
 
 	src_init(c, "t.fa", src, strlen(src));
-	m = parse_src(c);
+	m = parse_src(c, &c->src);
 	assert_int_equal(c->nerr, 0);
 	return sema_kernel(c, m);
 }
@@ -599,6 +600,74 @@ smem_past_the_target_limit_is_error(void **state)
 		"shared memory; sm_90a allows 232448 per CTA");
 }
 
+/* ------------------------------------------------------------ mods */
+
+/* Compile src (and mods, when not NULL, as a --mod file) in a context of
+ * its own; the first diagnostic's message, or "" when there is none. */
+static const char *
+first_of(void **state, const char *src, const char *mods, char *buf,
+	size_t len)
+{
+	Fix *f = *state;
+	jmp_buf jb;
+	Ctx c;
+
+	ctx_init(&c, test_alloc, &f->ta, &jb);
+	src_init(&c, "t.fa", src, strlen(src));
+	if (mods)
+		assert_non_null(src_add(&c, "m.fa", mods, strlen(mods)));
+	driver_compile(&c, EMIT_IR, true);
+	snprintf(buf, len, "%s", c.diags ? c.diags->msg : "");
+	ctx_free(&c);
+	return buf;
+}
+
+/* front/mod.c's list and sircall.c's lowering agree: every name on the
+ * list is a built-in sirgen lowers (a call with no argument is that
+ * built-in's own error, not an unknown function or an internal error),
+ * and no mod may take it. */
+static void
+every_builtin_is_lowered_and_no_mod_may_take_its_name(void **state)
+{
+	char src[512], msg[512];
+
+	for (const char *const *b = builtin_names; *b; b++) {
+		snprintf(src, sizeof src, HEAD "cta threads=128;\n"
+			"tiles grid=(1);\npartition p warps=0..3 {\n"
+			"\tvar v = %s();\n}\n", *b);
+		first_of(state, src, NULL, msg, sizeof msg);
+		if (!*msg || strstr(msg, "unknown function"))
+			fail_msg("'%s()': '%s'", *b, msg);
+		snprintf(src, sizeof src, HEAD "mod %s(x) = x;\n" TAIL, *b);
+		first_of(state, src, NULL, msg, sizeof msg);
+		assert_non_null(strstr(msg, "is a built-in function"));
+	}
+	assert_false(builtin_known("score_mod"));
+	assert_true(builtin_known("select"));
+}
+
+/* A --mod file's mod is the one in effect; the schedule's stays the
+ * declaration (its place among the kernel's names). */
+static void
+file_mod_replaces_the_schedules(void **state)
+{
+	Ctx *c = ctx_of(state);
+	static const char src[] = HEAD "mod hook(x) = x;\n" TAIL;
+	static const char mods[] = "mod hook(y) = y + 1;\nparam extra : i32;\n";
+
+	src_init(c, "t.fa", src, strlen(src));
+	const Src *m = src_add(c, "m.fa", mods, strlen(mods));
+	driver_compile(c, EMIT_IR, true);
+	assert_int_equal(c->nerr, 0);
+	Res *h = res(c->kern, "hook");
+	assert_int_equal(h->kind, R_MOD);
+	assert_true(h->nspan.lo < c->src.len);
+	assert_true(h->decl->span.lo >= m->base);
+	assert_string_equal(h->decl->kids.v[0]->name, "y");
+	assert_int_equal(res(c->kern, "extra")->kind, R_PARAM);
+	assert_ptr_equal(c->kern->res_last, res(c->kern, "extra"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -641,6 +710,8 @@ main(void)
 		T(alias_shares_the_offset_of_its_buffer),
 		T(sm100_reserves_the_tensor_memory_address_slot),
 		T(smem_past_the_target_limit_is_error),
+		T(every_builtin_is_lowered_and_no_mod_may_take_its_name),
+		T(file_mod_replaces_the_schedules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

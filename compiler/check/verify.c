@@ -675,9 +675,11 @@ vf_element(const Node *c, int64_t i, int64_t *v)
 	const Node *e = c->kind == N_TUPLE && i >= 0 && i < n ?
 		c->kids.v[i] : c;
 
-	if (i < 0 || i >= n || e->kind != N_INT)
+	bool neg = e->kind == N_UNARY && e->op == '-' && e->a->kind == N_INT;
+
+	if (i < 0 || i >= n || (e->kind != N_INT && !neg))
 		return false;
-	*v = e->ival;
+	*v = neg ? -e->a->ival : e->ival;  /* '-5' parses as a negation */
 	return true;
 }
 

@@ -28,6 +28,9 @@
  *   index tiles (rowid, colid: a base register plus immediates) and pure
  *   arithmetic on them, which ptxas computes element by element where
  *   they are used (an ALiBi bias, issue #22);
+ * - a bool tile (a mask) takes a register per 32 elements a thread holds:
+ *   ptxas evaluates comparisons and logic where a select consumes them,
+ *   or keeps predicates packed (a mask_mod of issue #22);
  * - a gather whose index depends on rowid alone (colid alone) loads once
  *   per row (column) of the thread's and copies (ptx/ptxtile.c), so it,
  *   and what is computed from it alone, takes a register per row
@@ -761,6 +764,11 @@ estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
 			e.size[r] = 1;
 		else if (e.istile[r] && dep[r] != SD_ANY)
 			e.size[r] = sir_elem_regs(&sp->vals[r], dep[r], e.size[r]);
+		/* a bool tile (a mask's comparisons and logic) is one
+		 * predicate per element, which ptxas computes where a select
+		 * uses it or packs 32 to a register */
+		if (e.istile[r] && sp->vals[r].ety == TY_BOOL && e.size[r] > 1)
+			e.size[r] = (e.size[r] + 31) / 32;
 	}
 	e.budgeted = sp->part->regs || k->maxnreg;
 	int *uses = NEWARR(&ctx->scratch, int, nv);

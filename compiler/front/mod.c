@@ -16,7 +16,8 @@
  * lower is an internal error there, and a call it lowers that is not
  * here is an unknown function, so the two lists cannot drift apart. */
 const char *const builtin_names[] = {
-	"abs", "all_eq", "cdiv", "colid", "convert", "cvt", "exp2", "log2",
+	"abs", "all_eq", "cdiv", "colid", "convert", "cvt", "dmod", "exp2",
+	"log2",
 	"mask_below", "mask_causal", "mask_cols", "max", "min", "rcp",
 	"rowid", "rowmax", "rowsum", "select", "sizeof", "tanh", NULL,
 };
@@ -126,6 +127,23 @@ decl_mod(S *s, const Node *d)
 		return;
 	}
 	r->decl = fm->d;
+}
+
+/* A file's mod whose name starts with '_' and that replaces nothing is
+ * the file's own helper (fagen.flex_attention's tracer names a shared
+ * subexpression so): it joins the kernel's mods. */
+void
+mods_private(S *s, const Node *files)
+{
+	for (int i = 0; files && i < files->kids.n; i++) {
+		const Node *n = files->kids.v[i];
+		FileMod *fm = n->kind == N_DECL && n->op == DK_MOD ?
+			namemap_get(&s->over, n->name) : NULL;
+		if (!fm || fm->d != n || fm->used || n->name[0] != '_')
+			continue;
+		fm->used = true;
+		declare(s, R_MOD, n);
+	}
 }
 
 /* A file's mod that replaced nothing: a misspelt hook, most likely. */

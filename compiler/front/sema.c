@@ -554,6 +554,7 @@ sema_kernel(Ctx *ctx, const Node *mod)
 		    n->op == DK_GLOBAL))
 			item(&s, n);
 	}
+	mods_private(&s, ctx->mods);
 	mods_unused(&s, ctx->mods);
 	for (Define *d = ctx->defines; d; d = d->next)
 		if (!d->used)

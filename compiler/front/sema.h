@@ -43,6 +43,7 @@ void decl_verify(S *s, const Node *d);
 /* mod.c: mods, and the --mod files' items around the schedule's */
 void decl_mod(S *s, const Node *d);
 void mods_collect(S *s, const Node *files);  /* before the schedule */
-void mods_unused(S *s, const Node *files);   /* after it */
+void mods_private(S *s, const Node *files);  /* after it: _helpers */
+void mods_unused(S *s, const Node *files);   /* then the rest */
 
 #endif

@@ -510,6 +510,8 @@ sg_call(G *g, const Node *n)
 		}
 	if (m && m->kind == R_MOD)
 		return sg_mod_call(g, n, m);
+	if (!strcmp(f, "dmod"))
+		return sg_dmod(g, n);
 	if (!builtin_known(f)) {
 		Suggest sg;
 		diag_suggest_init(&sg, f);

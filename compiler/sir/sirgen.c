@@ -65,7 +65,8 @@ sg_bind(G *g, const char *name, Ref r, Span sp)
 {
 	Bind *b = NEW(&g->ctx->scratch, Bind);
 
-	*b = (Bind){name, r, sp, false, g->scope, NULL};
+	*b = (Bind){.name = name, .ref = r, .span = sp, .dot = SG_NOTAN,
+		.next = g->scope};
 	b->shadow = namemap_put(&g->ctx->scratch, &g->names, name, b);
 	g->scope = b;
 }

@@ -4,12 +4,16 @@
 #ifndef SIRGEN_H
 #define SIRGEN_H
 
+#define SG_NOTAN ((Ref)UINT32_MAX)
+
 typedef struct Bind {
 	const char *name;
 	Ref ref;
 	Span span;
 	bool subst;          /* a mod's constant argument: each use is a new
 			      * constant of ref's value, as where written */
+	Ref dot;             /* dmod: the tangent of a mod's parameter, or
+			      * SG_NOTAN for 0 (sirdiff.c) */
 	struct Bind *next;   /* the scope, newest first */
 	struct Bind *shadow; /* the binding of the same name this one hides */
 } Bind;
@@ -45,6 +49,7 @@ typedef struct G {
 	const ModCall *calls;/* the mods being inlined, innermost first */
 	int depth;           /* sg_expr nesting, mods' bodies included */
 	bool too_deep;       /* that nesting went past MAXTREE: reported */
+	int ntmp;            /* dmod's temporaries named so far */
 } G;
 
 SirVal *sg_val(G *, Ref);
@@ -75,6 +80,7 @@ Ref sg_tile_call(G *, const Node *, const char *f);  /* 0: not one */
 Ref sg_tile_stored(G *, const Node *, Ref);  /* f32 or 16-bit, or error */
 
 Ref sg_call(G *, const Node *);               /* sircall.c */
+Ref sg_dmod(G *, const Node *);               /* sirdiff.c */
 Ref sg_mod_call(G *, const Node *, const Res *mod);
 Ref sg_convert(G *, const Node *);
 Ref sg_cvt(G *, const Node *);

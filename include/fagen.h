@@ -384,6 +384,34 @@ typedef struct fg_attention_args {
 				   * (and softcapped) score of query i and
 				   * key j (per sequence when varlen), and
 				   * the lse; 0: none */
+	/* Programmable attention (FlexAttention's score_mod, mask_mod and
+	 * BlockMask; docs/API.md).  Not with varlen; a score_mod not with
+	 * softcap or ALiBi (write them in it); a block mask not with causal
+	 * or a window (write them as the mask_mod). */
+	const char *mods;         /* a mod file (docs/LANGUAGE.md, 'mod'):
+				   * 'mod score_mod(s, b, h, q, k)' maps
+				   * the score s = (q.k) * scale of query q
+				   * and key k (i32 tiles of indices within
+				   * the sequence) of batch b and query head
+				   * h to the logit; 'mod mask_mod(b, h, q,
+				   * k)' is true where q sees k; it declares
+				   * the globals they read; NULL: none */
+	int score_mod, mask_mod;  /* nonzero: mods defines that hook */
+	const fg_arg *mod_args;   /* the mods' globals (and params), by
+				   * name: at most 16 */
+	int nmod_args;
+	uint64_t block_kv_num;    /* nonzero: block sparsity, 128 x 128
+				   * blocks (head_dim 64, 128): int32
+				   * [batch, heads, cdiv(seq_q, 128)], key
+				   * blocks query block m must mask */
+	uint64_t block_kv_idx;    /* int32 [batch, heads, cdiv(seq_q, 128),
+				   * cdiv(seq_k, 128)]: their indices */
+	uint64_t block_full_num;  /* the same for blocks it sees whole (no
+				   * mask_mod; a block holding the last key
+				   * must be masked if seq_k % 128) */
+	uint64_t block_full_idx;  /* (the kernel clamps counts and indices
+				   * into range; blocks in neither list are
+				   * skipped) */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:
@@ -409,9 +437,11 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * With grouped-query attention (fwd.heads_k), dk and dv of a K/V head
  * sum over the query heads sharing it.  Supported: sm_90a, head_dim 64
  * and 128, bf16 and f16, causal or not, GQA/MQA, sliding windows,
- * softcaps, ALiBi (no gradient for the slopes) and variable-length
- * batches (dk, dv dense then); sinks or head_dim 256 give
- * FG_ERR_UNSUPPORTED.
+ * softcaps, ALiBi (no gradient for the slopes), variable-length
+ * batches (dk, dv dense then) and mods (score_mod's derivative is
+ * derived from its body; no gradient for the mods' globals) with the
+ * forward's block mask given as block_class; sinks or head_dim 256
+ * give FG_ERR_UNSUPPORTED.
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
  * fa_bwd_sm90.fa (dK, dV; dQ added up in f32 by TMA reduce-adds; or the
  * simpler fa_bwd_baseline_sm90.fa, with atomic adds) and
@@ -429,6 +459,12 @@ typedef struct fg_attention_bwd_args {
 	int64_t dv_strides[4];
 	const char *schedule;     /* NULL: fa_bwd_sm90.fa (warp-specialized);
 				   * or "fa_bwd_baseline_sm90.fa" */
+	uint64_t block_class;     /* with the forward's block mask: int32
+				   * [batch, heads, cdiv(seq_q, 128),
+				   * cdiv(seq_k, 128)], each 128 x 128 block
+				   * 0 (not in the mask's lists), 1 (in
+				   * block_kv_idx: masked) or 2 (in
+				   * block_full_idx: whole); else 0 */
 } fg_attention_bwd_args;
 
 FG_API fg_status fg_attention_backward(fg_ctx *,

@@ -98,7 +98,29 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("cu_seqlens_q", ctypes.c_uint64), ("cu_seqlens_k", ctypes.c_uint64),
         ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64),
         ("alibi_slopes", ctypes.c_uint64),
+        ("mods", ctypes.c_char_p),
+        ("score_mod", ctypes.c_int), ("mask_mod", ctypes.c_int),
+        ("mod_args", ctypes.c_void_p), ("nmod_args", ctypes.c_int),
+        ("block_kv_num", ctypes.c_uint64), ("block_kv_idx", ctypes.c_uint64),
+        ("block_full_num", ctypes.c_uint64),
+        ("block_full_idx", ctypes.c_uint64),
     ]
+
+
+_MAX_RANK = 5                       # FG_MAX_RANK
+_ARG_TENSOR = 3                     # FG_ARG_TENSOR
+
+
+class _Tensor(ctypes.Structure):    # fg_tensor
+    _fields_ = [("ptr", ctypes.c_uint64), ("rank", ctypes.c_int),
+                ("dims", ctypes.c_int64 * _MAX_RANK),
+                ("strides", ctypes.c_int64 * _MAX_RANK)]
+
+
+class _Arg(ctypes.Structure):       # fg_arg
+    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int),
+                ("i", ctypes.c_int64), ("f", ctypes.c_double),
+                ("t", _Tensor)]
 
 
 class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
@@ -111,6 +133,7 @@ class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
         ("dk_strides", ctypes.c_int64 * 4),
         ("dv_strides", ctypes.c_int64 * 4),
         ("schedule", ctypes.c_char_p),
+        ("block_class", ctypes.c_uint64),
     ]
 
 
@@ -334,6 +357,123 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
     if st:
         raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
                          lib.fg_errmsg(ctx).decode(errors="replace"))
+
+
+def _flex_args(torch, q, k, v, out, lse, scale, mods_text, tensors, blocks,
+               score_mod, mask_mod):
+    """fg_attention_args of a flex call, and what must outlive it."""
+    b, h, sq, d = q.shape
+    text = mods_text or None
+    if score_mod is None:
+        score_mod = bool(text) and "mod score_mod(" in text
+    if mask_mod is None:
+        mask_mod = bool(text) and "mod mask_mod(" in text
+    args = (_Arg * max(len(tensors), 1))()
+    for i, (name, t) in enumerate(tensors):
+        if not isinstance(t, torch.Tensor) or t.device != q.device or \
+                not t.is_contiguous():
+            raise ValueError("the mods' global %s must be a contiguous "
+                             "tensor on q's device" % name)
+        args[i].name = name.encode()
+        args[i].kind = _ARG_TENSOR
+        args[i].t.ptr = t.data_ptr()
+    a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
+              o=out.data_ptr(), lse=lse.data_ptr(), batch=b, heads=h,
+              seq_q=sq, seq_k=k.shape[2], head_dim=d, heads_k=k.shape[1],
+              dtype=_DTYPE_BF16 if q.dtype == torch.bfloat16 else _DTYPE_F16,
+              scale=0.0 if scale is None else float(scale),
+              mods=None if text is None else text.encode(),
+              score_mod=1 if text and score_mod else 0,
+              mask_mod=1 if text and mask_mod else 0,
+              mod_args=ctypes.cast(args, ctypes.c_void_p) if tensors else
+              None, nmod_args=len(tensors))
+    if blocks is not None:
+        nq, nk = -(-sq // 128), -(-k.shape[2] // 128)
+        for t, shape in zip(blocks, ((b, h, nq), (b, h, nq, nk)) * 2):
+            if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 \
+                    or tuple(t.shape) != shape or t.device != q.device or \
+                    not t.is_contiguous():
+                raise ValueError("block mask tensors must be contiguous "
+                                 "int32 %s and %s on q's device"
+                                 % ((b, h, nq), (b, h, nq, nk)))
+        (a.block_kv_num, a.block_kv_idx, a.block_full_num,
+         a.block_full_idx) = (t.data_ptr() for t in blocks)
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", out)):
+        getattr(a, name + "_strides")[:] = t.stride()
+    return a, (args, text)
+
+
+def _flex_call(torch, q, fn, a):
+    lib = _load()
+    device = q.device.index if q.device.index is not None else \
+        torch.cuda.current_device()
+    ctx = _ctx(lib, device)
+    stream = torch.cuda.current_stream(q.device).cuda_stream
+    st = getattr(lib, fn)(ctx, ctypes.byref(a),
+                          stream or _CU_STREAM_PER_THREAD)
+    if st:
+        raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
+                         lib.fg_errmsg(ctx).decode(errors="replace"))
+
+
+def _flex_launch(q, k, v, *, scale, mods_text, tensors, blocks, enable_gqa,
+                 return_lse, score_mod=None, mask_mod=None):
+    """fg_attention_forward with a mod file (fagen.flex_attention's
+    launcher): q, k, v (B, H, S, D); mods_text the traced mod file or None;
+    tensors [(global name, tensor)] it reads, each contiguous on q's
+    device; blocks None or (kv_num_blocks, kv_indices, full_kv_num_blocks,
+    full_kv_indices), contiguous int32 [B, H, cdiv(Sq, 128)(, cdiv(Sk,
+    128))]; score_mod / mask_mod: whether mods_text defines that hook
+    (None: whether it declares 'mod score_mod' / 'mod mask_mod').
+    Returns out, or (out, lse)."""
+    torch = _torch()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("%s must be a torch.Tensor" % name)
+    if not enable_gqa and k.shape[1] != q.shape[1]:
+        raise ValueError("q has %d heads and k, v %d: pass enable_gqa=True "
+                         "for grouped-query attention"
+                         % (q.shape[1], k.shape[1]))
+    if scale is not None and not scale > 0:
+        raise ValueError("scale is %r: it must be > 0 (None: 1/sqrt(D))"
+                         % (scale,))
+    with torch.no_grad():
+        _check(torch, q, k, v)
+    b, h, sq, d = q.shape
+    out = torch.empty((b, h, sq, d), dtype=q.dtype, device=q.device)
+    lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
+    a, keep = _flex_args(torch, q, k, v, out, lse, scale, mods_text, tensors,
+                         blocks, score_mod, mask_mod)
+    _flex_call(torch, q, "fg_attention_forward", a)
+    del keep
+    return (out, lse) if return_lse else out
+
+
+def _flex_backward(q, k, v, out, lse, dout, *, scale, mods_text, tensors,
+                   blocks, block_class, score_mod=None, mask_mod=None):
+    """fg_attention_backward of a _flex_launch call: dq, dk, dv (dense,
+    like q, k, v).  block_class: None, or with blocks the int32 [B, H,
+    cdiv(Sq, 128), cdiv(Sk, 128)] class of each block (0 empty, 1
+    masked, 2 whole)."""
+    torch = _torch()
+    dout = dout.contiguous() if dout.stride(-1) != 1 or \
+        dout.data_ptr() % 16 else dout
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    a, keep = _flex_args(torch, q, k, v, out, lse, scale, mods_text, tensors,
+                         blocks, score_mod, mask_mod)
+    ba = _BwdArgs(fwd=a, dout=dout.data_ptr(), dq=dq.data_ptr(),
+                  dk=dk.data_ptr(), dv=dv.data_ptr(),
+                  block_class=0 if block_class is None else
+                  block_class.data_ptr())
+    ba.dout_strides[:] = dout.stride()
+    ba.dq_strides[:] = dq.stride()
+    ba.dk_strides[:] = dk.stride()
+    ba.dv_strides[:] = dv.stride()
+    _flex_call(torch, q, "fg_attention_backward", ba)
+    del keep
+    return dq, dk, dv
 
 
 def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):

@@ -316,10 +316,6 @@ def _check_qkv(torch, q, k, v, enable_gqa):
         raise ValueError("Expect number of query heads to be a multiple of "
                          "kv heads for GQA but got Hq=%d and Hkv=%d."
                          % (hq, hkv))
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        raise RuntimeError("fagen.flex_attention has no backward yet; call "
-                           "it under torch.no_grad() or "
-                           "torch.inference_mode()")
 
 
 def _is_noop(mask_mod):
@@ -380,8 +376,8 @@ def _bind(torch, plan, device):
                              % (t.device, device))
         if torch.is_grad_enabled() and t.requires_grad:
             raise RuntimeError("a mod reads a captured tensor that requires "
-                               "grad; fagen.flex_attention has no backward "
-                               "yet (use torch.no_grad())")
+                               "grad; fagen.flex_attention gives no gradient "
+                               "for the mods' tensors yet (detach it)")
         if convert:
             if t.dtype == torch.int64 and t.numel():
                 lo, hi = torch.aminmax(t)
@@ -427,6 +423,46 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
         # #22); without it a traced call stops here
         raise NotImplementedError("fagen._flex_launch is not in this "
                                   "build of fagen")
-    return launch(query, key, value, scale=float(scale), mods_text=plan.text,
-                  tensors=tensors, blocks=blocks, enable_gqa=enable_gqa,
-                  return_lse=return_lse)
+    kw = dict(scale=float(scale), mods_text=plan.text, tensors=tensors,
+              blocks=blocks, score_mod=plan.has_score_mod,
+              mask_mod=plan.has_mask_mod)
+    if torch.is_grad_enabled() and any(t.requires_grad
+                                       for t in (query, key, value)):
+        cls = None if blocks is None else _to_classes(
+            torch, *blocks).to(torch.int32).contiguous()
+        out, lse = _function(torch).apply(query, key, value, kw, cls, pkg)
+        return (out, lse) if return_lse else out
+    return launch(query, key, value, enable_gqa=enable_gqa,
+                  return_lse=return_lse, **kw)
+
+
+_FN = []
+
+
+def _function(torch):
+    """The autograd.Function of flex_attention (made once, on first use,
+    so that importing fagen needs no torch)."""
+    if _FN:
+        return _FN[0]
+
+    class FlexAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, kw, cls, pkg):
+            out, lse = pkg._flex_launch(q.detach(), k.detach(), v.detach(),
+                                        enable_gqa=True, return_lse=True,
+                                        **kw)
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.kw, ctx.cls, ctx.pkg = kw, cls, pkg
+            ctx.mark_non_differentiable(lse)
+            return out, lse
+
+        @staticmethod
+        def backward(ctx, dout, dlse):
+            q, k, v, out, lse = ctx.saved_tensors
+            dq, dk, dv = ctx.pkg._flex_backward(
+                q.detach(), k.detach(), v.detach(), out, lse, dout,
+                block_class=ctx.cls, **ctx.kw)
+            return dq, dk, dv, None, None, None
+
+    _FN.append(FlexAttention)
+    return FlexAttention

@@ -33,6 +33,8 @@ struct AttnVariant {
 	bool sinks;           /* -D SINKS=true */
 	bool alibi;           /* -D ALIBI=true */
 	bool varlen;          /* -D VARLEN=true */
+	bool score_mod, mask_mod, blocks; /* -D SCORE_MOD, MASK_MOD, BLOCKS */
+	char *mods;           /* the mod file (owned), or NULL */
 	bool plain;           /* only -D D and DT (the backward's pre and
 			       * post kernels) */
 	fg_dtype dt;
@@ -408,13 +410,14 @@ static fg_status
 build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
-	char path[4096], d1[16], d2[16], d3[16];
-	const char *defs[8] = {d1, d2, d3};
+	char path[4096], d1[16], d2[16], d3[16], list[256];
+	const char *defs[12] = {d1, d2, d3};
 	fg_compile_options o = {.defines = defs, .ndefines = v->plain ? 2 :
-		3};
+		3, .mods = v->mods, .mods_name = "<mods>"};
 	const Shipped *in;
 	fg_program *p;
 	fg_status st;
+	size_t at = 0;
 
 	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
 		return st;
@@ -422,29 +425,44 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	snprintf(d2, sizeof d2, "DT=%s", v->dt == FG_DTYPE_F16 ? "f16" :
 		"bf16");
 	snprintf(d3, sizeof d3, "CAUSAL=%s", v->causal ? "true" : "false");
+	/* each only when asked: a schedule without it stays valid */
 	if (v->window)
 		defs[o.ndefines++] = "WINDOW=true";
 	if (v->softcap)
 		defs[o.ndefines++] = "SOFTCAP=true";
-	if (v->sinks)  /* only when asked: a schedule without sinks stays valid */
+	if (v->sinks)
 		defs[o.ndefines++] = "SINKS=true";
 	if (v->varlen)
 		defs[o.ndefines++] = "VARLEN=true";
-	if (v->alibi)  /* as SINKS: only when asked */
+	if (v->alibi)
 		defs[o.ndefines++] = "ALIBI=true";
+	if (v->score_mod)
+		defs[o.ndefines++] = "SCORE_MOD=true";
+	if (v->mask_mod)
+		defs[o.ndefines++] = "MASK_MOD=true";
+	if (v->blocks)
+		defs[o.ndefines++] = "BLOCKS=true";
 	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
 		&o, &p) : fg_compile_file(c, path, &o, &p);
-	if (st == FG_OK)
+	if (st == FG_OK) {
 		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
-	else if (st == FG_ERR_COMPILE)
-		st = rt_err(c, st, "%s: the schedule %s (-D %s -D %s -D "
-			"%s%s%s%s%s%s) does not compile:\n%s", fn, path, d1, d2,
-			d3, v->window ? " -D WINDOW=true" : "", v->softcap ?
-			" -D SOFTCAP=true" : "", v->sinks ? " -D SINKS=true" : "",
-			v->varlen ? " -D VARLEN=true" : "", v->alibi ?
-			" -D ALIBI=true" : "", fg_program_diagnostics(p));
+	} else if (st == FG_ERR_COMPILE) {
+		list[0] = 0;
+		for (int i = 0; i < o.ndefines && at < sizeof list; i++)
+			at += (size_t)snprintf(list + at, sizeof list - at,
+				"%s-D %s", i ? " " : "", defs[i]);
+		st = rt_err(c, st, "%s: the schedule %s (%s%s) does not "
+			"compile:\n%s", fn, path, list, v->mods ?
+			" with the mods given" : "", fg_program_diagnostics(p));
+	}
 	fg_program_free(p);
 	return st;
+}
+
+static bool
+same_mods(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
 }
 
 fg_status
@@ -463,6 +481,10 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		want.sinks = a->sinks != 0;
 		want.varlen = attn_varlen(a);
 		want.alibi = a->alibi_slopes != 0;
+		want.score_mod = a->mods && a->score_mod;
+		want.mask_mod = a->mods && a->mask_mod;
+		want.blocks = a->block_kv_num != 0;
+		want.mods = (char *)(a->mods ? a->mods : NULL);
 	}
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
@@ -471,14 +493,21 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		    v->causal == want.causal && v->window == want.window &&
 		    v->softcap == want.softcap && v->sinks == want.sinks &&
 		    v->varlen == want.varlen && v->alibi == want.alibi &&
+		    v->score_mod == want.score_mod &&
+		    v->mask_mod == want.mask_mod && v->blocks == want.blocks &&
+		    same_mods(v->mods, want.mods) &&
 		    v->plain == want.plain && !strcmp(v->file, want.file))
 			break;
 	if (!v && !(st = build(c, fn, file, &want, &want.k))) {
-		if ((v = rt_alloc(c, sizeof *v))) {
+		char *mods = want.mods ? rt_strdup(c, want.mods) : NULL;
+
+		if ((!want.mods || mods) && (v = rt_alloc(c, sizeof *v))) {
 			*v = want;
+			v->mods = mods;
 			v->next = c->attn;
 			c->attn = v;
 		} else {
+			rt_strfree(c, mods);
 			fg_kernel_free(want.k);
 			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
 		}
@@ -553,7 +582,7 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 		args[n++] = FG_PTR("CUQ", a->cu_seqlens_q);  /* i32 [Z + 1] */
 		args[n++] = FG_PTR("CUK", a->cu_seqlens_k);
 	}
-	return n;
+	return flex_bind(a, t, args, n);
 }
 
 fg_status
@@ -569,6 +598,7 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	if (!c)
 		return FG_ERR_INVALID;
 	if ((st = attn_check(c, fn, a, stream, true, &t)) ||
+	    (st = flex_check(c, fn, a)) ||
 	    (st = schedule_name(c, fn, a->schedule)) ||
 	    (st = cuda_get(c, &d)) ||
 	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k)))
@@ -592,6 +622,7 @@ attn_free(fg_ctx *c)
 	for (v = c->attn; v; v = next) {
 		next = v->next;
 		fg_kernel_free(v->k);
+		rt_strfree(c, v->mods);
 		rt_free(c, v, sizeof *v);
 	}
 	c->attn = NULL;

@@ -53,7 +53,8 @@ unsupported(fg_ctx *c, const char *fn, const char *what)
 {
 	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: %s has no backward pass "
 		"yet (supported: head_dim 64 and 128, causal or not, GQA/MQA, "
-		"sliding windows, softcaps, ALiBi, variable-length batches)", fn,
+		"sliding windows, softcaps, ALiBi, variable-length batches, mods, "
+		"block masks)", fn,
 		what);
 }
 
@@ -64,7 +65,8 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 	const fg_attention_args *f = &a->fwd;
 	fg_status rs;
 
-	if ((rs = attn_check(c, fn, f, s, true, t)))
+	if ((rs = attn_check(c, fn, f, s, true, t)) ||
+	    (rs = flex_check(c, fn, f)))
 		return rs;
 	bool base = a->schedule && !strcmp(a->schedule,
 		"fa_bwd_baseline_sm90.fa");
@@ -79,6 +81,19 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 			"softcap");
 	if (f->sinks)
 		return unsupported(c, fn, "attention with sinks");
+	if (flex_any(f) && base)
+		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with mods or "
+			"a block mask");
+	if (f->block_kv_num && !a->block_class)
+		return rt_err(c, FG_ERR_INVALID, "%s: the forward has a block "
+			"mask but block_class is 0: give each block's class", fn);
+	if (!f->block_kv_num && a->block_class)
+		return rt_err(c, FG_ERR_INVALID, "%s: block_class is given but "
+			"the forward has no block mask", fn);
+	if (a->block_class % 4)
+		return rt_err(c, FG_ERR_INVALID, "%s: block_class = 0x%llx is "
+			"not aligned to its int32 elements", fn,
+			(unsigned long long)a->block_class);
 	if (f->alibi_slopes && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
 	if (f->head_dim != 64 && f->head_dim != 128)
@@ -195,11 +210,12 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	};
 	/* softcap: s -> cap * tanh(s * scale / cap), the softmax in base 2
 	 * of that, as the forward */
-	fg_arg ma[23] = {
+	fg_arg ma[24 + FLEX_NARGS] = {
 		FG_INT("Z", f->batch), FG_INT("H", f->heads),
 		FG_INT("G", f->heads / attn_heads_k(f)),
 		FG_INT("SQ", f->seq_q), FG_INT("SK", f->seq_k),
-		FG_FLOAT("scale_log2", (cap ? f->softcap : t.scale) * l2e),
+		FG_FLOAT("scale_log2", f->mods && f->score_mod ? l2e :
+			(cap ? f->softcap : t.scale) * l2e),
 		FG_FLOAT("scale", t.scale), tens("Q", f->q, t.st[0]),
 		tens("K", f->k, t.st[1]), tens("V", f->v, t.st[2]),
 		tens("DO", a->dout, gst[0]), FG_PTR("LSE", f->lse),
@@ -223,6 +239,10 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		ma[nm++] = FG_PTR("CUQ", f->cu_seqlens_q);  /* i32 [Z + 1] */
 		ma[nm++] = FG_PTR("CUK", f->cu_seqlens_k);
 	}
+	if (f->block_kv_num)
+		ma[nm++] = FG_PTR("BCLS", a->block_class);
+	for (int i = 0; f->mods && i < f->nmod_args; i++)
+		ma[nm++] = f->mod_args[i];
 	fg_arg qa[] = {
 		FG_INT("Z", zt), FG_INT("H", f->heads),
 		FG_INT("S", f->seq_q), FG_FLOAT("scale", t.scale),

@@ -51,7 +51,7 @@ fg_status attn_variant(fg_ctx *, const char *fn, int cc,
  * with a window, sc_in with a softcap, SINK with sinks and SLOPES with
  * ALiBi slopes (the variant's -D WINDOW, SOFTCAP, SINKS and ALIBI), then
  * varlen's; returns how many. */
-enum { ATTN_NARGS = 20 };
+enum { FLEX_NARGS = 16, ATTN_NARGS = 26 + FLEX_NARGS };
 int attn_bind(const fg_attention_args *a, const Attn *,
 	fg_arg args[ATTN_NARGS]);
 /* The window's sides as the kernels take them: keys left (wl) and right
@@ -73,6 +73,16 @@ fg_status attn_kernel(fg_ctx *, const char *fn, const char *file, int cc,
 int64_t attn_heads_k(const fg_attention_args *a);  /* heads_k, 0: heads */
 bool attn_varlen(const fg_attention_args *a);  /* cu_seqlens given */
 void attn_free(fg_ctx *);
+
+/* ---------------------------------------------------------------- flex.c
+ * Programmable attention's arguments: a mod file with score_mod and
+ * mask_mod, its globals, and a block mask (issue #22). */
+bool flex_any(const fg_attention_args *);  /* any of them given */
+fg_status flex_check(fg_ctx *, const char *fn, const fg_attention_args *);
+/* Append sm_scale (and set scale_log2 to log2(e)) with a score_mod, the
+ * block mask's KNUM, KIDX, FNUM, FIDX, then mod_args, after attn_bind's
+ * n arguments; returns the new count. */
+int flex_bind(const fg_attention_args *, const Attn *, fg_arg *args, int n);
 
 /* ---------------------------------------------------------------- reference.c */
 const char *ref_source(void);  /* the reference kernels' CUDA C */

@@ -511,15 +511,106 @@ alibi_picks_its_variant_and_binds_slopes(void **state)
 	}
 }
 
+/* Programmable attention (issue #22): a mod file replaces the schedule's
+ * score_mod and mask_mod hooks, its globals are bound by name after the
+ * schedule's own arguments, and a block mask binds four int32 tables.
+ * Bad combinations are refused before anything needs the GPU. */
+static void
+mods_and_block_masks_are_checked_and_bound(void **state)
+{
+	static const char mods[] =
+		"global BIAS : f32[H, SK];\n"
+		"mod score_mod(s, b, h, q, k) = s - 0.5 * abs(cvt(q - k, f32)) "
+		"+ BIAS[h, 0];\n"
+		"mod mask_mod(b, h, q, k) = q >= k || k < 64;\n";
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	fg_arg margs[1] = {FG_PTR("BIAS", X0 + 0x60000000)};
+	fg_arg args[ATTN_NARGS];
+	fg_kernel *plain, *flex, *again;
+	int64_t tiles[3];
+	Attn t;
+	fg_status st;
+
+	a.score_mod = 1;
+	invalid(f, &a, "score_mod is set but mods is NULL");
+	a.mods = mods, a.score_mod = 0;
+	invalid(f, &a, "neither score_mod nor mask_mod is set");
+	a.score_mod = a.mask_mod = 1, a.softcap = 30;
+	invalid(f, &a, "a score_mod with a softcap: write the softcap in the "
+		"score_mod");
+	a.softcap = 0, a.nmod_args = 17, a.mod_args = margs;
+	invalid(f, &a, "nmod_args is 17 with mod_args set: give 0 to 16");
+	a.nmod_args = 1;
+	a.block_kv_num = X0 + 0x70000000;
+	invalid(f, &a, "block_kv_idx is NULL but block_kv_num is not");
+	a.block_kv_idx = X0 + 0x71000000, a.block_full_num = X0 + 0x72000002;
+	a.block_full_idx = X0 + 0x73000000;
+	invalid(f, &a, "block_full_num = 0x7f0072000002 is not aligned");
+	a.block_full_num = X0 + 0x72000000, a.causal = 1;
+	invalid(f, &a, "a block mask with causal: write the causal mask as "
+		"the mask_mod");
+	a.causal = 0;
+	valid(f, &a);
+	a.cu_seqlens_q = a.cu_seqlens_k = X0 + 0x74000000;
+	a.max_seqlen_q = a.max_seqlen_k = 10;
+	st = fg_attention_forward(f->ctx, &a, FAKE_STREAM);
+	assert_int_equal(st, FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "not supported with "
+		"variable-length batches"));
+	a.cu_seqlens_q = a.cu_seqlens_k = 0;
+
+	for (int d = 64; d <= 128; d += 64) {
+		fg_attention_args p = problem();
+
+		p.head_dim = a.head_dim = d;
+		p.schedule = a.schedule = "fa_fwd_sm90.fa";
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &p, &plain),
+			FG_OK);
+		if (attn_variant(f->ctx, FWD, 90, &a, &flex) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		assert_ptr_not_equal(plain, flex);
+		/* the same text is the same variant; another text is not */
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &again),
+			FG_OK);
+		assert_ptr_equal(flex, again);
+		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
+			&t), FG_OK);
+		int n = attn_bind(&a, &t, args);
+		assert_int_equal(n, 11 + 1 + 4 + 1);
+		assert_string_equal(args[4].name, "scale_log2");
+		assert_true(fabs(args[4].f - 1.4426950408889634) < 1e-12);
+		assert_string_equal(args[11].name, "sm_scale");
+		assert_true(fabs(args[11].f - 1 / sqrt(d)) < 1e-12);
+		assert_string_equal(args[12].name, "KNUM");
+		assert_string_equal(args[15].name, "FIDX");
+		assert_string_equal(args[16].name, "BIAS");
+		if (fg_kernel_check(flex, args, n, tiles) != FG_OK)
+			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		assert_int_not_equal(fg_kernel_check(plain, args, n, tiles),
+			FG_OK);
+	}
+	/* a mod file that does not compile names itself */
+	a.mods = "mod score_mod(s, b, h, q, k) = s + nothere;\n";
+	st = attn_variant(f->ctx, FWD, 90, &a, &flex);
+	assert_int_equal(st, FG_ERR_COMPILE);
+	if (!strstr(fg_errmsg(f->ctx), "with the mods given") ||
+	    !strstr(fg_errmsg(f->ctx), "nothere"))
+		fail_msg("%s", fg_errmsg(f->ctx));
+}
+
 /* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
  * appended for variable-length batches sit after sinks. */
-_Static_assert(sizeof(fg_attention_args) == 320, "fg_attention_args size");
+_Static_assert(sizeof(fg_attention_args) == 384, "fg_attention_args size");
 _Static_assert(offsetof(fg_attention_args, sinks) == 272, "sinks");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_q) == 280, "cuq");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_k) == 288, "cuk");
 _Static_assert(offsetof(fg_attention_args, max_seqlen_q) == 296, "mq");
 _Static_assert(offsetof(fg_attention_args, max_seqlen_k) == 304, "mk");
 _Static_assert(offsetof(fg_attention_args, alibi_slopes) == 312, "alibi");
+_Static_assert(offsetof(fg_attention_args, mods) == 320, "mods");
+_Static_assert(offsetof(fg_attention_args, mod_args) == 336, "mod_args");
+_Static_assert(offsetof(fg_attention_args, block_full_idx) == 376, "blocks");
 
 /* A packed batch of 3 sequences, 100 query and 300 key tokens in all. */
 static fg_attention_args
@@ -810,6 +901,7 @@ main(void)
 		T(every_variant_binds_both_layouts),
 		T(sinks_pick_their_variant_and_bind_as_sink),
 		T(alibi_picks_its_variant_and_binds_slopes),
+		T(mods_and_block_masks_are_checked_and_bound),
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(only_sm90_has_a_schedule),

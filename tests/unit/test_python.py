@@ -49,7 +49,7 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 320, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 384, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
     assert a.window.offset == 240 and a.window_left.offset == 248
@@ -57,15 +57,21 @@ def layouts():
     assert a.sinks.offset == 272 and a.cu_seqlens_q.offset == 280
     assert a.cu_seqlens_k.offset == 288 and a.max_seqlen_q.offset == 296
     assert a.max_seqlen_k.offset == 304 and a.alibi_slopes.offset == 312
+    assert a.mods.offset == 320 and a.score_mod.offset == 328   # issue #22
+    assert a.mask_mod.offset == 332 and a.mod_args.offset == 336
+    assert a.nmod_args.offset == 344 and a.block_kv_num.offset == 352
+    assert a.block_kv_idx.offset == 360 and a.block_full_num.offset == 368
+    assert a.block_full_idx.offset == 376
+    assert ctypes.sizeof(fagen._Arg) == 128 and fagen._Arg.t.offset == 32
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 488, ctypes.sizeof(b)
-    assert b.fwd.offset == 0 and b.dout.offset == 320
-    assert b.dout_strides.offset == 328 and b.dq.offset == 360
-    assert b.dk.offset == 368 and b.dv.offset == 376
-    assert b.dq_strides.offset == 384 and b.dk_strides.offset == 416
-    assert b.dv_strides.offset == 448
-    assert b.schedule.offset == 480
+    assert ctypes.sizeof(b) == 560, ctypes.sizeof(b)
+    assert b.fwd.offset == 0 and b.dout.offset == 384
+    assert b.dout_strides.offset == 392 and b.dq.offset == 424
+    assert b.dk.offset == 432 and b.dv.offset == 440
+    assert b.dq_strides.offset == 448 and b.dk_strides.offset == 480
+    assert b.dv_strides.offset == 512
+    assert b.schedule.offset == 544 and b.block_class.offset == 552
     assert fagen.version().count(".") == 2, fagen.version()
 
 
@@ -81,7 +87,8 @@ def c_layouts():
         return
     structs = (("fg_attention_args", fagen._Args),
                ("fg_attention_bwd_args", fagen._BwdArgs),
-               ("fg_options", fagen._Options))
+               ("fg_options", fagen._Options),
+               ("fg_tensor", fagen._Tensor), ("fg_arg", fagen._Arg))
     lines = ['#include <stddef.h>', '#include <stdio.h>',
              '#include "fagen.h"', 'int main(void) {']
     for name, st in structs:

@@ -16,7 +16,8 @@ Before timing, each output is checked against float64 on the first 512
 query rows of head 0 (fagen's output buffer is fresh; FlexAttention's
 too); a method more than 4x FlexAttention's error (plus 2^-10) fails the
 point.  Timing: CUDA events around back-to-back calls, warm-up excluded,
-the median of --reps interleaved runs.  Also prints each method's first
+the median of --reps interleaved runs (--bwd: forward and backward, the
+gradients of q, k and v).  Also prints each method's first
 call for a new modifier (fagen: trace, compile, load, run; FlexAttention:
 torch.compile), and the ratio fagen / FlexAttention per point.
 """
@@ -115,6 +116,9 @@ def main():
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--only", default=None)
+    ap.add_argument("--bwd", action="store_true",
+                    help="time forward + backward (a training step's "
+                    "attention) instead of the forward")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("bench_flex.py needs a CUDA GPU", file=sys.stderr)
@@ -130,7 +134,7 @@ def main():
     only = set(args.only.split(",")) if args.only else None
     dense_ms = None
     bad = 0
-    with torch.inference_mode():
+    with torch.inference_mode(not args.bwd):
         for name, smod, mmod in points(s):
             if only and name not in only:
                 continue
@@ -184,6 +188,20 @@ def point(args, name, smod, mmod, q, k, v, flex, s, h, dense_ms):
     if flex is not None:
         err["flex"] = (outx[0, 0, :512].double() -
                        r).abs().max().item()
+    if args.bwd:    # a training step's attention: forward and backward
+        qg, kg, vg = (t.detach().clone().requires_grad_(True)
+                      for t in (q, k, v))
+        do = torch.randn_like(q)
+
+        def step(f):
+            def run():
+                f(qg, kg, vg).backward(do)
+            return run
+        fns = {"fagen": step(lambda a, b, c: fagen.flex_attention(
+            a, b, c, score_mod=smod, block_mask=fbm))}
+        if flex is not None:
+            fns["flex"] = step(lambda a, b, c: flex(
+                a, b, c, score_mod=smod, block_mask=tbm))
     times = {m: [] for m in fns}
     for fn in fns.values():
         for _ in range(3):

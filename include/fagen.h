@@ -464,7 +464,8 @@ typedef struct fg_attention_bwd_args {
 				   * cdiv(seq_k, 128)], each 128 x 128 block
 				   * 0 (not in the mask's lists), 1 (in
 				   * block_kv_idx: masked) or 2 (in
-				   * block_full_idx: whole); else 0 */
+				   * block_full_idx: whole); else 0.  Class 0
+				   * blocks are skipped */
 } fg_attention_bwd_args;
 
 FG_API fg_status fg_attention_backward(fg_ctx *,

@@ -466,6 +466,12 @@ typedef struct fg_attention_bwd_args {
 				   * block_kv_idx: masked) or 2 (in
 				   * block_full_idx: whole); else 0.  Class 0
 				   * blocks are skipped */
+	uint64_t block_qrange;    /* with block_class: int32 [batch, heads_k,
+				   * cdiv(seq_k, 128), 2], per K/V head and
+				   * key block the query blocks lo .. hi - 1
+				   * (of 128 rows) outside which every class
+				   * of its query heads is 0: the range the
+				   * backward walks (clamped; lo = hi: none) */
 } fg_attention_bwd_args;
 
 FG_API fg_status fg_attention_backward(fg_ctx *,

@@ -428,12 +428,28 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
               mask_mod=plan.has_mask_mod)
     if torch.is_grad_enabled() and any(t.requires_grad
                                        for t in (query, key, value)):
-        cls = None if blocks is None else _to_classes(
-            torch, *blocks).to(torch.int32).contiguous()
-        out, lse = _function(torch).apply(query, key, value, kw, cls, pkg)
+        cls = qr = None
+        if blocks is not None:
+            cls = _to_classes(torch, *blocks).to(torch.int32).contiguous()
+            qr = _qrange(torch, cls, key.shape[1])
+        out, lse = _function(torch).apply(query, key, value, kw,
+                                          (cls, qr), pkg)
         return (out, lse) if return_lse else out
     return launch(query, key, value, enable_gqa=enable_gqa,
                   return_lse=return_lse, **kw)
+
+
+def _qrange(torch, cls, hk):
+    """Per batch, K/V head and key block, the 128-row query blocks lo ..
+    hi - 1 outside which every class of the head group is 0 (lo = hi =
+    0: none), int32 [B, Hk, nk, 2]: the range the backward walks."""
+    b, h, nq, nk = cls.shape
+    nz = (cls != 0).view(b, hk, h // hk, nq, nk).any(2)
+    idx = torch.arange(nq, device=cls.device).view(1, 1, nq, 1)
+    last = torch.where(nz, idx + 1, 0).amax(2)
+    first = torch.where(nz, idx, nq).amin(2)
+    first = torch.where(last > 0, first, 0)
+    return torch.stack([first, last], -1).to(torch.int32).contiguous()
 
 
 _FN = []
@@ -461,7 +477,7 @@ def _function(torch):
             q, k, v, out, lse = ctx.saved_tensors
             dq, dk, dv = ctx.pkg._flex_backward(
                 q.detach(), k.detach(), v.detach(), out, lse, dout,
-                block_class=ctx.cls, **ctx.kw)
+                block_class=ctx.cls[0], block_qrange=ctx.cls[1], **ctx.kw)
             return dq, dk, dv, None, None, None
 
     _FN.append(FlexAttention)

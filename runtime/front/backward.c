@@ -84,16 +84,20 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 	if (flex_any(f) && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with mods or "
 			"a block mask");
-	if (f->block_kv_num && !a->block_class)
+	if (f->block_kv_num && (!a->block_class || !a->block_qrange))
 		return rt_err(c, FG_ERR_INVALID, "%s: the forward has a block "
-			"mask but block_class is 0: give each block's class", fn);
-	if (!f->block_kv_num && a->block_class)
-		return rt_err(c, FG_ERR_INVALID, "%s: block_class is given but "
-			"the forward has no block mask", fn);
-	if (a->block_class % 4)
-		return rt_err(c, FG_ERR_INVALID, "%s: block_class = 0x%llx is "
-			"not aligned to its int32 elements", fn,
-			(unsigned long long)a->block_class);
+			"mask but %s is 0: give each block's class and each key "
+			"block's query range", fn, a->block_class ? "block_qrange" :
+			"block_class");
+	if (!f->block_kv_num && (a->block_class || a->block_qrange))
+		return rt_err(c, FG_ERR_INVALID, "%s: %s is given but the "
+			"forward has no block mask", fn, a->block_class ?
+			"block_class" : "block_qrange");
+	if (a->block_class % 4 || a->block_qrange % 4)
+		return rt_err(c, FG_ERR_INVALID, "%s: %s = 0x%llx is not "
+			"aligned to its int32 elements", fn, a->block_class % 4 ?
+			"block_class" : "block_qrange", (unsigned long long)(
+			a->block_class % 4 ? a->block_class : a->block_qrange));
 	if (f->alibi_slopes && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
 	if (f->head_dim != 64 && f->head_dim != 128)
@@ -210,7 +214,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	};
 	/* softcap: s -> cap * tanh(s * scale / cap), the softmax in base 2
 	 * of that, as the forward */
-	fg_arg ma[24 + FLEX_NARGS] = {
+	fg_arg ma[25 + FLEX_NARGS] = {
 		FG_INT("Z", f->batch), FG_INT("H", f->heads),
 		FG_INT("G", f->heads / attn_heads_k(f)),
 		FG_INT("SQ", f->seq_q), FG_INT("SK", f->seq_k),
@@ -239,8 +243,10 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		ma[nm++] = FG_PTR("CUQ", f->cu_seqlens_q);  /* i32 [Z + 1] */
 		ma[nm++] = FG_PTR("CUK", f->cu_seqlens_k);
 	}
-	if (f->block_kv_num)
+	if (f->block_kv_num) {
 		ma[nm++] = FG_PTR("BCLS", a->block_class);
+		ma[nm++] = FG_PTR("QRNG", a->block_qrange);
+	}
 	for (int i = 0; f->mods && i < f->nmod_args; i++)
 		ma[nm++] = f->mod_args[i];
 	fg_arg qa[] = {

@@ -65,13 +65,14 @@ def layouts():
     assert ctypes.sizeof(fagen._Arg) == 128 and fagen._Arg.t.offset == 32
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 560, ctypes.sizeof(b)
+    assert ctypes.sizeof(b) == 568, ctypes.sizeof(b)
     assert b.fwd.offset == 0 and b.dout.offset == 384
     assert b.dout_strides.offset == 392 and b.dq.offset == 424
     assert b.dk.offset == 432 and b.dv.offset == 440
     assert b.dq_strides.offset == 448 and b.dk_strides.offset == 480
     assert b.dv_strides.offset == 512
     assert b.schedule.offset == 544 and b.block_class.offset == 552
+    assert b.block_qrange.offset == 560
     assert fagen.version().count(".") == 2, fagen.version()
 
 

@@ -230,8 +230,9 @@ dep_walk(const SirPart *sp, const SirBlock *b, int *dep)
 {
 	for (int i = 0; b && i < b->n; i++) {
 		const SirIns *in = &b->v[i];
-		const SirVal *v = &sp->vals[in->dst];
-		if (in->dst && v->ty == TY_FRAG)
+		/* no value: sp->vals may be NULL, where &vals[0] is UB */
+		const SirVal *v = in->dst ? &sp->vals[in->dst] : NULL;
+		if (v && v->ty == TY_FRAG)
 			dep[in->dst] |= dep_of(sp, in, v, dep);
 		dep_walk(sp, in->body, dep);
 		dep_walk(sp, in->els, dep);

@@ -440,8 +440,9 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * softcaps, ALiBi (no gradient for the slopes), variable-length
  * batches (dk, dv dense then) and mods (score_mod's derivative is
  * derived from its body; no gradient for the mods' globals) with the
- * forward's block mask given as block_class; sinks or head_dim 256
- * give FG_ERR_UNSUPPORTED.
+ * forward's block mask given as block_class, and sinks (the sinks'
+ * own gradient is not computed: it is -sum over rows of exp(sinks[h] -
+ * lse) * rowsum(dout * o)); head_dim 256 gives FG_ERR_UNSUPPORTED.
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
  * fa_bwd_sm90.fa (dK, dV; dQ added up in f32 by TMA reduce-adds; or the
  * simpler fa_bwd_baseline_sm90.fa, with atomic adds) and

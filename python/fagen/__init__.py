@@ -485,8 +485,7 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
     """What of this forward call fg_attention_backward does not take (a
     phrase for NotImplementedError), or None."""
     d = q.shape[-1]
-    return ("attention sinks (sinks=)" if sinks is not None else
-            "head_dim %s" % d if d not in (64, 128) else None)
+    return "head_dim %s" % d if d not in (64, 128) else None
 
 
 def _bwd_refuse(what):
@@ -544,7 +543,7 @@ def _function(torch):
             ctx.mark_non_differentiable(lse)
             ctx.causal, ctx.scale = causal, scale
             ctx.window, ctx.softcap = window, softcap
-            ctx.alibi = alibi_slopes
+            ctx.alibi, ctx.sinks = alibi_slopes, sinks
             ctx.unsupported = _bwd_unsupported(q, window, softcap, sinks,
                                                alibi_slopes)
             return out, lse
@@ -561,7 +560,15 @@ def _function(torch):
             dq, dk, dv = _backward(q, k, v, out, lse, dout, ctx.causal,
                                    ctx.scale, ctx.window, ctx.softcap,
                                    ctx.alibi)
-            return dq, dk, dv, None, None, None
+            dsinks = None
+            if ctx.needs_input_grad[3]:
+                # a sink is a logit with no value row: its gradient is
+                # -sum over rows of P_sink * DELTA, P_sink = exp(sink -
+                # LSE) (the LSE holds the sink), DELTA = rowsum(dO * O)
+                delta = (dout.float() * out.float()).sum(-1)
+                dsinks = -(torch.exp(ctx.sinks.float()[None, :, None] -
+                                     lse) * delta).sum((0, 2))
+            return dq, dk, dv, dsinks, None, None
 
     _Function = Attention
     return Attention
@@ -597,9 +604,9 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
 
     Differentiable: where q, k or v requires gradients (and grad mode is
     on), out's backward is fg_attention_backward (head_dim 64 and 128,
-    causal or not, GQA/MQA, windows, softcaps, ALiBi; dk and dv have k's
-    and v's heads).  Sinks or head_dim 256 runs the forward and raises
-    NotImplementedError in the backward.  lse is not differentiable (as
+    causal or not, GQA/MQA, windows, softcaps, ALiBi, sinks, whose
+    gradient too is computed; dk and dv have k's and v's heads).  Head dim
+    256 runs the forward and raises NotImplementedError in the backward.  lse is not differentiable (as
     SDPA's internal logsumexp).  out= and lse= do not combine with
     gradients (RuntimeError), as PyTorch's out= arguments."""
     torch = _torch()
@@ -776,6 +783,9 @@ def _varlen_function(torch):
                         args[16])
             ctx.unsupported = _bwd_unsupported(q.unsqueeze(0), window,
                                                softcap, sinks, args[16])
+            if sinks is not None and sinks.requires_grad:
+                ctx.unsupported = "the sinks' own gradient with a " \
+                    "variable-length batch"
             return out, lse
 
         @staticmethod

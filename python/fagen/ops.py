@@ -15,9 +15,9 @@ The op is differentiable like fagen.attention (issue #13): its autograd
 formula (register_autograd) calls a second custom op,
 torch.ops.fagen.attention_backward, fg_attention_backward with its own
 fake implementation, so torch.compile(fullgraph=True) traces the forward
-and the backward with no graph break.  lse is not differentiable; a
-window, softcap, sinks or head_dim 256 raise NotImplementedError in the
-backward (under torch.compile, when the backward is traced).  Issue #17.
+and the backward with no graph break.  lse is not differentiable;
+head_dim 256 raises NotImplementedError in the backward (under
+torch.compile, when the backward is traced); sinks get their gradient.  Issue #17.
 """
 
 from typing import Optional, Tuple
@@ -80,7 +80,7 @@ def _(dout, q, k, v, out, lse, causal, scale, windowed, window_left,
 def _setup_context(ctx, inputs, output):
     q, k, v, causal, scale, windowed, wl, wr, softcap, sinks = inputs
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.save_for_backward(q, k, v, out, lse, sinks)
     ctx.mark_non_differentiable(lse)
     ctx.causal, ctx.scale = causal, scale
     ctx.window = (windowed, wl, wr, softcap)
@@ -91,11 +91,17 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, dout, dlse):
     if ctx.unsupported:
         fagen._bwd_refuse(ctx.unsupported)
-    q, k, v, out, lse = ctx.saved_tensors
+    q, k, v, out, lse, sinks = ctx.saved_tensors
     dq, dk, dv = torch.ops.fagen.attention_backward(dout, q, k, v, out, lse,
                                                     ctx.causal, ctx.scale,
                                                     *ctx.window)
-    return dq, dk, dv, None, None, None, None, None, None, None
+    dsinks = None
+    if sinks is not None and ctx.needs_input_grad[9]:
+        # as fagen.attention's: -sum over rows of exp(sink - LSE) DELTA
+        delta = (dout.float() * out.float()).sum(-1)
+        dsinks = -(torch.exp(sinks.float()[None, :, None] - lse) *
+                   delta).sum((0, 2))
+    return dq, dk, dv, None, None, None, None, None, None, dsinks
 
 
 _attention.register_autograd(_backward, setup_context=_setup_context)

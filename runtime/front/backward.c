@@ -53,8 +53,8 @@ unsupported(fg_ctx *c, const char *fn, const char *what)
 {
 	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: %s has no backward pass "
 		"yet (supported: head_dim 64 and 128, causal or not, GQA/MQA, "
-		"sliding windows, softcaps, ALiBi, variable-length batches, mods, "
-		"block masks)", fn,
+		"sliding windows, softcaps, ALiBi, sinks, variable-length "
+		"batches, mods, block masks)", fn,
 		what);
 }
 
@@ -79,8 +79,8 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 	if (f->softcap > 0 && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with a "
 			"softcap");
-	if (f->sinks)
-		return unsupported(c, fn, "attention with sinks");
+	if (f->sinks && base)
+		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with sinks");
 	if (flex_any(f) && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with mods or "
 			"a block mask");
@@ -186,10 +186,16 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 			(long long)f->batch, (long long)f->heads,
 			(long long)f->seq_q, dd);
 	bool win = f->window != 0, cap = f->softcap > 0, vl = attn_varlen(f);
+	/* sinks need no variant of the backward: they are in the LSE, so
+	 * P = exp(S - LSE) is already the forward's, and DELTA = rowsum(dO
+	 * O) holds them too (the sinks' own gradient, -sum exp(sink - LSE)
+	 * DELTA, is the caller's; Python's is in fagen.attention) */
+	fg_attention_args fk = *f;
+	fk.sinks = 0;
 	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, f, true,
 	    &pre)) ||
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
-	    "fa_bwd_sm90.fa", cc, f, false, &mid)) ||
+	    "fa_bwd_sm90.fa", cc, &fk, false, &mid)) ||
 	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, f, true,
 	    &post)) || (st = pool(c, d, &mp)))
 		return st;

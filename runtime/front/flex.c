@@ -47,8 +47,8 @@ blocks(fg_ctx *c, const char *fn, const fg_attention_args *a)
 
 	for (size_t i = 0; i < COUNT(t); i++) {
 		if (!t[i].p)
-			return bad(c, fn, "%s is NULL but block_kv_num is not: a "
-				"block mask gives all four of block_kv_num, "
+			return bad(c, fn, "%s is NULL, but not all of the "
+				"block mask is: it gives all four of block_kv_num, "
 				"block_kv_idx, block_full_num and block_full_idx",
 				t[i].name);
 		if (t[i].p % 4)

@@ -15,7 +15,8 @@ two backward passes on the same inputs give bitwise equal dk and dv (dq
 is summed with atomics); torch.compile(fullgraph=True) of linear ->
 fagen.ops.attention -> sum gives the eager path's gradients, and both
 custom ops pass torch.library.opcheck; autocast casts float32 inputs;
-the variants without a backward (sinks, head_dim 256) run their
+gpt-oss's sinks with their own gradient; the variants without a
+backward (head_dim 256) run their
 forward and
 raise NotImplementedError in the backward.  Helpers come from
 test_python.py, which exits 77 (SKIP) without PyTorch or a Hopper GPU.
@@ -282,9 +283,7 @@ def bwd_unsupported_check():
     """A variant without a backward: the forward runs (as without
     gradients), the backward raises NotImplementedError naming it."""
     h = 4
-    sinks = torch.randn(h, device=dev)
-    for kw, d, word in ((dict(sinks=sinks), 64, "sinks"),
-                        (dict(), 256, "head_dim 256")):
+    for kw, d, word in ((dict(), 256, "head_dim 256"),):
         q, k, v = make("bhsd", 1, h, 200, 200, d, torch.bfloat16)
         with torch.no_grad():
             want, _ = fagen.attention(q, k, v, **kw)
@@ -301,6 +300,52 @@ def bwd_unsupported_check():
             word, "ok" if fwd_ok else "WRONG", got, "ok" if ok else "FAIL"))
         if not ok:
             failures.append("backward unsupported " + word)
+
+
+def sinks_check(b, h, hk, sq, sk, d, causal, dtype):
+    """gpt-oss's sinks: dq, dk, dv and the sinks' gradient against float64
+    autograd (the sink a logit with no value row in each row's softmax),
+    within 4x of the same computed in float32 plus 2^-10."""
+    scale = 1 / math.sqrt(d)
+    q = torch.randn(b, h, sq, d, device=dev, dtype=dtype)
+    k = torch.randn(b, hk, sk, d, device=dev, dtype=dtype)
+    v = torch.randn(b, hk, sk, d, device=dev, dtype=dtype)
+    g = torch.randn(b, h, sq, d, device=dev, dtype=dtype)
+    sinks = torch.randn(h, device=dev) * 2
+
+    def ref(q, k, v, sinks):
+        kk = k.repeat_interleave(h // hk, 1)
+        vv = v.repeat_interleave(h // hk, 1)
+        s = (q @ kk.transpose(-1, -2)) * scale
+        if causal:
+            keep = torch.ones(sq, sk, dtype=torch.bool, device=dev).tril(
+                sk - sq)
+            s = s.masked_fill(~keep, -math.inf)
+        col = sinks.to(s.dtype)[None, :, None, None].expand(b, h, sq, 1)
+        lse = torch.logsumexp(torch.cat([s, col], -1), -1, keepdim=True)
+        return torch.exp(s - lse) @ vv
+
+    def grads(fn, dt):
+        ins = [(t.detach() if dt is None else t.detach().to(dt))
+               .requires_grad_(True) for t in (q, k, v, sinks)]
+        out = fn(*ins)
+        out.backward(g.to(out.dtype))
+        return [t.grad.double() for t in ins]
+    got = grads(lambda q, k, v, s: fagen.attention(
+        q, k, v, causal=causal, sinks=s.float())[0], None)
+    want = grads(ref, torch.float64)
+    yard = grads(ref, torch.float32)
+    rel = [((x - w).norm() / w.norm()).item() for x, w in zip(got, want)]
+    ry = [((x - w).norm() / w.norm()).item() for x, w in zip(yard, want)]
+    ok = all(r <= 4 * y + 2 ** -10 for r, y in zip(rel, ry))
+    name = "backward sinks B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s" % (
+        b, h, hk, sq, sk, d, str(dtype)[6:], "causal" if causal else "full")
+    print("%s: rel err fagen/float32 dq %.1e/%.1e, dk %.1e/%.1e, dv "
+          "%.1e/%.1e, dsinks %.1e/%.1e -> %s" % (
+              name, rel[0], ry[0], rel[1], ry[1], rel[2], ry[2], rel[3],
+              ry[3], "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
 
 
 def main():
@@ -333,6 +378,8 @@ def main():
     bwd_repeat_check()
     bwd_compile_check()
     bwd_autocast_check()
+    sinks_check(2, 8, 2, 300, 300, 128, True, bf)
+    sinks_check(1, 4, 4, 200, 333, 64, False, hf)
     bwd_unsupported_check()
     print("%d failures%s" % (len(failures), ": " + ", ".join(failures)
                              if failures else ""))

@@ -543,7 +543,8 @@ mods_and_block_masks_are_checked_and_bound(void **state)
 	invalid(f, &a, "nmod_args is 17 with mod_args set: give 0 to 16");
 	a.nmod_args = 1;
 	a.block_kv_num = X0 + 0x70000000;
-	invalid(f, &a, "block_kv_idx is NULL but block_kv_num is not");
+	invalid(f, &a, "block_kv_idx is NULL, but not all of the block mask "
+		"is");
 	a.block_kv_idx = X0 + 0x71000000, a.block_full_num = X0 + 0x72000002;
 	a.block_full_idx = X0 + 0x73000000;
 	invalid(f, &a, "block_full_num = 0x7f0072000002 is not aligned");
@@ -597,6 +598,59 @@ mods_and_block_masks_are_checked_and_bound(void **state)
 	if (!strstr(fg_errmsg(f->ctx), "with the mods given") ||
 	    !strstr(fg_errmsg(f->ctx), "nothere"))
 		fail_msg("%s", fg_errmsg(f->ctx));
+}
+
+/* The backward's checks (before the GPU): sinks and mods pass, as
+ * block masks do with their class and range tables; the baseline
+ * schedule refuses what it lacks; tables without a mask are refused. */
+static void
+backward_takes_sinks_mods_and_block_tables(void **state)
+{
+	Fix *f = *state;
+	fg_attention_bwd_args b = {.fwd = problem(), .dout = X0 + 0x60000000,
+		.dq = X0 + 0x61000000, .dk = X0 + 0x62000000,
+		.dv = X0 + 0x63000000};
+	fg_status st;
+
+	b.fwd.sinks = X0 + 0x64000000;
+	st = fg_attention_backward(f->ctx, &b, FAKE_STREAM);
+	if (st != FG_ERR_NO_DRIVER)
+		fail_msg("sinks: %s: %s", fg_status_name(st),
+			fg_errmsg(f->ctx));
+	b.schedule = "fa_bwd_baseline_sm90.fa";
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "with sinks"));
+	b.schedule = NULL, b.fwd.sinks = 0;
+	b.fwd.mods = "mod mask_mod(b, h, q, k) = q >= k;\n";
+	b.fwd.mask_mod = 1;
+	b.fwd.block_kv_num = X0 + 0x70000000;
+	b.fwd.block_kv_idx = X0 + 0x71000000;
+	b.fwd.block_full_num = X0 + 0x72000000;
+	b.fwd.block_full_idx = X0 + 0x73000000;
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_class is 0"));
+	b.block_class = X0 + 0x74000000;
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qrange is 0"));
+	b.block_qrange = X0 + 0x75000002;
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qrange = "
+		"0x7f0075000002 is not aligned"));
+	b.block_qrange = X0 + 0x75000000;
+	st = fg_attention_backward(f->ctx, &b, FAKE_STREAM);
+	if (st != FG_ERR_NO_DRIVER)
+		fail_msg("block mask: %s: %s", fg_status_name(st),
+			fg_errmsg(f->ctx));
+	b.fwd.block_kv_num = b.fwd.block_kv_idx = 0;
+	b.fwd.block_full_num = b.fwd.block_full_idx = 0;
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_class is given but "
+		"the forward has no block mask"));
 }
 
 /* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
@@ -902,6 +956,7 @@ main(void)
 		T(sinks_pick_their_variant_and_bind_as_sink),
 		T(alibi_picks_its_variant_and_binds_slopes),
 		T(mods_and_block_masks_are_checked_and_bound),
+		T(backward_takes_sinks_mods_and_block_tables),
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(only_sm90_has_a_schedule),

@@ -7,7 +7,7 @@
 # from the source tree:
 #   - `fagen --version` (the wheel's script) prints VERSION;
 #   - that fagen compiles every schedule the package ships, and they are
-#     schedules/*.fa byte for byte;
+#     schedules/*.fa and the mods of schedules/mods/ byte for byte;
 #   - `import fagen` takes the package and its own libfagen.so, whose
 #     fg_version(), like fagen.__version__ and the wheel's metadata, is
 #     VERSION; its argument checks answer without a GPU (libfagen's
@@ -80,10 +80,22 @@ for f in "$src"/schedules/*.fa; do
 	grep -q "^// fagen $version: kernel" out.ptx
 	n=$((n + 1))
 done
-[ "$n" -ge 8 ] && [ "$(ls "$pkg/schedules" | wc -l)" -eq "$n" ] ||
+[ "$n" -ge 8 ] && [ "$(ls "$pkg/schedules"/*.fa | wc -l)" -eq "$n" ] ||
 	{ echo "check-wheel: $n schedules, the package has" \
-		"$(ls "$pkg/schedules" | wc -l)" >&2; exit 1; }
-echo "$n schedules"
+		"$(ls "$pkg/schedules"/*.fa | wc -l)" >&2; exit 1; }
+# the library of mods (issue #22), each into the forward schedule
+m=0
+for f in "$src"/schedules/mods/*.fa; do
+	cmp "$f" "$pkg/schedules/mods/$(basename "$f")"
+	if grep -q '^mod score_mod' "$f"; then hook=SCORE_MOD; else hook=MASK_MOD; fi
+	"${clean[@]}" fagen "$pkg/schedules/fa_fwd_sm90.fa" -D $hook=true \
+		--mod "$pkg/schedules/mods/$(basename "$f")" -o out.ptx
+	m=$((m + 1))
+done
+[ "$(ls "$pkg/schedules/mods" | wc -l)" -eq "$m" ] ||
+	{ echo "check-wheel: $m mods, the package has" \
+		"$(ls "$pkg/schedules/mods" | wc -l)" >&2; exit 1; }
+echo "$n schedules, $m mods"
 
 echo "== import fagen"
 "${clean[@]}" python - "$version" "$pkg" <<'PY'

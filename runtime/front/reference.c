@@ -304,6 +304,10 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: the reference takes "
 			"dense batches; for a variable-length batch, run it on "
 			"each sequence (its rows of q, k, v) alone", fn);
+	if (a && flex_any(a))
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: the reference has no "
+			"mods or block masks (it would compute plain attention); "
+			"compare with a reference that applies them", fn);
 	if ((st = attn_check(c, fn, a, s, false, &t)) ||
 	    (st = cuda_get(c, &d)) || (st = module(c, fn, d, &m)))
 		return st;

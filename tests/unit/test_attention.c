@@ -560,6 +560,10 @@ mods_and_block_masks_are_checked_and_bound(void **state)
 	assert_non_null(strstr(fg_errmsg(f->ctx), "not supported with "
 		"variable-length batches"));
 	a.cu_seqlens_q = a.cu_seqlens_k = 0;
+	/* the unfused reference would ignore them: refused */
+	st = fg_attention_reference(f->ctx, &a, FAKE_STREAM);
+	assert_int_equal(st, FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "no mods or block masks"));
 
 	for (int d = 64; d <= 128; d += 64) {
 		fg_attention_args p = problem();

@@ -28,6 +28,9 @@
  *   index tiles (rowid, colid: a base register plus immediates) and pure
  *   arithmetic on them, which ptxas computes element by element where
  *   they are used (an ALiBi bias, issue #22);
+ * - an elementwise result used once, by the elementwise operation after
+ *   it, takes none: ptxas computes such a subexpression element by
+ *   element where it is used (a score modifier's 'exp2(s) + log2(s)');
  * - a bool tile (a mask) takes a register per 32 elements a thread holds:
  *   ptxas evaluates comparisons and logic where a select consumes them,
  *   or keeps predicates packed (a mask_mod of issue #22);
@@ -441,6 +444,56 @@ streamed(Est *e, const SirBlock *b, const int *uses)
 	}
 }
 
+/* Elementwise operations on whole tiles, which ptxas evaluates element
+ * by element. */
+static bool
+elementwise(SirOp op)
+{
+	switch (op) {
+	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div: case SOP_min:
+	case SOP_max: case SOP_eq: case SOP_ne: case SOP_lt: case SOP_le:
+	case SOP_gt: case SOP_ge: case SOP_and: case SOP_or: case SOP_neg:
+	case SOP_not: case SOP_select: case SOP_exp2: case SOP_log2:
+	case SOP_rcp: case SOP_tanh: case SOP_sqrt: case SOP_rsqrt:
+	case SOP_abs:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A tile made by an elementwise operation for the one elementwise
+ * operation after it in the same block (a subexpression of a score
+ * modifier: 'exp2(s * c) + log2(s)') is computed element by element
+ * where it is used: it takes no registers of its own.  Only the
+ * expression's result, and the tiles it reads, are live. */
+static void
+fused(Est *e, const SirPart *sp, const SirBlock *b, const int *uses)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in->body)
+			fused(e, sp, in->body, uses);
+		if (in->els)
+			fused(e, sp, in->els, uses);
+		if (!in->dst || !e->istile[in->dst] || uses[in->dst] != 1 ||
+		    !elementwise(in->op) || (sp->vals[in->dst].lay &&
+		    sp->vals[in->dst].lay->kind == LK_ROWS))
+			continue;
+		for (int j = i + 1; j < b->n; j++) {
+			const SirIns *u = &b->v[j];
+			bool reads = false;
+			for (int k = 0; k < u->na; k++)
+				reads |= u->a[k] == in->dst;
+			if (!reads)
+				continue;
+			if (elementwise(u->op) && u->dst && e->istile[u->dst])
+				e->size[in->dst] = 0;
+			break;
+		}
+	}
+}
+
 static void block(Est *, const SirBlock *, Set *, bool);
 
 /* Registers held beyond the live values at an instruction: reduction
@@ -774,6 +827,7 @@ estimate(Ctx *ctx, const Kernel *k, const SirPart *sp)
 	int *uses = NEWARR(&ctx->scratch, int, nv);
 	count_uses(&sp->body, uses);
 	streamed(&e, &sp->body, uses);
+	fused(&e, sp, &sp->body, uses);
 	if (k->target == TGT_SM90A)
 		retire_walk(&e, &sp->body);
 	if (e.nret)

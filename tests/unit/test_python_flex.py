@@ -9,10 +9,10 @@ with stand-ins for torch's functions) and captured tensors (stand-ins with
 shape and dtype) become the language's operations; a shared subexpression
 becomes a helper mod, so a DAG of depth 30 stays short; everything fagen
 cannot compile is a TraceError naming it; scalar loads are proven in
-bounds.  Every traced expression without a tile gather (which the
-compiler does not have yet) is inlined into a small kernel and compiled
-with the fagen CLI ($FAGEN_CLI) with --check, so the text is valid
-language.  With PyTorch importable, create_block_mask and the re-blocking
+bounds.  Every traced mod file is compiled into schedules/fa_fwd_sm90.fa's
+hooks with the fagen CLI ($FAGEN_CLI: --check --mod FILE -D SCORE_MOD /
+MASK_MOD / BLOCKS), as libfagen compiles it, so the text is valid
+language there.  With PyTorch importable, create_block_mask and the re-blocking
 of a BlockMask run on the CPU against a brute-force classification.
 """
 import os
@@ -73,7 +73,7 @@ def torch_fn(name, method=False):
 
 torch = types.SimpleNamespace(**{n: torch_fn(n) for n in (
     "where", "tanh", "abs", "exp", "exp2", "log", "log2", "sigmoid",
-    "minimum", "maximum", "clamp", "sin", "max", "zeros_like",
+    "sqrt", "rsqrt", "minimum", "maximum", "clamp", "sin", "max", "zeros_like",
     "full_like")})
 torch.Tensor = types.SimpleNamespace(where=torch_fn("where", True))
 
@@ -156,6 +156,12 @@ def pairs():
          "mod score_mod(s, b, h, q, k) = exp2(s * 1.4426950408889634) + "
          "log2(s) * 0.6931471805599453 - "
          "rcp(1.0 + exp2(s * (-1.4426950408889634)));\n"),
+        ("sqrt, rsqrt",
+         lambda s, b, h, q, k: torch.sqrt(torch.abs(s)) * torch.rsqrt(
+             s * s + 1.0),
+         None,
+         "mod score_mod(s, b, h, q, k) = sqrt(abs(s)) * rsqrt(s * s + "
+         "1.0);\n"),
         ("clamp, minimum, methods",
          lambda s, b, h, q, k: torch.clamp(s, min=-5, max=5.5) +
          torch.minimum(q, k).float() + (k - q).abs().to("torch.float32") +
@@ -342,27 +348,29 @@ def compiles():
          torch.tanh(h * 0.5) + torch.where(b > 0, 1.0, 2), None),
     ]
     cases = [(n, sm, mm) for n, sm, mm, _ in pairs()] + extra
-    skipped = 0
+    sched = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "..", "schedules", "fa_fwd_sm90.fa")
     with tempfile.TemporaryDirectory() as tmp:
         for name, sm, mm in cases:
-            text = ft.make_plan(sm, mm).text
-            if re.search(r"FX\d+\[[^\]]*\b[qk]\b", text):
-                skipped += 1        # a tile gather: not in the compiler yet
-                continue
-            glob, score, mask = expand(text)
-            src = KERNEL % ("\n".join(glob), score or "s", mask or "true")
-            path = os.path.join(tmp, "flex.fa")
+            plan = ft.make_plan(sm, mm)
+            # the mod file into the shipped schedule's hooks, as libfagen
+            # compiles it (tile gathers and _helpers included)
+            path = os.path.join(tmp, "mods.fa")
             with open(path, "w") as f:
-                f.write(src)
-            r = subprocess.run([cli, path, "--check"], capture_output=True,
-                               text=True)
+                f.write(plan.text)
+            args = [cli, sched, "--check", "--mod", path, "-D",
+                    "BLOCKS=true"]
+            for flag, on in (("SCORE_MOD", plan.has_score_mod),
+                             ("MASK_MOD", plan.has_mask_mod)):
+                if on:
+                    args += ["-D", flag + "=true"]
+            r = subprocess.run(args, capture_output=True, text=True)
             if r.returncode:
                 failures.append("compile: " + name)
-                print("compile: %s: FAIL\n%s%s" % (name, src, r.stderr))
+                print("compile: %s: FAIL\n%s%s" % (name, plan.text,
+                                                   r.stderr))
             else:
                 print("compile: %s: ok" % name)
-    print("compile: %d cases with tile gathers skipped (the compiler's "
-          "gathers are issue #22's other half)" % skipped)
 
 
 def block_masks(torch):

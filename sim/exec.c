@@ -303,6 +303,8 @@ fltop(int op, float x, float y, float z)
 	case OP_EX2_NOFTZ: return sim_ex2(x, false);
 	case OP_LG2: return sim_lg2(x);
 	case OP_RCP: return sim_rcp(x);
+	case OP_SQRT: return sim_sqrt(x);
+	case OP_RSQRT: return sim_rsqrt(x);
 	default: return sim_tanh(x);
 	}
 }

@@ -112,3 +112,19 @@ sim_tanh(float x)
 {
 	return (float)tanh((double)x);
 }
+
+/* sqrt.approx.ftz.f32 and rsqrt.approx.ftz.f32: within 2^-22.9 and
+ * 2^-22.9 relative of the exact value (PTX ISA), so the exact value
+ * rounded to f32 stands for them; subnormals flush to 0, sqrt of a
+ * negative number is NaN, rsqrt of 0 is +inf. */
+float
+sim_sqrt(float x)
+{
+	return ftz32((float)sqrt((double)ftz32(x)));
+}
+
+float
+sim_rsqrt(float x)
+{
+	return ftz32((float)(1.0 / sqrt((double)ftz32(x))));
+}

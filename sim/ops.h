@@ -47,6 +47,8 @@
 	X(LG2,           "lg2.approx.ftz.T",                         TM_F32) \
 	X(RCP,           "rcp.approx.ftz.T",                         TM_F32) \
 	X(TANH,          "tanh.approx.T",                            TM_F32) \
+	X(SQRT,          "sqrt.approx.ftz.T",                        TM_F32) \
+	X(RSQRT,         "rsqrt.approx.ftz.T",                       TM_F32) \
 	X(CVTA_PARAM,    "cvta.param.T",                             TM_U64) \
 	X(CVTA_GLOBAL,   "cvta.to.global.T",                         TM_U64) \
 	X(LD_PARAM,      "ld.param.T",                               TM_ANY) \

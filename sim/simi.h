@@ -268,6 +268,8 @@ float sim_ex2(float x, bool ftz);
 float sim_lg2(float x);
 float sim_rcp(float x);
 float sim_tanh(float x);
+float sim_sqrt(float x);   /* sqrt.approx.ftz.f32 */
+float sim_rsqrt(float x);  /* rsqrt.approx.ftz.f32 */
 float ftz32(float x);
 
 #endif

@@ -312,7 +312,8 @@ vf_quick_op(int op)
 {
 	switch (op) {
 	case SOP_const_i: case SOP_param: case SOP_const_f: case SOP_exp2:
-	case SOP_log2: case SOP_rcp: case SOP_tanh: case SOP_rowmax:
+	case SOP_log2: case SOP_rcp: case SOP_tanh: case SOP_sqrt:
+	case SOP_rsqrt: case SOP_rowmax:
 	case SOP_rowsum: case SOP_convert: case SOP_mask_cols:
 	case SOP_mask_causal: case SOP_mask_below: case SOP_fill:
 	case SOP_gstore: case SOP_mov: case SOP_add: case SOP_sub:

@@ -19,7 +19,8 @@ const char *const builtin_names[] = {
 	"abs", "all_eq", "cdiv", "colid", "convert", "cvt", "dmod", "exp2",
 	"log2",
 	"mask_below", "mask_causal", "mask_cols", "max", "min", "rcp",
-	"rowid", "rowmax", "rowsum", "select", "sizeof", "tanh", NULL,
+	"rowid", "rowmax", "rowsum", "rsqrt", "select", "sizeof", "sqrt",
+	"tanh", NULL,
 };
 
 bool

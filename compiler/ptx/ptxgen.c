@@ -249,6 +249,7 @@ gen_arith(PG *g, const SirIns *in)
 			pg_reg(g, in->a[1]), pg_reg(g, in->a[2]), a);
 		break;
 	case SOP_exp2: case SOP_log2: case SOP_rcp: case SOP_tanh:
+	case SOP_sqrt: case SOP_rsqrt:
 		if (!pg_row(g, in))
 			pg_unsupported(g, in);
 		break;
@@ -488,7 +489,8 @@ gen_ins(PG *g, const SirIns *in)
 	case SOP_min: case SOP_max: case SOP_eq: case SOP_ne: case SOP_lt:
 	case SOP_le: case SOP_gt: case SOP_ge: case SOP_neg: case SOP_not:
 	case SOP_bnot: case SOP_select: case SOP_exp2: case SOP_log2:
-	case SOP_rcp: case SOP_tanh: case SOP_abs:
+	case SOP_rcp: case SOP_tanh: case SOP_sqrt: case SOP_rsqrt:
+	case SOP_abs:
 		gen_arith(g, in);
 		break;
 	case SOP_tile: gen_tile(g, in); break;

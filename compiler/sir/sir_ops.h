@@ -36,6 +36,8 @@ SOP(  exp2,         1,     E_PURE,  T_ALL  )
 SOP(  log2,         1,     E_PURE,  T_ALL  )
 SOP(  rcp,          1,     E_PURE,  T_ALL  )
 SOP(  tanh,         1,     E_PURE,  T_ALL  )
+SOP(  sqrt,         1,     E_PURE,  T_ALL  )
+SOP(  rsqrt,        1,     E_PURE,  T_ALL  )
 SOP(  rowmax,       -1,    E_PURE,  T_ALL  )   /* frag [, init rows] */
 SOP(  rowsum,       -1,    E_PURE,  T_ALL  )
 SOP(  convert,      1,     E_PURE,  T_ALL  )   /* register layout change */

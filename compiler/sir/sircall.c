@@ -547,6 +547,10 @@ sg_call(G *g, const Node *n)
 		return math1(g, n, SOP_rcp);
 	if (!strcmp(f, "tanh"))
 		return math1(g, n, SOP_tanh);
+	if (!strcmp(f, "sqrt"))
+		return math1(g, n, SOP_sqrt);
+	if (!strcmp(f, "rsqrt"))
+		return math1(g, n, SOP_rsqrt);
 	if (!strcmp(f, "min") || !strcmp(f, "max") || !strcmp(f, "cdiv"))
 		return minmax_cdiv(g, n, f);
 	if (!strcmp(f, "mask_cols"))

@@ -260,11 +260,12 @@ builtin(G *g, const Node *n, const char *f)
 	}
 	bool ok = !strcmp(f, "tanh") || !strcmp(f, "exp2") ||
 		!strcmp(f, "log2") || !strcmp(f, "rcp") || !strcmp(f, "abs") ||
+		!strcmp(f, "sqrt") || !strcmp(f, "rsqrt") ||
 		!strcmp(f, "min") || !strcmp(f, "max") || !strcmp(f, "select");
 	if (!ok) {
 		diag_error(g->ctx, n->span, "'dmod' cannot differentiate '%s'; "
 			"it differentiates + - * /, ?:, tanh, exp2, log2, rcp, "
-			"abs, min, max, select, cvt and mods", f);
+			"sqrt, rsqrt, abs, min, max, select, cvt and mods", f);
 		return r;
 	}
 	if (n->kids.n != (!strcmp(f, "select") ? 3 : !strcmp(f, "min") ||
@@ -307,6 +308,11 @@ builtin(G *g, const Node *n, const char *f)
 			e = bin(g, '*', bin(g, '*', v, num(g, 0.6931471805599453, sp)), dx);
 		else if (!strcmp(f, "log2"))     /* dx / (x ln 2) */
 			e = bin(g, '/', dx, bin(g, '*', ux, num(g, 0.6931471805599453, sp)));
+		else if (!strcmp(f, "sqrt"))     /* dx / (2 sqrt(x)) */
+			e = bin(g, '/', dx, bin(g, '*', num(g, 2.0, sp), v));
+		else if (!strcmp(f, "rsqrt"))    /* -r^3 dx / 2 */
+			e = bin(g, '*', bin(g, '*', bin(g, '*', v, tmp(g, r.v, sp)),
+				tmp(g, r.v, sp)), bin(g, '*', num(g, -0.5, sp), dx));
 		else if (!strcmp(f, "rcp"))      /* -dx / x^2 */
 			e = bin(g, '*', bin(g, '*', v, tmp(g, r.v, sp)),
 				bin(g, '-', num(g, 0.0, sp), dx));

@@ -128,6 +128,8 @@ elementwise(PG *g, const SirIns *in)
 		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
 		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.approx.ftz.f32",
 		[SOP_tanh] = "tanh.approx.f32",
+		[SOP_sqrt] = "sqrt.approx.ftz.f32",
+		[SOP_rsqrt] = "rsqrt.approx.ftz.f32",
 	};
 	const SirVal *dv = &g->sp->vals[in->dst];
 	bool drows = is_rows(dv);
@@ -576,7 +578,8 @@ tile_op(PG *g, const SirIns *in)
 	switch (in->op) {
 	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div:
 	case SOP_min: case SOP_max: case SOP_neg: case SOP_exp2:
-	case SOP_log2: case SOP_rcp: case SOP_tanh:
+	case SOP_log2: case SOP_rcp: case SOP_tanh: case SOP_sqrt:
+	case SOP_rsqrt:
 		if (g->sp->vals[in->dst].ty != TY_FRAG)
 			return false;
 		elementwise(g, in);

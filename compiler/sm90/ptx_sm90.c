@@ -19,6 +19,8 @@ const PtxRow sm90_rows[] = {
 	{SOP_log2, ANY, "lg2.approx.ftz.f32 %=, %0;"},
 	{SOP_rcp, ANY, "rcp.approx.ftz.f32 %=, %0;"},
 	{SOP_tanh, ANY, "tanh.approx.f32 %=, %0;"},
+	{SOP_sqrt, ANY, "sqrt.approx.ftz.f32 %=, %0;"},
+	{SOP_rsqrt, ANY, "rsqrt.approx.ftz.f32 %=, %0;"},
 	{SOP_fence, FENCE_ASYNC_SMEM, "fence.proxy.async.shared::cta;"},
 	{SOP_fence, FENCE_MBAR_INIT, "fence.mbarrier_init.release.cluster;"},
 	{SOP_fence, FENCE_ACQ_REL, "fence.acq_rel.cta;"},

@@ -30,7 +30,8 @@ MASK_PARAMS = ("b", "h", "q", "k")
 SUPPORTED = (
     "+ - * / (true division), unary -, abs(), comparisons < <= > >= == !=, "
     "& | ~ ^ on bools, torch.where, torch.tanh, torch.abs, torch.exp, "
-    "torch.exp2, torch.log, torch.log2, torch.sigmoid, torch.minimum, "
+    "torch.exp2, torch.log, torch.log2, torch.sigmoid, torch.sqrt, "
+    "torch.rsqrt, torch.minimum, "
     "torch.maximum, torch.clamp, torch.zeros_like/ones_like/full_like, "
     ".float(), .to(torch.float32), and indexing captured tensors with "
     "traced integers (bias[h, q_idx - kv_idx])")
@@ -177,6 +178,8 @@ class Value:
     def log(self): return _unary(self.tr, "log", self)
     def log2(self): return _unary(self.tr, "log2", self)
     def sigmoid(self): return _unary(self.tr, "sigmoid", self)
+    def sqrt(self): return _unary(self.tr, "sqrt", self)
+    def rsqrt(self): return _unary(self.tr, "rsqrt", self)
     def minimum(self, o): return _minmax(self.tr, "min", self, o)
     def maximum(self, o): return _minmax(self.tr, "max", self, o)
     def where(self, cond, other): return _where(self.tr, cond, self, other)
@@ -461,7 +464,8 @@ _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
         "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
         "&": lambda a, b: a & b, "|": lambda a, b: a | b,
         "^": lambda a, b: a ^ b}
-_UNARIES = ("tanh", "exp", "exp2", "log", "log2", "sigmoid")
+_UNARIES = ("tanh", "exp", "exp2", "log", "log2", "sigmoid", "sqrt",
+            "rsqrt")
 
 
 def torch_call(func, args, kwargs):

@@ -160,6 +160,23 @@ approx_functions_are_the_rounded_exact_ones(void **state)
 		"\trcp.approx.ftz.f32 %f2, %f1;\n\tlg2.approx.ftz.f32 %f3, %f2;\n"
 		"\tmov.b32 %r1, %f3;\n", 32, 0, o), 0);
 	assert_int_equal(o[0], 0xbf800000u);   /* log2(1/2) = -1 */
+	/* sqrt(4) = 2, rsqrt(4) = 0.5, rsqrt(0) = +inf, sqrt(-1) NaN */
+	assert_int_equal(run("\tmov.f32 %f1, 0f40800000;\n"
+		"\tsqrt.approx.ftz.f32 %f2, %f1;\n\tmov.b32 %r1, %f2;\n", 32, 0,
+		o), 0);
+	assert_int_equal(o[0], 0x40000000u);
+	assert_int_equal(run("\tmov.f32 %f1, 0f40800000;\n"
+		"\trsqrt.approx.ftz.f32 %f2, %f1;\n\tmov.b32 %r1, %f2;\n", 32,
+		0, o), 0);
+	assert_int_equal(o[0], 0x3f000000u);
+	assert_int_equal(run("\tmov.f32 %f1, 0f00000000;\n"
+		"\trsqrt.approx.ftz.f32 %f2, %f1;\n\tmov.b32 %r1, %f2;\n", 32,
+		0, o), 0);
+	assert_int_equal(o[0], 0x7f800000u);
+	assert_int_equal(run("\tmov.f32 %f1, 0fBF800000;\n"
+		"\tsqrt.approx.ftz.f32 %f2, %f1;\n\tmov.b32 %r1, %f2;\n", 32, 0,
+		o), 0);
+	assert_true((o[0] & 0x7f800000u) == 0x7f800000u && (o[0] & 0x7fffffu));
 }
 
 static void

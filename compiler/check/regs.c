@@ -28,8 +28,8 @@
  *   index tiles (rowid, colid: a base register plus immediates) and pure
  *   arithmetic on them, which ptxas computes element by element where
  *   they are used (an ALiBi bias, issue #22);
- * - an elementwise result used once, by the elementwise operation after
- *   it, takes none: ptxas computes such a subexpression element by
+ * - an elementwise result or a gather used once, by the elementwise
+ *   operation after it, takes none: ptxas computes such a subexpression element by
  *   element where it is used (a score modifier's 'exp2(s) + log2(s)');
  * - a bool tile (a mask) takes a register per 32 elements a thread holds:
  *   ptxas evaluates comparisons and logic where a select consumes them,
@@ -462,10 +462,11 @@ elementwise(SirOp op)
 	}
 }
 
-/* A tile made by an elementwise operation for the one elementwise
- * operation after it in the same block (a subexpression of a score
- * modifier: 'exp2(s * c) + log2(s)') is computed element by element
- * where it is used: it takes no registers of its own.  Only the
+/* A tile made by an elementwise operation or a gather for the one
+ * elementwise operation after it in the same block (a subexpression of
+ * a score modifier: 'exp2(s * c) + log2(s)', 'DOC[q] == DOC[k]') is
+ * computed element by element where it is used: it takes no registers
+ * of its own.  Only the
  * expression's result, and the tiles it reads, are live. */
 static void
 fused(Est *e, const SirPart *sp, const SirBlock *b, const int *uses)
@@ -477,7 +478,8 @@ fused(Est *e, const SirPart *sp, const SirBlock *b, const int *uses)
 		if (in->els)
 			fused(e, sp, in->els, uses);
 		if (!in->dst || !e->istile[in->dst] || uses[in->dst] != 1 ||
-		    !elementwise(in->op) || (sp->vals[in->dst].lay &&
+		    !(elementwise(in->op) || in->op == SOP_gload) ||
+		    (sp->vals[in->dst].lay &&
 		    sp->vals[in->dst].lay->kind == LK_ROWS))
 			continue;
 		for (int j = i + 1; j < b->n; j++) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mods_library.sh FAGEN: every mod of the shipped library (schedules/mods/,
-# issue #22; and tests/cli/mods/: a mask of long boolean chains) compiles into both sm_90a forward schedules, at D 64 and 128,
-# with block sparsity, and ptxas accepts the result with no spills; and
+# issue #22; and tests/cli/mods/: a mask of long boolean chains)
+# compiles into both sm_90a forward schedules, at D 64 and 128, with
+# block sparsity, and ptxas accepts the result with no spills; and
 # into the sm_100a baseline's hooks, which ptxas accepts.  Exit
 # 77 without ptxas for that half.
 set -u

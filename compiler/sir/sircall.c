@@ -444,21 +444,65 @@ mod_cycle(G *g, const Node *n, const Res *m)
  * in the body is that constant, as if written there, so a call and its
  * body written out give the same code.  An error in the body gets a note
  * at this call. */
+/* Whether m may be inlined at call n with nargs arguments: the count,
+ * no cycle, the expansion budget; each failure is reported. */
+bool
+sg_mod_check(G *g, const Node *n, const Res *m, int nargs)
+{
+	const Node *d = m->decl;
+
+	if (nargs != d->kids.n) {
+		diag_error(g->ctx, n->span, "mod '%s' takes %d argument%s, "
+			"found %d", m->name, d->kids.n, d->kids.n == 1 ? "" :
+			"s", nargs);
+		diag_note(g->ctx, d->nspan, "'%s' declared here", m->name);
+		return false;
+	}
+	return !mod_cycle(g, n, m) && mod_budget(g, n, m);
+}
+
+/* Enter m's body: a scope of its own, holding nothing of the call
+ * site's (hygiene); the caller binds the parameters next. */
+void
+sg_mod_enter(G *g, ModScope *ms, const Res *m)
+{
+	ms->scope = g->scope;
+	ms->names = g->names;
+	ms->call = (ModCall){m, g->calls};
+	ms->mark = g->ctx->dlast;
+	g->scope = NULL;
+	g->names = (NameMap){0};
+	g->calls = &ms->call;
+}
+
+/* Back at the call site n: an error in the body gets a note there
+ * (dmod: the derivative's). */
+void
+sg_mod_leave(G *g, ModScope *ms, const Node *n, bool dmod)
+{
+	g->calls = ms->call.up;
+	g->scope = ms->scope;
+	g->names = ms->names;
+	diag_note_since(g->ctx, ms->mark, n->span, dmod ? "in 'dmod' of mod "
+		"'%s' here" : "in mod '%s' called here", ms->call.m->name);
+}
+
+/* NAME(a1, ..., an), NAME a mod: each argument is evaluated here, once,
+ * and bound to its parameter; then the body is lowered in a scope of its
+ * own (sg_mod_enter), so that names in the body mean the parameters or
+ * the kernel's declarations wherever it is called.  An argument that is
+ * a constant leaves no code here: each use in the body is that constant,
+ * as if written there, so a call and its body written out give the same
+ * code. */
 Ref
 sg_mod_call(G *g, const Node *n, const Res *m)
 {
 	const Node *d = m->decl;
 	Ref args[MAXMODPARAMS];
 	bool subst[MAXMODPARAMS];
+	ModScope ms;
 
-	if (n->kids.n != d->kids.n) {
-		diag_error(g->ctx, n->span, "mod '%s' takes %d argument%s, "
-			"found %d", m->name, d->kids.n, d->kids.n == 1 ? "" :
-			"s", n->kids.n);
-		diag_note(g->ctx, d->nspan, "'%s' declared here", m->name);
-		return sg_err(g);
-	}
-	if (mod_cycle(g, n, m) || !mod_budget(g, n, m))
+	if (!sg_mod_check(g, n, m, n->kids.n))
 		return sg_err(g);
 	for (int k = 0; k < n->kids.n; k++) {
 		int mark = g->cur->n;
@@ -474,23 +518,13 @@ sg_mod_call(G *g, const Node *n, const Res *m)
 		if (subst[k])  /* only constants were emitted: drop them */
 			g->cur->n = mark;
 	}
-	Bind *scope = g->scope;
-	NameMap names = g->names;
-	ModCall call = {m, g->calls};
-	const Diag *mark = g->ctx->dlast;
-	g->scope = NULL;
-	g->names = (NameMap){0};
+	sg_mod_enter(g, &ms, m);
 	for (int k = 0; k < n->kids.n; k++) {
 		sg_bind(g, d->kids.v[k]->name, args[k], d->kids.v[k]->span);
 		g->scope->subst = subst[k];
 	}
-	g->calls = &call;
 	Ref r = sg_expr(g, d->d);
-	g->calls = call.up;
-	g->scope = scope;
-	g->names = names;
-	diag_note_since(g->ctx, mark, n->span, "in mod '%s' called here",
-		m->name);
+	sg_mod_leave(g, &ms, n, false);
 	return r;
 }
 

@@ -193,40 +193,21 @@ mod_call(G *g, const Node *n, const Res *m, bool need)
 {
 	const Node *d = m->decl;
 	Dual args[MAXMODPARAMS], r = {sg_err(g), NOTAN};
+	ModScope ms;
 
-	if (n->kids.n != d->kids.n) {
-		diag_error(g->ctx, n->span, "mod '%s' takes %d argument%s, "
-			"found %d", m->name, d->kids.n, d->kids.n == 1 ? "" :
-			"s", n->kids.n);
+	if (!sg_mod_check(g, n, m, n->kids.n))
 		return r;
-	}
-	for (const ModCall *c = g->calls; c; c = c->up)
-		if (c->m == m) {
-			diag_error(g->ctx, n->span, "mod '%s' calls itself",
-				m->name);
-			return r;
-		}
 	for (int k = 0; k < n->kids.n; k++)
 		if (sg_val(g, (args[k] = dual(g, n->kids.v[k], true)).v)->ty ==
 		    TY_ERR)
 			return args[k];
-	Bind *scope = g->scope;
-	NameMap names = g->names;
-	ModCall mc = {m, g->calls};
-	const Diag *mark = g->ctx->dlast;
-	g->scope = NULL;
-	g->names = (NameMap){0};
+	sg_mod_enter(g, &ms, m);
 	for (int k = 0; k < n->kids.n; k++) {
 		sg_bind(g, d->kids.v[k]->name, args[k].v, d->kids.v[k]->span);
 		g->scope->dot = args[k].d;
 	}
-	g->calls = &mc;
 	r = dual(g, d->d, need);
-	g->calls = mc.up;
-	g->scope = scope;
-	g->names = names;
-	diag_note_since(g->ctx, mark, n->span, "in mod '%s' called here",
-		m->name);
+	sg_mod_leave(g, &ms, n, false);
 	return r;
 }
 
@@ -389,19 +370,13 @@ sg_dmod(G *g, const Node *n)
 		return sg_err(g);
 	}
 	const Node *d = m->decl;
-	if (n->kids.n - 1 != d->kids.n || !d->kids.n) {
-		diag_error(g->ctx, n->span, "mod '%s' takes %d argument%s, "
-			"found %d", m->name, d->kids.n, d->kids.n == 1 ? "" :
-			"s", n->kids.n - 1);
-		diag_note(g->ctx, d->nspan, "'%s' declared here", m->name);
+	if (!d->kids.n) {
+		diag_error(g->ctx, n->span, "'dmod' differentiates along a mod's "
+			"first parameter; mod '%s' has none", m->name);
 		return sg_err(g);
 	}
-	for (const ModCall *c = g->calls; c; c = c->up)
-		if (c->m == m) {
-			diag_error(g->ctx, n->span, "mod '%s' calls itself",
-				m->name);
-			return sg_err(g);
-		}
+	if (!sg_mod_check(g, n, m, n->kids.n - 1))
+		return sg_err(g);
 	Dual args[MAXMODPARAMS];
 	for (int k = 0; k < d->kids.n; k++) {
 		args[k].v = sg_expr(g, n->kids.v[k + 1]);
@@ -418,26 +393,17 @@ sg_dmod(G *g, const Node *n)
 		return sg_err(g);
 	}
 	args[0].d = sg_const_f(g, 1.0, n->span);
-	Bind *scope = g->scope;
-	NameMap names = g->names;
-	ModCall mc = {m, g->calls};
-	const Diag *mark = g->ctx->dlast;
-	g->scope = NULL;
-	g->names = (NameMap){0};
+	ModScope ms;
+	sg_mod_enter(g, &ms, m);
 	for (int k = 0; k < d->kids.n; k++) {
 		sg_bind(g, d->kids.v[k]->name, args[k].v, d->kids.v[k]->span);
 		g->scope->dot = args[k].d;
 	}
-	g->calls = &mc;
 	Dual r = dual(g, d->d, false);
 	/* no tangent: the value, to tell a constant from no number */
 	if (r.d == NOTAN && r.v == NOTAN)
 		r = dual(g, d->d, true);
-	g->calls = mc.up;
-	g->scope = scope;
-	g->names = names;
-	diag_note_since(g->ctx, mark, n->span, "in 'dmod' of mod '%s' here",
-		m->name);
+	sg_mod_leave(g, &ms, n, true);
 	if (r.d != NOTAN)
 		return r.d;
 	if (sg_val(g, r.v)->ty == TY_ERR)
@@ -447,6 +413,6 @@ sg_dmod(G *g, const Node *n)
 			"value here, so it has no derivative", m->name);
 		return sg_err(g);
 	}
-	/* a derivative that is 0 everywhere: a constant, or a tile of 0 */
-	return r.d == NOTAN ? sg_const_f(g, 0.0, n->span) : r.d;
+	/* a derivative that is 0 everywhere: a constant */
+	return sg_const_f(g, 0.0, n->span);
 }

@@ -82,6 +82,17 @@ Ref sg_tile_stored(G *, const Node *, Ref);  /* f32 or 16-bit, or error */
 Ref sg_call(G *, const Node *);               /* sircall.c */
 Ref sg_dmod(G *, const Node *);               /* sirdiff.c */
 Ref sg_mod_call(G *, const Node *, const Res *mod);
+/* Inlining a mod's body (sircall.c; also sirdiff.c's dmod): the checks
+ * at a call with nargs arguments, and its hygienic scope. */
+typedef struct ModScope {
+	Bind *scope;
+	NameMap names;
+	ModCall call;
+	const Diag *mark;    /* diagnostics before the body's */
+} ModScope;
+bool sg_mod_check(G *, const Node *call, const Res *mod, int nargs);
+void sg_mod_enter(G *, ModScope *, const Res *mod);
+void sg_mod_leave(G *, ModScope *, const Node *call, bool dmod);
 Ref sg_convert(G *, const Node *);
 Ref sg_cvt(G *, const Node *);
 

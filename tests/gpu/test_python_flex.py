@@ -26,21 +26,13 @@ import random
 import sys
 import time
 
-SKIP = 77
+# test_python.py exits 77 (SKIP) without PyTorch or a Hopper GPU
+from test_python import dev
 
-try:
-    import torch
-except ImportError:
-    print("no PyTorch: skipping")
-    sys.exit(SKIP)
+import torch
+
 import fagen
 
-if not torch.cuda.is_available() or \
-        torch.cuda.get_device_capability() != (9, 0):
-    print("no Hopper GPU: skipping")
-    sys.exit(SKIP)
-
-dev = torch.device("cuda")
 failures = []
 seen_texts = set()
 

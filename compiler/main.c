@@ -343,6 +343,7 @@ main(int argc, char **argv)
 	}
 	ctx_init(&ctx, arena_default_alloc, NULL, &oom);
 	ctx.verify_each = getenv("FAGEN_VERIFY_EACH") != NULL;
+	ctx.verify_threads = true;
 	parse_args(&ctx, &o, argc, argv);
 	char *text = slurp(o.in, &len), *mtext[MAXMODFILES];
 	src_init(&ctx, strcmp(o.in, "-") ? o.in : "<stdin>", text, len);

@@ -47,6 +47,7 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 	memset(c, 0, sizeof *c);
 	c->alloc = alloc;
 	c->alloc_ud = o->alloc_ud;
+	c->malloc_alloc = !o->alloc;
 	c->log = o->log;
 	c->log_ud = o->log_ud;
 	c->log_level = o->log_level;

@@ -237,6 +237,8 @@ struct Ctx {
 	int arch;           /* forced target (--arch), 0 = from the schedule */
 	bool verify_each;   /* run sir_verify after every P_VERIFY pass */
 	bool no_verify;     /* --no-verify: skip the schedule verifier */
+	bool verify_threads;/* the verifier may run on threads of its own
+			     * (the allocator is malloc's) */
 	bool debug_hangs;   /* --debug-hangs: bounded waits that report */
 	const char *dump_after; /* --dump-after=PASS */
 	Buf *dump;          /* where --dump-after writes */

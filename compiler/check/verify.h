@@ -263,6 +263,7 @@ vf_rnd(Sim *s)
 }
 
 /* verify.c */
+bool vf_run(Sim *);
 const char *vf_last_error(Ctx *);
 SirFinding *vf_find_add(Ctx *, SirFinding **, const char *check,
 	const char *msg, const SirPart *, Span);

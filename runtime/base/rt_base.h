@@ -54,6 +54,7 @@ typedef struct RefModule RefModule;     /* front/reference.c */
 struct fg_ctx {
 	fg_alloc alloc;
 	void *alloc_ud;
+	bool malloc_alloc;      /* alloc is malloc's (no fg_options.alloc) */
 	fg_log_fn log;
 	void *log_ud;
 	int log_level;

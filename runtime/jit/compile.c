@@ -165,6 +165,7 @@ compile_jmp(fg_ctx *c, const char *name, const char *text, size_t len,
 	cc.arch = t ? (int)t->id : 0;
 	cc.werror = o->werror != 0;
 	cc.no_verify = o->no_verify != 0;
+	cc.verify_threads = c->malloc_alloc;
 	cc.debug_hangs = o->debug_hangs != 0;
 	cc.verify_each = true;
 	for (int i = 0; i < o->ndefines; i++)

@@ -433,7 +433,8 @@ streamed(Est *e, const SirBlock *b, const int *uses)
 			nx = &b->v[i + 1];  /* constants print inline */
 		if (in->dst && e->istile[in->dst] && uses[in->dst] == 1 && nx &&
 		    sir_ops[in->op].eff == E_PURE && (nx->op == SOP_smem_store ||
-		    nx->op == SOP_tmem_store || nx->op == SOP_gstore))
+		    nx->op == SOP_tmem_store || nx->op == SOP_gstore ||
+		    nx->op == SOP_gscatter))
 			for (int k = 0; k < nx->na; k++)
 				if (nx->a[k] == in->dst)
 					e->size[in->dst] = 0;
@@ -450,8 +451,8 @@ static bool
 elementwise(SirOp op)
 {
 	switch (op) {
-	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div: case SOP_min:
-	case SOP_max: case SOP_eq: case SOP_ne: case SOP_lt: case SOP_le:
+	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div: case SOP_rem:
+	case SOP_min: case SOP_max: case SOP_eq: case SOP_ne: case SOP_lt: case SOP_le:
 	case SOP_gt: case SOP_ge: case SOP_and: case SOP_or: case SOP_neg:
 	case SOP_not: case SOP_select: case SOP_exp2: case SOP_log2:
 	case SOP_rcp: case SOP_tanh: case SOP_sqrt: case SOP_rsqrt:

@@ -231,7 +231,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_rcp: case SOP_tanh: case SOP_sqrt: case SOP_rsqrt:
 	case SOP_rowmax: case SOP_rowsum:
 	case SOP_convert: case SOP_mask_cols: case SOP_mask_causal:
-	case SOP_mask_below: case SOP_fill: case SOP_gstore: case SOP_gtload:
+	case SOP_mask_below: case SOP_fill: case SOP_gstore: case SOP_gtload: case SOP_gscatter:
 		if (in->op == SOP_cvt && dv && ty_isint(dv->ty))
 			p->v[in->dst] = wrap(val(p, in->a[0]), dv->ty);
 		return true;
@@ -599,7 +599,7 @@ quick(const Sim *s, Proc *p, const SirIns *in)
 	case SOP_tanh: case SOP_sqrt: case SOP_rsqrt: case SOP_rowmax:
 	case SOP_rowsum: case SOP_convert:
 	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
-	case SOP_fill: case SOP_gstore: case SOP_gtload:
+	case SOP_fill: case SOP_gstore: case SOP_gtload: case SOP_gscatter:
 		return true;
 	case SOP_mov:
 		if (p->sp->vals[in->dst].ty != TY_FRAG) {

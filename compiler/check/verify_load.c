@@ -27,6 +27,7 @@ static bool
 unread(int op)
 {
 	return op == SOP_tma_load || op == SOP_tma_store || op == SOP_gstore ||
+		op == SOP_gscatter ||
 		op == SOP_gtload ||
 		op == SOP_wgmma || op == SOP_tc_mma || op == SOP_gload;
 }
@@ -69,7 +70,8 @@ inert(const SirBlock *b)
 			if (!inert(in->body) || !inert(in->els))
 				return false;
 		} else if (sir_ops[in->op].eff != E_PURE &&
-		    in->op != SOP_gstore && in->op != SOP_gload &&
+		    in->op != SOP_gstore && in->op != SOP_gscatter &&
+		    in->op != SOP_gload &&
 		    in->op != SOP_gtload) {
 			return false;
 		}

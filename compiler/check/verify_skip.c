@@ -35,6 +35,7 @@ static bool
 coords(int op)
 {
 	return op == SOP_tma_load || op == SOP_tma_store || op == SOP_gstore ||
+		op == SOP_gscatter ||
 		op == SOP_gtload ||
 		op == SOP_wgmma || op == SOP_tc_mma || op == SOP_gload;
 }

@@ -64,7 +64,8 @@ insn(const SirIns *in, Ty t)
 {
 	static const char *const i32[] = {
 		[SOP_add] = "add.s32", [SOP_sub] = "sub.s32",
-		[SOP_mul] = "mul.lo.s32", [SOP_min] = "min.s32",
+		[SOP_mul] = "mul.lo.s32", [SOP_div] = "div.s32",
+		[SOP_rem] = "rem.s32", [SOP_min] = "min.s32",
 		[SOP_max] = "max.s32", [SOP_neg] = "neg.s32",
 		[SOP_abs] = "abs.s32", [SOP_eq] = "setp.eq.s32",
 		[SOP_ne] = "setp.ne.s32", [SOP_lt] = "setp.lt.s32",
@@ -175,9 +176,90 @@ gather(PG *g, const SirIns *in)
 	}
 }
 
+/* A scatter (sir/sirload.c): element j of the value (a row vector's
+ * register of j's row) to the global's element at register j of the
+ * linear index tile, where register j of the in-bounds tile holds: a
+ * predicated st.global (16-bit elements rounded from f32 by cvt.rn), or
+ * red.global.add.f32 for reduce=add.  A plain store whose index,
+ * predicate and value depend on the row alone (or the column alone)
+ * stores once per row (column) of the thread, as a gather loads. */
+static void
+scatter(PG *g, const SirIns *in)
+{
+	const Res *r = in->r[0];
+	const SirVal *vv = &g->sp->vals[in->a[1]];
+	const Layout *l = g->sp->vals[in->a[0]].lay;
+	bool rowvec = vv->lay->kind == LK_ROWS, red = in->imm != 0;
+	int n, m, nv, esz = ty_bytes(r->ety);
+	PReg *lin = pg_frag(g, in->a[0], &n), *ok = pg_frag(g, in->a[2], &m);
+	PReg *v = pg_frag(g, in->a[1], &nv);
+	int row, col;
+
+	if (!lin || !ok || !v || m != n || (!rowvec && nv != n) ||
+	    (rowvec && (!g->ops->elem_keys || !g->ops->elem_keys(l, 0, &row,
+	    &col)))) {
+		diag_error(g->ctx, in->span, "a scatter of a tile of layout "
+			"'%s' is not lowered to PTX for %s yet", l->name ?
+			l->name : "?", g->t->name);
+		g->failed = true;
+		return;
+	}
+	int *src = NEWARR(&g->ctx->scratch, int, (size_t)n);
+	const int *dep = sir_elem_deps(g->ctx, g->sp);
+	int d = dep[in->a[0]] | dep[in->a[2]] | (rowvec ? SD_ROW :
+		dep[in->a[1]]);
+	for (int j = 0; j < n; j++) {
+		int rk = 0, ck = 0, key;
+		src[j] = j;
+		if (red || (d & ~(SD_ROW | SD_COL)) || d == (SD_ROW | SD_COL) ||
+		    !g->ops->elem_keys || !g->ops->elem_keys(l, j, &rk, &ck))
+			continue;
+		key = d == SD_ROW ? rk : d == SD_COL ? ck : 0;
+		for (int i = 0; i < j && src[j] == j; i++) {
+			int ri, ci;
+			g->ops->elem_keys(l, i, &ri, &ci);
+			if (src[i] == i && key == (d == SD_ROW ? ri : d == SD_COL ?
+			    ci : 0))
+				src[j] = i;
+		}
+	}
+	PReg ptr = ptx_reg(g->f, RB64), at = ptx_reg(g->f, RB64);
+	PReg h = esz == 2 ? ptx_reg(g->f, RB16) : (PReg){0};
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	for (int j = 0; j < n; j++) {
+		if (src[j] != j)
+			continue;
+		PReg x = v[j];
+		if (rowvec) {
+			g->ops->elem_keys(l, j, &row, &col);
+			if (row < 0 || row >= nv)
+				fg_bug("scatter: row key %d of %d", row, nv);
+			x = v[row];
+		}
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, lin[j],
+			(int64_t)esz, ptr);
+		if (red)
+			ptx_emit(g->f, "@%R red.global.add.f32 [%R], %R;", ok[j], at,
+				x);
+		else if (esz == 2) {
+			ptx_emit(g->f, "cvt.rn.%S.f32 %R, %R;", r->ety == TY_BF16 ?
+				"bf16" : "f16", h, x);
+			ptx_emit(g->f, "@%R st.global.b16 [%R], %R;", ok[j], at, h);
+		} else {
+			ptx_emit(g->f, "@%R st.global.%S [%R], %R;", ok[j],
+				r->ety == TY_F32 ? "f32" : "b32", at, x);
+		}
+	}
+}
+
 bool
 pg_tile_elem(PG *g, const SirIns *in)
 {
+	if (in->op == SOP_gscatter) {
+		scatter(g, in);
+		return true;
+	}
 	if (!mine(g, in))
 		return false;
 	if (in->op == SOP_gload) {

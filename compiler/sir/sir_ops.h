@@ -81,3 +81,5 @@ SOP(  gload,        -1,    E_MEM,   T_ALL  )   /* r0 global [linear index];
 						  * a gather: index tile, ok */
 SOP(  gtload,       4,     E_MEM,   T_ALL  )   /* frag <- r0 global: lin,
 						  * limit, row index, stride */
+SOP(  gscatter,     3,     E_MEM,   T_ALL  )   /* r0 global [lin tile] = v
+						  * where the ok tile holds */

@@ -126,8 +126,8 @@ sg_layname(const Layout *l)
 
 /* Row vectors depend only on which rows a thread owns: the parent's kind
  * and row count, not its column count. */
-static bool
-rows_fit(const Layout *rows, const Layout *tile)
+bool
+sg_rows_fit(const Layout *rows, const Layout *tile)
 {
 	return rows && tile && rows->kind == LK_ROWS && rows->parent &&
 		rows->parent->kind == tile->kind && rows->parent->m == tile->m;
@@ -141,7 +141,7 @@ sg_same_layout(const Layout *a, const Layout *b)
 	if (!a || !b || a->kind != b->kind || a->m != b->m)
 		return false;
 	if (a->kind == LK_ROWS)
-		return rows_fit(a, b->parent);
+		return sg_rows_fit(a, b->parent);
 	return a->n == b->n;
 }
 
@@ -234,8 +234,8 @@ sg_frag_binary(G *g, const Node *n, SirOp op, Ref a, Ref b)
 	Ty ety;
 
 	if (o->ty == TY_FRAG) {
-		rowvec = rows_fit(o->lay, f->lay);
-		rowvec2 = rows_fit(f->lay, o->lay);
+		rowvec = sg_rows_fit(o->lay, f->lay);
+		rowvec2 = sg_rows_fit(f->lay, o->lay);
 		if (rowvec2) {
 			const SirVal *t = f;
 			f = o;

@@ -116,9 +116,13 @@ Ref sg_lin_index(G *, const Node *index, const Res *global, Ref *last);
 Ref sg_lin_index_at(G *, const Node *index, const Res *global, Ref *last,
 	int k, Ref *ik);
 Ref sg_lin_index_ix(G *, const Node *index, const Res *global, Ref *ix);
+Ref sg_lin_index_all(G *, const Node *index, const Res *global, Ref *last,
+	int k, Ref *ik, Ref *ix);
+bool sg_rows_fit(const Layout *rows, const Layout *tile);
 
 Ref sg_gload(G *, const Node *);              /* sirload.c */
 bool sg_gather_index(G *, const Node *index, int k, const Ref *ix);
+void sg_scatter(G *, const Node *store, Res *global, const Ref *ix, Ref lin);
 void sg_check_loads(Ctx *, const SirMod *);
 
 #endif

@@ -145,6 +145,83 @@ gather(G *g, const Node *n, Res *r, const Ref *ix, Ref lin)
 	return d;
 }
 
+/* store G[i0, ...], v [reduce=add] with tile indices (ix, lin their
+ * linear index; n the store): a scatter.  v is a tile of the indices'
+ * layout and shape, or a row vector that fits it (broadcast across
+ * columns, as in arithmetic): element (r, c) goes to G at the indices'
+ * (r, c), where they are all in bounds; f32 into f32, bf16 and f16
+ * elements (rounded), i32 into i32; reduce=add adds f32 into f32. */
+void
+sg_scatter(G *g, const Node *n, Res *r, const Ref *ix, Ref lin)
+{
+	const Node *d = n->kids.v[0], *ve = n->kids.v[1];
+	const Node *red = sg_opattr(g, n, "reduce", false);
+
+	for (int k = 0; k < n->attrs.n; k++)
+		if (strcmp(n->attrs.v[k]->name, "reduce")) {
+			diag_error(g->ctx, n->attrs.v[k]->span, "'%s' does not "
+				"apply to a scatter (a store whose indices are "
+				"tiles): it stores where they say and skips the "
+				"elements out of bounds", n->attrs.v[k]->name);
+			return;
+		}
+	if (red && (!red->a || red->a->kind != N_NAME ||
+	    strcmp(red->a->name, "add"))) {
+		if (red->a)
+			diag_error(g->ctx, red->span, "'reduce' takes 'add' (an "
+				"atomic add of each element into global memory)");
+		return;
+	}
+	Ref v = sg_expr(g, ve);
+	const SirVal *sv = sg_val(g, v), *lv = sg_val(g, lin);
+	if (sv->ty == TY_ERR)
+		return;
+	if (sv->ty != TY_FRAG) {
+		diag_error(g->ctx, ve->span, "a scatter (a store whose indices "
+			"are tiles) stores a register tile or row vector, not "
+			"'%s'", ty_name(sv->ty));
+		return;
+	}
+	bool rowvec = sv->lay->kind == LK_ROWS;
+	if (rowvec ? !sg_rows_fit(sv->lay, lv->lay) : !sg_same_layout(sv->lay,
+	    lv->lay) || sv->m != lv->m || sv->n != lv->n) {
+		diag_error(g->ctx, ve->span, "the value of a scatter has the "
+			"layout and shape of its index tiles ('%s' [%d,%d]) or "
+			"is a row vector that fits them; this is '%s' [%d,%d]",
+			sg_layname(lv->lay), lv->m, lv->n, sg_layname(sv->lay),
+			sv->m, sv->n);
+		return;
+	}
+	Ty want = r->ety == TY_I32 ? TY_I32 : TY_F32;
+	if ((r->ety != TY_F32 && r->ety != TY_BF16 && r->ety != TY_F16 &&
+	    r->ety != TY_I32) || sv->ety != want) {
+		diag_error(g->ctx, ve->span, "a scatter stores 'f32' tiles into "
+			"'f32', 'bf16' or 'f16' elements and 'i32' tiles into "
+			"'i32'; '%s' holds '%s' and the value is '%s'", r->name,
+			ty_name(r->ety), ty_name(sv->ety));
+		diag_note(g->ctx, r->nspan, "'%s' declared here", r->name);
+		return;
+	}
+	if (red && r->ety != TY_F32) {
+		diag_error(g->ctx, red->span, "'reduce=add' adds into 'f32' "
+			"elements; '%s' holds '%s'", r->name, ty_name(r->ety));
+		return;
+	}
+	if (!rowvec && sv->ety == TY_F32)
+		v = sg_tile_stored(g, ve, v);
+	Ref ok = in_bounds(g, d, r, ix);
+	if (sg_val(g, v)->ty == TY_ERR || sg_val(g, ok)->ty == TY_ERR)
+		return;
+	SirIns *i = sg_emit(g, SOP_gscatter, n->span);
+	r->direct = true;
+	i->a[0] = lin;
+	i->a[1] = v;
+	i->a[2] = ok;
+	i->na = 3;
+	i->imm = red != NULL;  /* 1: reduce=add (red.global.add) */
+	i->r[0] = r;
+}
+
 /* n: N_INDEX, a name and one index per dimension; a gather when one
  * of them is a register tile. */
 Ref
@@ -191,7 +268,7 @@ sg_gload(G *g, const Node *n)
 static const Res *
 written(const SirIns *in)
 {
-	if (in->op == SOP_gstore)
+	if (in->op == SOP_gstore || in->op == SOP_gscatter)
 		return in->r[0];
 	if (in->op == SOP_tma_store)  /* r[0]: the view */
 		return in->r[0]->of;
@@ -212,8 +289,8 @@ dep_of(const SirPart *sp, const SirIns *in, const SirVal *v, const int *dep)
 		return SD_ROW;
 	case SOP_colid:
 		return SD_COL;
-	case SOP_add: case SOP_sub: case SOP_mul: case SOP_min: case SOP_max:
-	case SOP_neg: case SOP_abs: case SOP_eq: case SOP_ne: case SOP_lt:
+	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div: case SOP_rem:
+	case SOP_min: case SOP_max: case SOP_neg: case SOP_abs: case SOP_eq: case SOP_ne: case SOP_lt:
 	case SOP_le: case SOP_gt: case SOP_ge: case SOP_and: case SOP_or:
 	case SOP_not: case SOP_select: case SOP_fill: case SOP_gload:
 		for (int k = 0; k < in->na; k++)

@@ -262,10 +262,15 @@ sg_op_mem(G *g, const Node *n)
 		if (r && rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0,
 		    r->rank - 2 < 0 ? 0 : r->rank - 2, &rowdim))
 			return;
-		Ref last = 0, rix = 0, lin = r ? sg_lin_index_at(g, d, r,
-			&last, (int)rowdim, &rix) : 0;
+		Ref *ix = NEWARR(&g->ctx->scratch, Ref, (size_t)d->kids.n + 1);
+		Ref last = 0, rix = 0, lin = r ? sg_lin_index_all(g, d, r,
+			&last, (int)rowdim, &rix, ix) : 0;
 		if (!lin)
 			return;
+		if (sg_val(g, lin)->ty == TY_FRAG) {  /* tile indices */
+			sg_scatter(g, n, r, ix, lin);
+			return;
+		}
 		tmp.a[tmp.na++] = lin;
 		Ref v = sg_expr(g, n->kids.v[1]);
 		SirVal *sv = sg_val(g, v);

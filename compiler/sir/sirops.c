@@ -158,6 +158,15 @@ sg_lin_index_at(G *g, const Node *d, const Res *r, Ref *last, int k0,
 	return lin_index(g, d, r, last, k0, ik0, NULL);
 }
 
+/* sg_lin_index_at whose indices may be i32 register tiles (a gather or
+ * a scatter), each index in ix[k]. */
+Ref
+sg_lin_index_all(G *g, const Node *d, const Res *r, Ref *last, int k0,
+	Ref *ik0, Ref *ix)
+{
+	return lin_index(g, d, r, last, k0, ik0, ix);
+}
+
 /* The linear index of a load G[i0, ...] whose indices may be i32
  * register tiles, each index in ix[k] (r->rank of them). */
 Ref

@@ -92,7 +92,8 @@ sg_tile_types(G *g, const Node *n, SirOp op, Ref *a, Ref *b, bool rowvec,
 	bool logic = n->kind == N_BINARY && (n->op == B_ANDAND ||
 		n->op == B_OROR);
 	bool arith = op == SOP_add || op == SOP_sub || op == SOP_mul ||
-		op == SOP_div || op == SOP_min || op == SOP_max;
+		op == SOP_div || op == SOP_min || op == SOP_max ||
+		op == SOP_rem;
 
 	if (logic) {
 		if (ta != TY_BOOL || tb != TY_BOOL) {
@@ -119,9 +120,10 @@ sg_tile_types(G *g, const Node *n, SirOp op, Ref *a, Ref *b, bool rowvec,
 		return false;
 	}
 	Ty t = ta == TY_VOID ? tb : ta, u = tb == TY_VOID ? ta : tb;
-	if ((t == TY_I32 || u == TY_I32) && op == SOP_div) {
-		diag_error(g->ctx, n->span, "operator '/' does not apply to "
-			"tiles of 'i32'; divide f32 tiles");
+	if (op == SOP_rem && (t != TY_I32 || u != TY_I32)) {
+		diag_error(g->ctx, n->span, "operator '%%' takes tiles of "
+			"'i32' (and 'i32' scalars), found %s and %s", what(g, x),
+			what(g, y));
 		return false;
 	}
 	if (rowvec && (t != TY_F32 || u != TY_F32 || !arith)) {

@@ -16,6 +16,10 @@
  *                                             gathers from T (i32) and B
  *                                             (bf16), some indices out of
  *                                             bounds, against C
+ *   sim_kernel scatter PTX SQ L               tests/golden/ptx/scatter.fa:
+ *                                             scatters into Y (f32), Z
+ *                                             (bf16), A (reduce=add) and
+ *                                             R (a row vector), against C
  *
  * PTX is a file of tests/shipped (fagen's output for a shipped schedule,
  * kept byte-identical by golden.shipped.*).  Outputs are poisoned with
@@ -143,6 +147,59 @@ gemm(long m, long n, long k, bool f16)
 /* tests/golden/ptx/gather.fa (issue #22): Y[r, c] of tile x (rows
  * 64x..) is T[x - 1, r] * 1000 + T[1, c + 64x - 40] + B[r - c], each 0
  * where an index is outside its dimension; exact, as the kernel adds. */
+/* tests/golden/ptx/scatter.fa: with r = 64x + row (every row of every
+ * tile, past SQ too) and x = 100r + c, Y[r, 15 - c] = x for r < SQ;
+ * Z[r / 2, r % 2] = bf16(100r) (column 0) for r / 2 < L; A[2c - 4] is
+ * the sum of x over every r, for 2 <= c, 2c - 4 < L (the rest stays 0);
+ * R[r % 2, r / 2] = 100r + 15 for r / 2 < L.  Exact: the sums are whole
+ * numbers below 2^24.  Y and Z poisoned, A zero, R poisoned; elements
+ * no scatter names must keep their poison. */
+static int
+scatter(int sq, int l)
+{
+	float *y, *a, *rr;
+	uint16_t *z;
+	SimVal v[6] = {{.i = sq}, {.i = l}};
+	long bad = 0, rows = (sq + 63) / 64 * 64;
+
+	v[2].ptr = buffer((size_t)sq * 16 * 4, 0xff, (void **)&y);
+	v[3].ptr = buffer((size_t)l * 2 * 2, 0xff, (void **)&z);
+	v[4].ptr = buffer((size_t)l * 4, 0, (void **)&a);
+	v[5].ptr = buffer((size_t)l * 2 * 4, 0xff, (void **)&rr);
+	launch(v, 6);
+	for (int r = 0; r < sq; r++)
+		for (int c = 0; c < 16; c++) {
+			float want = (float)(100 * r + 15 - c);
+			bad += memcmp(&want, &y[r * 16 + c], 4) != 0;
+		}
+	for (int i = 0; i < 2 * l; i++) {
+		uint16_t want = i < rows ? to16(100.0f * (float)i, false) :
+			0xffff;
+		bad += z[i] != want;
+	}
+	for (int i = 0; i < l; i++) {
+		int c = (i + 4) / 2;
+		double sum = 0;
+		if (i % 2 == 0 && c < 16)
+			for (long r = 0; r < rows; r++)
+				sum += 100.0 * (double)r + c;
+		bad += a[i] != (float)sum;
+	}
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < l; i++) {
+			long r = 2L * i + k;
+			uint32_t got, want = 0xffffffffu;
+			float w = (float)(100 * r + 15);
+			if (r < rows)
+				memcpy(&want, &w, 4);
+			memcpy(&got, &rr[k * l + i], 4);
+			bad += got != want;
+		}
+	printf("scatter SQ=%d L=%d: %ld elements differ -> %s\n", sq, l, bad,
+		bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
 static int
 gather(int sq, int l)
 {
@@ -408,6 +465,8 @@ main(int argc, char **argv)
 			f16);
 	else if (!strcmp(argv[1], "gather"))
 		rc = gather(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "scatter"))
+		rc = scatter(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "bwd") && argc > 9)
 		rc = bwd(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),

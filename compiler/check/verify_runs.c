@@ -111,19 +111,15 @@ loop_carries(Ctx *ctx, const SirMod *m)
 static int
 domain(const Kernel *k, const Res *p, int64_t *out)
 {
-	if (k->verify)
-		for (int i = 0; i < k->verify->attrs.n; i++) {
-			const Node *a = k->verify->attrs.v[i];
-			if (a->name != p->name || !a->a)
-				continue;
-			int n = a->a->kind == N_TUPLE ? a->a->kids.n : 1;
-			for (int j = 0; j < n && j < 16; j++) {
-				const Node *e = a->a->kind == N_TUPLE ?
-					a->a->kids.v[j] : a->a;
-				out[j] = e->kind == N_INT ? e->ival : 1;
-			}
+	(void)k;
+	if (p->vfy) {  /* folded by sema: N_INT values */
+		const Node *v = p->vfy;
+		int n = v->kind == N_TUPLE ? v->kids.n : 1;
+		for (int j = 0; j < n && j < 16; j++)
+			out[j] = (v->kind == N_TUPLE ? v->kids.v[j] : v)->ival;
+		if (n > 0)
 			return n < 16 ? n : 16;
-		}
+	}
 	out[0] = 1;
 	out[1] = 2;
 	return 2;

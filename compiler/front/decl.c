@@ -505,9 +505,33 @@ decl_partition(S *s, const Node *d)
 	}
 }
 
+/* The values of e (a value or a tuple of them: constant expressions,
+ * 'PACK + 1'), folded into a node of the same shape whose values are
+ * N_INT, for the verifier to read; at most max of them. */
+static Node *
+fold_values(S *s, const Node *e, int max, const char *what, int64_t lo,
+	int64_t hi)
+{
+	int n = e->kind == N_TUPLE ? e->kids.n : 1;
+	Node *t = e->kind == N_TUPLE ? node_new(s->ctx, N_TUPLE, e->span) :
+		NULL;
+
+	for (int k = 0; k < n && k < max; k++) {
+		const Node *x = e->kind == N_TUPLE ? e->kids.v[k] : e;
+		Node *f = node_new(s->ctx, N_INT, x->span);
+		int64_t v = 0;
+		want_int(s, x, what, lo, hi, &v);
+		f->ival = v;
+		if (!t)
+			return f;
+		nodelist_push(s->ctx, &t->kids, f);
+	}
+	return t ? t : node_new(s->ctx, N_INT, e->span);
+}
+
 /* One content of an integer global in 'verify': a list of at most
- * MAXVFY integers. */
-static void
+ * MAXVFY integers, folded. */
+static Node *
 verify_content(S *s, const Node *e)
 {
 	int n = e->kind == N_TUPLE ? e->kids.n : 1;
@@ -515,11 +539,8 @@ verify_content(S *s, const Node *e)
 	if (n > MAXVFY)
 		diag_error(s->ctx, e->span, "at most %d values per content",
 			MAXVFY);
-	for (int k = 0; k < n && k < MAXVFY; k++) {
-		int64_t v;
-		want_int(s, e->kind == N_TUPLE ? e->kids.v[k] : e,
-			"a verified element", -(1 << 20), 1 << 20, &v);
-	}
+	return fold_values(s, e, MAXVFY, "a verified element", -(1 << 20),
+		1 << 20);
 }
 
 /* verify P=(v, ...) G=([x, ...], ...) ...: the values of integer params
@@ -556,30 +577,32 @@ decl_verify(S *s, const Node *d)
 			if (p->vfy)
 				diag_error(s->ctx, a->nspan, "'%s' is given "
 					"twice", a->name);
-			p->vfy = a->a;
 			if (!many) {
-				verify_content(s, a->a);
+				p->vfy = verify_content(s, a->a);
 				continue;
 			}
 			if (n > 16)
 				diag_error(s->ctx, a->a->span, "at most 16 "
 					"contents per global");
+			Node *all = node_new(s->ctx, N_TUPLE, a->a->span);
 			for (int k = 0; k < n && k < 16; k++)
 				if (a->a->kids.v[k]->kind != N_TUPLE)
 					diag_error(s->ctx, a->a->kids.v[k]->span,
 						"write each content of '%s' as "
 						"a list '[v, ...]'", a->name);
 				else
-					verify_content(s, a->a->kids.v[k]);
+					nodelist_push(s->ctx, &all->kids,
+						verify_content(s, a->a->kids.v[k]));
+			p->vfy = all;
 			continue;
 		}
 		if (n > 16)
 			diag_error(s->ctx, a->a->span, "at most 16 values per "
 				"param");
-		for (int k = 0; k < n && k < 16; k++) {
-			int64_t v;
-			want_int(s, a->a->kind == N_TUPLE ? a->a->kids.v[k] :
-				a->a, "a verified value", 0, 1 << 20, &v);
-		}
+		if (p->vfy)
+			diag_error(s->ctx, a->nspan, "'%s' is given twice",
+				a->name);
+		p->vfy = fold_values(s, a->a, 16, "a verified value", 0,
+			1 << 20);
 	}
 }

@@ -205,7 +205,9 @@ struct Res {
 	bool packed;         /* TMEM: 16-bit values two to a column */
 	Val cval;            /* CONST */
 	const Node *vfy;     /* GLOBAL: its contents in 'verify', a tuple of
-			      * tuples of integers, or NULL */
+			      * tuples of integers; PARAM: its values, an
+			      * integer or a tuple of them; folded (N_INT
+			      * nodes), or NULL */
 	/* filled in by pass_layout */
 	int64_t off;         /* smem byte offset (SMEM, MBAR) */
 	int64_t bytes;       /* per stage (SMEM) */

@@ -95,6 +95,7 @@ one(struct LexState *ls, Node *x)
 %token <op> OPASSIGN "compound assignment"
 %token <op> TILES "'tiles'"
 %token STATIC "'static'" IF "'if'" ELSE "'else'" FOR "'for'" IN "'in'"
+%token ASSERT "'assert'"
 %token STEP "'step'" LET "'let'" VAR "'var'" REG "'reg'"
 %token ELECT "'elect'" WARP "'warp'" MMA "'mma'" MOD "'mod'"
 %token ARROW "'->'" DOTDOT "'..'"
@@ -273,6 +274,10 @@ sif_item
 		$$->a = $3;
 		$$->b = listnode(ls, N_BLOCK, $5, span_join(@4, @6));
 		$$->c = $7;
+	}
+	| STATIC ASSERT bexpr ';' {
+		$$ = MK(N_SASSERT, @$);
+		$$->a = $3;
 	}
 	;
 

@@ -27,7 +27,7 @@ static const char *const kind_names[NNODE] = {
 	[N_INDEX] = "index", [N_FIELD] = "field", [N_TUPLE] = "tuple",
 	[N_RANGE] = "range", [N_ARROW] = "arrow", [N_TILES] = "tiles",
 	[N_TYPE] = "type", [N_ATTR] = "attr", [N_DECL] = "decl",
-	[N_SIF] = "static-if", [N_SFOR] = "static-for", [N_IF] = "if",
+	[N_SIF] = "static-if", [N_SASSERT] = "static-assert", [N_SFOR] = "static-for", [N_IF] = "if",
 	[N_FOR] = "for", [N_LET] = "let", [N_VAR] = "var", [N_REG] = "reg",
 	[N_ASSIGN] = "assign", [N_ELECT] = "elect", [N_MMA] = "mma",
 	[N_OP] = "op", [N_EXPRSTMT] = "expr", [N_BLOCK] = "block",

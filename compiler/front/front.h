@@ -27,6 +27,7 @@
  *               attrs, kids = body statements (partition); a 'mod':
  *               kids = its parameters (N_NAME), d = its body
  *   N_SIF       static if a { b } else c   (c: N_BLOCK, N_SIF or NULL)
+ *   N_SASSERT   static assert a;
  *   N_SFOR      static for name in a { b }
  *   N_IF        if a { b } else c          N_FOR  for name in a { b }
  *   N_LET       let name [: b] = a         N_VAR  var name [: b] [= a]
@@ -43,7 +44,7 @@ typedef enum {
 	N_CALL, N_NAMEDARG, N_INDEX, N_FIELD, N_TUPLE, N_RANGE, N_ARROW,
 	N_TILES, N_TYPE, N_ATTR, N_DECL, N_SIF, N_SFOR, N_IF, N_FOR, N_LET,
 	N_VAR, N_REG, N_ASSIGN, N_ELECT, N_MMA, N_OP, N_EXPRSTMT, N_BLOCK,
-	N_MODULE, NNODE
+	N_MODULE, N_SASSERT, NNODE
 } NodeKind;
 
 /* Binary operators spelled with two characters. */

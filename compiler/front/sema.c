@@ -472,6 +472,20 @@ static void items(S *, const NodeList *);
 static void
 item(S *s, const Node *n)
 {
+	if (n->kind == N_SASSERT) {  /* a condition on the constants */
+		Val c;
+		if (!const_eval(s->ctx, s->k, n->a, &c))
+			return;
+		if (c.ty != TY_BOOL)
+			diag_error(s->ctx, n->a->span, "'static assert' needs a "
+				"boolean constant, found %s", c.ty == TY_WORD ?
+				"an unknown name" : ty_name(c.ty));
+		else if (!c.i)
+			diag_error(s->ctx, n->a->span, "static assertion failed: "
+				"the constants (with their -D values) do not meet "
+				"this condition");
+		return;
+	}
 	if (n->kind == N_SIF) {
 		Val c;
 		if (!const_eval(s->ctx, s->k, n->a, &c))

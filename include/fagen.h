@@ -412,6 +412,15 @@ typedef struct fg_attention_args {
 	uint64_t block_full_idx;  /* (the kernel clamps counts and indices
 				   * into range; blocks in neither list are
 				   * skipped) */
+	int pack_gqa;             /* GQA packing (FA3's pack_gqa): the
+				   * heads / heads_k query heads of one K/V
+				   * head share the rows of one 128-row tile,
+				   * so K and V are read once for them; only
+				   * with fa_fwd_sm90.fa, when heads /
+				   * heads_k divides 128, not with varlen or
+				   * a block mask.  0: when it fills the
+				   * tiles better (short seq_q: decode); 1:
+				   * whenever it can; -1: never */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

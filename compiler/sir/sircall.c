@@ -268,14 +268,21 @@ minmax_cdiv(G *g, const Node *n, const char *f)
  * mask_below(x, row0, col0): element (r, c) becomes -inf when
  * col0 + c < row0 + r (a sliding window's left edge).
  * mask_causal(x, row0, col0): element (r, c) becomes -inf when
- * col0 + c > row0 + r. */
+ * col0 + c > row0 + r.  mask_below and mask_causal take a fourth
+ * argument, P (a constant, default 1): P consecutive rows share one
+ * position, row0 + r / P in place of row0 + r (packed GQA: the rows of
+ * a tile are PACK query heads at each position). */
 static Ref
 mask(G *g, const Node *n, SirOp op)
 {
 	int na = op == SOP_mask_cols ? 2 : 3;
+	int64_t per = 1;
 	Ref a[3];
 
-	if (!nargs(g, n, sir_ops[op].name, na, na))
+	if (!nargs(g, n, sir_ops[op].name, na, op == SOP_mask_cols ? na : 4))
+		return sg_err(g);
+	if (n->kids.n == 4 && !sg_const_arg(g, n->kids.v[3], "the rows per "
+	    "position", 1, 64, &per))
 		return sg_err(g);
 	for (int k = 0; k < na; k++)
 		a[k] = sg_expr(g, n->kids.v[k]);
@@ -302,6 +309,7 @@ mask(G *g, const Node *n, SirOp op)
 	i->dst = r;
 	memcpy(i->a, a, sizeof a);
 	i->na = na;
+	i->imm = per;  /* rows per position; 1 (or 0) is one each */
 	return r;
 }
 

@@ -259,7 +259,11 @@ sg_need_target(G *g, const Node *n, int tgt, const char *what)
 	return false;
 }
 
-/* The smem tile a TMA view's box fills: the box without leading 1s. */
+/* The smem tile a TMA view's box fills: the box without its 1s, or,
+ * for a 2-D tile [R, C], a box whose last extent is C and whose other
+ * extents multiply to R (TMA lays a box out innermost first, so its
+ * outer extents flatten into rows: a box (1, 32, 1, 4, D) of a
+ * [Z, S, H / 4, 4, D] view fills a [128, D] tile, row 4s + g). */
 static bool
 box_matches(G *g, const Node *at, const Res *v, const Res *b)
 {
@@ -278,6 +282,12 @@ box_matches(G *g, const Node *at, const Res *v, const Res *b)
 	bool ok = n == bn;
 	for (int i = 0; ok && i < n; i++)
 		ok = ext[i] == bext[i];
+	if (!ok && bn == 2 && n > 2 && ext[n - 1] == bext[1]) {
+		int64_t rows = 1;
+		for (int i = 0; i < n - 1; i++)
+			rows *= ext[i];
+		ok = rows == bext[0];
+	}
 	if (!ok) {
 		Buf bs, ts;
 		buf_init(&bs, &g->ctx->scratch);

@@ -267,6 +267,12 @@ mask(PG *g, const SirIns *in)
 	ptx_emit(g->f, "mov.f32 %R, %F;", ninf, -INFINITY);
 	if (in->op == SOP_mask_cols) {
 		ptx_emit(g->f, "mov.b32 %R, %R;", bound, pg_u32(g, in->a[1]));
+	} else if (in->imm > 1) {  /* P rows per position */
+		ptx_emit(g->f, "div.s32 %R, %R, %I;", bound, my_row(g), in->imm);
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", bound, bound,
+			pg_u32(g, in->a[1]));
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound, bound,
+			pg_u32(g, in->a[2]));
 	} else {  /* masked when j > row0 + row - col0 (mask_below: <) */
 		ptx_emit(g->f, "add.s32 %R, %R, %R;", bound,
 			pg_u32(g, in->a[1]), my_row(g));

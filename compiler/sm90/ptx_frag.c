@@ -303,7 +303,19 @@ mask(PG *g, const SirIns *in)
 	}
 	/* mask_causal: masked when col_of(i) > row0 + row + 8*slot - col0 -
 	 * col; mask_below: when col_of(i) is less than that */
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < 2 && in->imm > 1; s++) {
+		/* P rows per position: row0 + (row + 8*slot) / P */
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", bound[s], row,
+			(int64_t)(8 * s));
+		ptx_emit(g->f, "div.s32 %R, %R, %I;", bound[s], bound[s],
+			in->imm);
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", bound[s], bound[s],
+			pg_u32(g, in->a[1]));
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound[s], bound[s],
+			pg_u32(g, in->a[2]));
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound[s], bound[s], col);
+	}
+	for (int s = 0; s < 2 && in->imm <= 1; s++) {
 		ptx_emit(g->f, "add.s32 %R, %R, %R;", bound[s],
 			pg_u32(g, in->a[1]), row);
 		ptx_emit(g->f, "sub.s32 %R, %R, %R;", bound[s], bound[s],

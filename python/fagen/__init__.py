@@ -104,6 +104,7 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("block_kv_num", ctypes.c_uint64), ("block_kv_idx", ctypes.c_uint64),
         ("block_full_num", ctypes.c_uint64),
         ("block_full_idx", ctypes.c_uint64),
+        ("pack_gqa", ctypes.c_int),
     ]
 
 
@@ -287,7 +288,8 @@ def _check_opts(torch, q, scale, window, softcap, sinks, alibi_slopes=None):
 
 
 def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
-          lse=None, window=None, softcap=None, sinks=None, alibi_slopes=None):
+          lse=None, window=None, softcap=None, sinks=None, alibi_slopes=None,
+          pack_gqa=None):
     torch = _torch()
     _check(torch, q, k, v)
     _check_opts(torch, q, scale, window, softcap, sinks, alibi_slopes)
@@ -307,14 +309,18 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
             lse.device != q.device or not lse.is_contiguous():
         raise ValueError("lse must be a contiguous float32 (B, H, Sq) = %s "
                          "tensor on q's device" % ((b, h, sq),))
+    if pack_gqa not in (None, True, False):
+        raise ValueError("pack_gqa must be None, True or False, not %r"
+                         % (pack_gqa,))
     _launch(torch, fn_name, q, k, v, out, lse, b, causal, scale, schedule,
-            window, softcap, sinks, alibi_slopes=alibi_slopes)
+            window, softcap, sinks, alibi_slopes=alibi_slopes,
+            pack_gqa=pack_gqa)
     return out, lse
 
 
 def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
             schedule, window, softcap, sinks, varlen=None, alibi_slopes=None,
-            bwd=None):
+            bwd=None, pack_gqa=None):
     """q, k, v, out as (B, H, S, D) views; varlen: None or (cu_seqlens_q,
     cu_seqlens_k, max_seqlen_q, max_seqlen_k); bwd: None or (dout, dq, dk,
     dv) for fg_attention_backward, the forward's arguments in fwd."""
@@ -336,7 +342,8 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
               schedule=None if schedule is None else schedule.encode(),
               sinks=0 if sinks is None else sinks.data_ptr(),
               alibi_slopes=0 if alibi_slopes is None else
-              alibi_slopes.data_ptr())
+              alibi_slopes.data_ptr(),
+              pack_gqa=0 if pack_gqa is None else 1 if pack_gqa else -1)
     if varlen is not None:
         a.cu_seqlens_q = varlen[0].data_ptr()
         a.cu_seqlens_k = varlen[1].data_ptr()
@@ -535,10 +542,10 @@ def _function(torch):
     class Attention(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, v, sinks, alibi_slopes, opts):
-            causal, scale, schedule, window, softcap = opts
+            causal, scale, schedule, window, softcap, pack_gqa = opts
             out, lse = _call("fg_attention_forward", q, k, v, causal, scale,
                              schedule, None, None, window, softcap, sinks,
-                             alibi_slopes)
+                             alibi_slopes, pack_gqa)
             ctx.save_for_backward(q, k, v, out, lse)
             ctx.mark_non_differentiable(lse)
             ctx.causal, ctx.scale = causal, scale
@@ -576,7 +583,7 @@ def _function(torch):
 
 def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
               lse=None, window=None, softcap=None, sinks=None,
-              alibi_slopes=None):
+              alibi_slopes=None, pack_gqa=None):
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
     q: (B, H, Sq, D), k and v: (B, Hk, Sk, D), bfloat16 or float16 CUDA
@@ -600,7 +607,12 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     scale), which join each row's softmax denominator.  alibi_slopes: None,
     or a contiguous float32 (H,) tensor: ALiBi as flash_attn's
     alibi_slopes, the bias -alibi_slopes[h] * |i + Sk - Sq - j| added to
-    the scaled (and softcapped) score of query i and key j.
+    the scaled (and softcapped) score of query i and key j.  pack_gqa
+    (flash_attn's): with Hk < H, the H // Hk query heads of one K/V head
+    share the rows of one 128-row tile, so K and V are read once for
+    them (fa_fwd_sm90.fa; H // Hk must divide 128); None: when that fills
+    the tiles better (Sq short of 128, as in decoding), True: whenever it
+    can, False: never.  The result is the same either way.
 
     Differentiable: where q, k or v requires gradients (and grad mode is
     on), out's backward is fg_attention_backward (head_dim 64 and 128,
@@ -615,13 +627,14 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
             for t in (q, k, v, sinks, alibi_slopes))):
         return _call("fg_attention_forward", q, k, v, causal, scale,
                      schedule, out, lse, window, softcap, sinks,
-                     alibi_slopes)
+                     alibi_slopes, pack_gqa)
     if out is not None or lse is not None:
         raise RuntimeError("fagen.attention: out= and lse= do not support "
                            "automatic differentiation, but an argument "
                            "requires grad")
     return _function(torch).apply(q, k, v, sinks, alibi_slopes,
-                                  (causal, scale, schedule, window, softcap))
+                                  (causal, scale, schedule, window, softcap,
+                                   pack_gqa))
 
 
 def reference(q, k, v, causal=False, scale=None, out=None, lse=None,

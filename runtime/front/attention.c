@@ -34,6 +34,7 @@ struct AttnVariant {
 	bool alibi;           /* -D ALIBI=true */
 	bool varlen;          /* -D VARLEN=true */
 	bool score_mod, mask_mod, blocks; /* -D SCORE_MOD, MASK_MOD, BLOCKS */
+	int pack;             /* -D PACK=N (1: none) */
 	char *mods;           /* the mod file (owned), or NULL */
 	bool plain;           /* only -D D and DT (the backward's pre and
 			       * post kernels) */
@@ -386,14 +387,15 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
  * 29 % faster than the warp-specialized one on an H200 at every point of
  * docs/PERF.md's grid; at d = 128 and 256 the warp-specialized one is
  * 1.3x to 1.7x the other.  Variable-length batches take the same
- * schedules (both have -D VARLEN=true). */
+ * schedules (both have -D VARLEN=true).  Packed GQA (pack) takes the
+ * warp-specialized one at every head dim. */
 static fg_status
-pick(fg_ctx *c, const char *fn, int cc, int d, const char *asked,
+pick(fg_ctx *c, const char *fn, int cc, int d, bool pack, const char *asked,
 	const char **file)
 {
 	if (cc == 90) {
-		*file = asked ? asked : d == 64 ? "fa_fwd_baseline_sm90.fa" :
-			"fa_fwd_sm90.fa";
+		*file = asked ? asked : d == 64 && !pack ?
+			"fa_fwd_baseline_sm90.fa" : "fa_fwd_sm90.fa";
 		return FG_OK;
 	}
 	if (cc == 100)
@@ -410,7 +412,7 @@ static fg_status
 build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
-	char path[4096], d1[16], d2[16], d3[16], list[256];
+	char path[4096], d1[16], d2[16], d3[16], d4[16], list[256];
 	const char *defs[12] = {d1, d2, d3};
 	fg_compile_options o = {.defines = defs, .ndefines = v->plain ? 2 :
 		3, .mods = v->mods, .mods_name = "<mods>"};
@@ -442,6 +444,10 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 		defs[o.ndefines++] = "MASK_MOD=true";
 	if (v->blocks)
 		defs[o.ndefines++] = "BLOCKS=true";
+	if (v->pack > 1) {
+		snprintf(d4, sizeof d4, "PACK=%d", v->pack);
+		defs[o.ndefines++] = d4;
+	}
 	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
 		&o, &p) : fg_compile_file(c, path, &o, &p);
 	if (st == FG_OK) {
@@ -486,6 +492,8 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		want.blocks = a->block_kv_num != 0;
 		want.mods = (char *)(a->mods ? a->mods : NULL);
 	}
+	want.pack = !plain && !strcmp(file, "fa_fwd_sm90.fa") ? attn_pack(a) :
+		1;
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
@@ -495,6 +503,7 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		    v->varlen == want.varlen && v->alibi == want.alibi &&
 		    v->score_mod == want.score_mod &&
 		    v->mask_mod == want.mask_mod && v->blocks == want.blocks &&
+		    v->pack == want.pack &&
 		    same_mods(v->mods, want.mods) &&
 		    v->plain == want.plain && !strcmp(v->file, want.file))
 			break;
@@ -525,7 +534,8 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	const char *file = NULL;
 	fg_status st;
 
-	if ((st = pick(c, fn, cc, (int)a->head_dim, a->schedule, &file)))
+	if ((st = pick(c, fn, cc, (int)a->head_dim, attn_pack(a) > 1,
+	    a->schedule, &file)))
 		return st;
 	return attn_kernel(c, fn, file, cc, a, false, out);
 }
@@ -542,10 +552,33 @@ attn_varlen(const fg_attention_args *a)
 	return a->cu_seqlens_q || a->cu_seqlens_k;
 }
 
+/* The query heads packed into one tile's rows (-D PACK; 1: none): G =
+ * heads / heads_k, for fa_fwd_sm90.fa (128-row tiles, so G divides 128),
+ * not with varlen or a block mask.  With pack_gqa 0, FA3's rule: when
+ * the packed rows fill their tiles better (seq_q short of a tile, as in
+ * decoding), packing; tiles of a long seq_q are full either way. */
+int
+attn_pack(const fg_attention_args *a)
+{
+	int64_t g = a->heads / attn_heads_k(a), bm = 128;
+
+	if (a->pack_gqa < 0 || g < 2 || bm % g || attn_varlen(a) ||
+	    a->block_kv_num || (a->schedule && strcmp(a->schedule,
+	    "fa_fwd_sm90.fa")) || a->seq_q < 1)
+		return 1;
+	if (a->pack_gqa > 0)
+		return (int)g;
+	double sq = (double)a->seq_q;
+	double plain = sq / (double)((a->seq_q + bm - 1) / bm * bm);
+	double packed = sq * (double)g / (double)((a->seq_q * g + bm - 1) /
+		bm * bm);
+	return plain < 0.9 * packed ? (int)g : 1;
+}
+
 int
 attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 {
-	int n = 11;
+	int n = 11, pack = attn_pack(a);
 	double l2e = 1.4426950408889634;
 
 	static const char *const names[] = {"Q", "K", "V", "O"};
@@ -564,6 +597,11 @@ attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
 		args[5 + i] = (fg_arg){.name = names[i], .kind = FG_ARG_TENSOR,
 			.t = {.ptr = ptrs[i], .strides = {t->st[i][0],
 			t->st[i][2], t->st[i][1], 1}}};
+	/* packed: Q and O as [Z, S, H / G, G, D], query head hk * G + g */
+	for (int i = 0; i < 4 && pack > 1; i += 3)
+		args[5 + i].t = (fg_tensor){.ptr = ptrs[i], .strides = {
+			t->st[i][0], t->st[i][2], pack * t->st[i][1], t->st[i][1],
+			1}};
 	args[9] = FG_PTR("LSE", a->lse);
 	args[10] = FG_INT("G", a->heads / attn_heads_k(a));
 	if (a->window) {

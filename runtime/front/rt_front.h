@@ -52,6 +52,8 @@ fg_status attn_variant(fg_ctx *, const char *fn, int cc,
  * ALiBi slopes (the variant's -D WINDOW, SOFTCAP, SINKS and ALIBI), then
  * varlen's; returns how many. */
 enum { FLEX_NARGS = 16, ATTN_NARGS = 26 + FLEX_NARGS };
+/* The query heads a forward packs into one tile's rows (1: none). */
+int attn_pack(const fg_attention_args *a);
 int attn_bind(const fg_attention_args *a, const Attn *,
 	fg_arg args[ATTN_NARGS]);
 /* The window's sides as the kernels take them: keys left (wl) and right

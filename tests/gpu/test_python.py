@@ -181,6 +181,57 @@ def alibi_check(layout, b, h, sq, sk, d, dtype, causal, hk=None,
         failures.append(name)
 
 
+def pack_check(b, h, hk, sq, sk, d, dtype, causal=False, window=None,
+               softcap=None, sinks=False, alibi=False, layout="bshd"):
+    """Packed GQA (issue #12, pack_gqa=True: the H // Hk query heads of
+    a K/V head share a tile's rows) and unpacked (False) against the
+    float64 reference: outputs poisoned with NaN first, two runs each
+    bitwise equal, rows that see no key 0 with lse -inf (or the sink)."""
+    q, k, v = make(layout, b, h, sq, sk, d, dtype, hk)
+    sc = 1 / math.sqrt(d)
+    sn = torch.randn(h, device=dev) * 2 if sinks else None
+    al = slopes(h) if alibi else None
+    if sinks:
+        ref, flse = f64_ref_sinks(q, k, v, causal, sc, sn)
+    else:
+        ref, flse = f64_ref(q, k, v, causal, sc, window, softcap, al)
+    seen = flse > -math.inf
+    tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
+    kw = dict(causal=causal, window=window, softcap=softcap, sinks=sn,
+              alibi_slopes=al)
+    ok, errs = True, []
+    for pack in (True, False):
+        runs = []
+        for _ in range(2):
+            out = torch.full((b, h, sq, d), math.nan, device=dev, dtype=dtype)
+            lse = torch.full((b, h, sq), math.nan, device=dev)
+            fagen.attention(q, k, v, out=out, lse=lse, pack_gqa=pack, **kw)
+            runs.append((out, lse))
+        out, lse = runs[0]
+        same = torch.equal(out.view(torch.int16),
+                           runs[1][0].view(torch.int16)) and \
+            torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+        e_fa = rel(out, ref)
+        e_lse = (lse.double() - flse)[seen].abs().max().item() \
+            if bool(seen.any()) else 0.0
+        empty = bool((lse[~seen] == -math.inf).all() and
+                     (out[~seen] == 0).all())
+        ok &= same and empty and e_fa <= tol and e_lse < 1e-3
+        errs.append("%s %.2e/%.1e%s" % ("packed" if pack else "unpacked",
+                                        e_fa, e_lse,
+                                        "" if same else " DIFFERS"))
+    name = "pack %s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d %s %s%s%s%s%s" % (
+        layout, b, h, hk, sq, sk, d, str(dtype)[6:],
+        "causal" if causal else "full",
+        "" if window is None else " window=%s" % (window,),
+        "" if not softcap else " softcap=%g" % softcap,
+        " sinks" if sinks else "", " alibi" if alibi else "")
+    print("%s: rel err / lse err %s -> %s" % (name, ", ".join(errs),
+                                              "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
+
+
 def sdpa(q, k, v, causal, scale, window=None):
     sq, sk = q.shape[2], k.shape[2]
     gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
@@ -629,6 +680,21 @@ def main():
                      alibi=True)
         varlen_check([64, 1, 65, 0, 128, 333], [64, 200, 1, 7, 0, 1000], 4,
                      64, hf, alibi=True)
+        # packed GQA (issue #12): decode-like Sq, G = 2 .. 32, D 64 .. 256,
+        # masks, softcap, sinks, ALiBi, and Sq past one tile
+        pack_check(2, 32, 8, 1, 2049, 128, bf)
+        pack_check(1, 8, 2, 7, 333, 64, hf, causal=True)
+        pack_check(2, 16, 2, 33, 1000, 128, bf, causal=True)
+        pack_check(1, 32, 1, 3, 4097, 128, bf)                  # MQA
+        pack_check(1, 4, 2, 100, 100, 256, bf, causal=True)
+        pack_check(1, 16, 4, 64, 3000, 128, bf, window=(256, 0))
+        pack_check(1, 16, 2, 17, 777, 128, hf, softcap=30.0)
+        pack_check(2, 8, 2, 5, 1000, 128, bf, causal=True, sinks=True)
+        pack_check(1, 8, 2, 9, 2000, 64, bf, causal=True, alibi=True)
+        pack_check(1, 16, 1, 1, 1, 128, bf)
+        pack_check(1, 8, 2, 1000, 1000, 128, bf, causal=True)   # many tiles
+        pack_check(2, 16, 4, 200, 150, 64, hf, causal=True,
+                   layout="bhsd")                               # rows see none
         reference_check()
         llama_check(torch.bfloat16)
     model_check(1024, 8, 1024, torch.bfloat16)

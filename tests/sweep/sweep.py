@@ -46,6 +46,7 @@ GOOD = {
     "L2KV": ["0", "1", "1048576", "33554432", "2147483647"],
     "POLY": ["0", "1", "2", "3", "8"],
     "PINGPONG": ["true", "false"],
+    "PACK": ["1", "2", "4", "8", "64"],
 }
 # Values that must be refused, by name, and for every const.
 BAD = {
@@ -69,6 +70,7 @@ BAD = {
     "NEG_BIG": ["true", "bf16", "K"],
     "POLY": ["-1", "9", "1.5", "true"],
     "PINGPONG": ["1", "0", "maybe", "bf16"],
+    "PACK": ["0", "-1", "3", "128", "true"],
 }
 # Schedules whose consts take other values: the backward pre- and
 # postprocessing

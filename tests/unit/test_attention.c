@@ -659,7 +659,8 @@ backward_takes_sinks_mods_and_block_tables(void **state)
 
 /* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
  * appended for variable-length batches sit after sinks. */
-_Static_assert(sizeof(fg_attention_args) == 384, "fg_attention_args size");
+_Static_assert(sizeof(fg_attention_args) == 392, "fg_attention_args size");
+_Static_assert(offsetof(fg_attention_args, pack_gqa) == 384, "pack_gqa");
 _Static_assert(offsetof(fg_attention_args, sinks) == 272, "sinks");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_q) == 280, "cuq");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_k) == 288, "cuk");

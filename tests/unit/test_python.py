@@ -49,7 +49,7 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 384, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 392, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
     assert a.window.offset == 240 and a.window_left.offset == 248
@@ -62,17 +62,18 @@ def layouts():
     assert a.nmod_args.offset == 344 and a.block_kv_num.offset == 352
     assert a.block_kv_idx.offset == 360 and a.block_full_num.offset == 368
     assert a.block_full_idx.offset == 376
+    assert a.pack_gqa.offset == 384             # issue #12
     assert ctypes.sizeof(fagen._Arg) == 128 and fagen._Arg.t.offset == 32
     assert ctypes.sizeof(o) == 72 and o.schedule_dir.offset == 64
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 568, ctypes.sizeof(b)
-    assert b.fwd.offset == 0 and b.dout.offset == 384
-    assert b.dout_strides.offset == 392 and b.dq.offset == 424
-    assert b.dk.offset == 432 and b.dv.offset == 440
-    assert b.dq_strides.offset == 448 and b.dk_strides.offset == 480
-    assert b.dv_strides.offset == 512
-    assert b.schedule.offset == 544 and b.block_class.offset == 552
-    assert b.block_qrange.offset == 560
+    assert ctypes.sizeof(b) == 576, ctypes.sizeof(b)
+    assert b.fwd.offset == 0 and b.dout.offset == 392
+    assert b.dout_strides.offset == 400 and b.dq.offset == 432
+    assert b.dk.offset == 440 and b.dv.offset == 448
+    assert b.dq_strides.offset == 456 and b.dk_strides.offset == 488
+    assert b.dv_strides.offset == 520
+    assert b.schedule.offset == 552 and b.block_class.offset == 560
+    assert b.block_qrange.offset == 568
     assert fagen.version().count(".") == 2, fagen.version()
 
 

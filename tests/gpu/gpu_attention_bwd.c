@@ -231,7 +231,9 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal)
 	return bad;
 }
 
-/* Misuse is refused before any launch, naming the argument. */
+/* Misuse is refused before any launch, naming the argument: sinks with
+ * the baseline backward (fa_bwd_sm90.fa takes them: they are in the
+ * LSE), head dim 256, no dk. */
 static int
 refusals(void)
 {
@@ -251,8 +253,10 @@ refusals(void)
 
 	for (int i = 0; i < 3; i++) {
 		fg_attention_bwd_args b = a;
-		if (i == 0)
+		if (i == 0) {
 			b.fwd.sinks = 256;
+			b.schedule = "fa_bwd_baseline_sm90.fa";
+		}
 		else if (i == 1)
 			b.fwd.head_dim = 256;
 		else

@@ -193,6 +193,8 @@ struct Res {
 	const Layout *lay;   /* SMEM/TMEM layout */
 	Res *alias;          /* SMEM/TMEM: the region this one overlays */
 	Res *of;             /* TMA: its global tensor */
+	Res *grad;           /* GLOBAL: 'grad=DG', the f32 global of its
+			      * gradient (dscatter adds into), or NULL */
 	int swizzle;         /* TMA */
 	bool oob_nan;        /* TMA: out-of-bounds fill is NaN, not zero */
 	bool direct;         /* GLOBAL: read or written by ld/st (G[i],

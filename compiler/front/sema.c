@@ -416,9 +416,33 @@ decl_global(S *s, const Node *d)
 {
 	Res *r = declare(s, R_GLOBAL, d);
 
-	attrs_allowed(s, d, (const char *const[]){NULL});
+	attrs_allowed(s, d, (const char *const[]){"grad", NULL});
 	if (!r)
 		return;
+	for (int i = 0; i < d->attrs.n; i++) {
+		/* grad=DG: the gradient dscatter adds into, an f32 global of
+		 * the same rank declared before (issue #22) */
+		const Node *a = d->attrs.v[i];
+		if (strcmp(a->name, "grad"))
+			continue;
+		if (!a->a) {
+			diag_error(s->ctx, a->span, "write 'grad=DG', DG an f32 "
+				"global of the same dimensions");
+			continue;
+		}
+		Res *g = want_res(s, a->a, R_GLOBAL, "a 'global' tensor");
+		if (g == r) {
+			diag_error(s->ctx, a->a->span, "'%s' is not its own "
+				"gradient; name another, f32 global", d->name);
+			g = NULL;
+		} else if (g && g->ety != TY_F32) {
+			diag_error(s->ctx, a->a->span, "the gradient of '%s' is an "
+				"'f32' global; '%s' holds '%s'", d->name, g->name,
+				ty_name(g->ety));
+			g = NULL;
+		}
+		r->grad = g;
+	}
 	if (!d->b || d->b->kids.n != 1) {
 		diag_error(s->ctx, d->nspan, "'global %s' needs a type with "
 			"one list of dimensions, e.g. 'bf16[M, N]'", d->name);
@@ -442,6 +466,12 @@ decl_global(S *s, const Node *d)
 	for (int i = 0; i < r->rank; i++) {
 		r->dims[i] = dims->kids.v[i];
 		runtime_names(s, r->dims[i]);
+	}
+	if (r->grad && r->grad->rank != r->rank) {
+		diag_error(s->ctx, d->nspan, "'%s' has %d dimensions but its "
+			"gradient '%s' has %d", d->name, r->rank, r->grad->name,
+			r->grad->rank);
+		r->grad = NULL;
 	}
 }
 

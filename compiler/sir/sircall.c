@@ -554,6 +554,11 @@ sg_call(G *g, const Node *n)
 		return sg_mod_call(g, n, m);
 	if (!strcmp(f, "dmod"))
 		return sg_dmod(g, n);
+	if (!strcmp(f, "dscatter")) {
+		diag_error(g->ctx, n->span, "'dscatter' is a statement: it adds "
+			"into gradients and has no value");
+		return sg_err(g);
+	}
 	if (!builtin_known(f)) {
 		Suggest sg;
 		diag_suggest_init(&sg, f);

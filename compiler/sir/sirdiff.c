@@ -350,10 +350,133 @@ dual(G *g, const Node *n, bool need)
 		}
 		return builtin(g, n, f);
 	}
-	default:  /* constants, loads and gathers: no tangent */
+	case N_INDEX: {
+		/* a dscatter pass: the selected gather of a global with a
+		 * gradient has tangent 1 (the others, and loads, none) */
+		const Res *gr = n->a->kind == N_NAME ? kernel_find(g->k,
+			n->a->name) : NULL;
+		if (g->dpass && gr && gr->kind == R_GLOBAL && gr->grad &&
+		    g->dseen++ == g->dsel) {
+			r.v = sg_gload_grad(g, n, &g->dlin, &g->dok);
+			g->dgrad = gr->grad;
+			if (sg_val(g, r.v)->ty != TY_ERR)
+				r.d = sg_const_f(g, 1.0, n->span);
+			return r;
+		}
 		r.v = sg_expr(g, n);
 		return r;
 	}
+	default:  /* constants and other loads: no tangent */
+		r.v = sg_expr(g, n);
+		return r;
+	}
+}
+
+/* Whether expression e (a mod's body; the mods it calls too) reads a
+ * global with 'grad='. */
+static bool
+reads_grad(G *g, const Node *e, int depth)
+{
+	if (!e || depth > MAXTREE)
+		return false;
+	if (e->kind == N_INDEX && e->a->kind == N_NAME) {
+		const Res *r = kernel_find(g->k, e->a->name);
+		if (r && r->kind == R_GLOBAL && r->grad)
+			return true;
+	}
+	if (e->kind == N_CALL && e->a->kind == N_NAME) {
+		const Res *m = kernel_find(g->k, e->a->name);
+		if (m && m->kind == R_MOD && m->decl &&
+		    reads_grad(g, m->decl->d, depth + 1))
+			return true;
+	}
+	for (int k = 0; k < e->kids.n; k++)
+		if (reads_grad(g, e->kids.v[k], depth + 1))
+			return true;
+	return reads_grad(g, e->a, depth + 1) || reads_grad(g, e->b,
+		depth + 1) || reads_grad(g, e->c, depth + 1);
+}
+
+/* dscatter(NAME, w, a0, ...): for each gather of a global G with
+ * 'grad=DG' that mod NAME's body makes at the arguments (in its own
+ * mods too), w times NAME's derivative along that gathered value is
+ * added into DG at the gather's indices (a scatter, reduce=add): the
+ * gradient of a learnable tensor a score modifier reads, w being the
+ * gradient of NAME's value.  One forward-mode pass per gather, its
+ * tangent 1 and every other 0; a gather out of bounds adds nothing. */
+void
+sg_dscatter(G *g, const Node *n)
+{
+	const Node *f = n->kids.n ? n->kids.v[0] : NULL;
+	const Res *m = f && f->kind == N_NAME ? kernel_find(g->k, f->name) :
+		NULL;
+
+	if (!m || m->kind != R_MOD || n->kids.n < 2) {
+		diag_error(g->ctx, f ? f->span : n->span, "'dscatter' takes a "
+			"mod's name, the weight and the mod's arguments: "
+			"dscatter(NAME, w, a0, ...)");
+		return;
+	}
+	if (!sg_mod_check(g, n, m, n->kids.n - 2))
+		return;
+	const Node *d = m->decl;
+	/* nothing to add: no code, not even the weight's */
+	if (!reads_grad(g, d->d, 0))
+		return;
+	Ref w = sg_expr(g, n->kids.v[1]);
+	if (sg_val(g, w)->ty == TY_ERR)
+		return;
+	if (!is_f32(g, w)) {
+		diag_error(g->ctx, n->kids.v[1]->span, "the weight of "
+			"'dscatter' is an 'f32' tile or scalar");
+		return;
+	}
+	Ref args[MAXMODPARAMS];
+	for (int k = 0; k < d->kids.n; k++)
+		if (sg_val(g, (args[k] = sg_expr(g, n->kids.v[k + 2])))->ty ==
+		    TY_ERR)
+			return;
+	for (g->dsel = 0;; g->dsel++) {
+		ModScope ms;
+		g->dpass = true;
+		g->dseen = 0;
+		g->dgrad = NULL;
+		sg_mod_enter(g, &ms, m);
+		for (int k = 0; k < d->kids.n; k++) {
+			sg_bind(g, d->kids.v[k]->name, args[k], d->kids.v[k]->span);
+			g->scope->dot = NOTAN;
+		}
+		Dual r = dual(g, d->d, false);
+		sg_mod_leave(g, &ms, n, true);
+		g->dpass = false;
+		if (!g->dgrad || sg_val(g, r.v == NOTAN ? w : r.v)->ty == TY_ERR)
+			break;  /* no gather left (or an error said) */
+		if (r.d == NOTAN)
+			continue;  /* NAME does not depend on it */
+		Node o = {.span = n->span};
+		Node mul = {.kind = N_BINARY, .op = '*', .span = n->span,
+			.a = &o, .b = &o};
+		Ref v = sg_binop(g, &mul, w, r.d);
+		const SirVal *vv = sg_val(g, v), *lv = sg_val(g, g->dlin);
+		if (vv->ty == TY_ERR)
+			break;
+		if (vv->ty != TY_FRAG || !sg_same_layout(vv->lay, lv->lay)) {
+			diag_error(g->ctx, n->span, "'dscatter': the gradient of "
+				"the gather is not a tile of its indices' layout "
+				"(a row vector or a scalar weight of a constant "
+				"derivative); weight it with a tile");
+			break;
+		}
+		SirIns *i = sg_emit(g, SOP_gscatter, n->span);
+		((Res *)g->dgrad)->direct = true;
+		i->a[0] = g->dlin;
+		i->a[1] = v;
+		i->a[2] = g->dok;
+		i->na = 3;
+		i->imm = 1;  /* reduce=add */
+		i->r[0] = (Res *)g->dgrad;
+	}
+	g->dpass = false;
 }
 
 /* dmod(NAME, a0, ...): NAME's derivative along its first parameter. */

@@ -50,6 +50,14 @@ typedef struct G {
 	int depth;           /* sg_expr nesting, mods' bodies included */
 	bool too_deep;       /* that nesting went past MAXTREE: reported */
 	int ntmp;            /* dmod's temporaries named so far */
+	/* dscatter (sirdiff.c): the gather of a global with 'grad=' whose
+	 * tangent is 1 in this pass (dsel, counted in dseen), and what
+	 * that gather left: its gradient's linear index and in-bounds
+	 * tiles; dpass: a dscatter pass runs */
+	bool dpass;
+	int dsel, dseen;
+	Ref dlin, dok;
+	const Res *dgrad;
 } G;
 
 SirVal *sg_val(G *, Ref);
@@ -81,6 +89,7 @@ Ref sg_tile_stored(G *, const Node *, Ref);  /* f32 or 16-bit, or error */
 
 Ref sg_call(G *, const Node *);               /* sircall.c */
 Ref sg_dmod(G *, const Node *);               /* sirdiff.c */
+void sg_dscatter(G *, const Node *);   /* a statement */
 Ref sg_mod_call(G *, const Node *, const Res *mod);
 /* Inlining a mod's body (sircall.c; also sirdiff.c's dmod): the checks
  * at a call with nargs arguments, and its hygienic scope. */
@@ -121,6 +130,7 @@ Ref sg_lin_index_all(G *, const Node *index, const Res *global, Ref *last,
 bool sg_rows_fit(const Layout *rows, const Layout *tile);
 
 Ref sg_gload(G *, const Node *);              /* sirload.c */
+Ref sg_gload_grad(G *, const Node *, Ref *dlin, Ref *dok);
 bool sg_gather_index(G *, const Node *index, int k, const Ref *ix);
 void sg_scatter(G *, const Node *store, Res *global, const Ref *ix, Ref lin);
 void sg_check_loads(Ctx *, const SirMod *);

@@ -222,6 +222,41 @@ sg_scatter(G *g, const Node *n, Res *r, const Ref *ix, Ref lin)
 	i->r[0] = r;
 }
 
+/* G[i0, ...], G a global with 'grad=DG', read in a dscatter pass: a
+ * gather (tile indices), whose value it gives, with DG's linear index
+ * and in-bounds tiles at the same indices in *dlin, *dok (by DG's own
+ * dimensions).  An error for scalar indices: only a gather has a
+ * gradient tile to scatter. */
+Ref
+sg_gload_grad(G *g, const Node *n, Ref *dlin, Ref *dok)
+{
+	Res *r = kernel_find(g->k, n->a->name);
+	const Res *dg = r->grad;
+	Ref *ix = NEWARR(&g->ctx->scratch, Ref, (size_t)n->kids.n + 1);
+	Ref lin = sg_lin_index_ix(g, n, r, ix);
+
+	if (!lin)
+		return sg_err(g);
+	if (sg_val(g, lin)->ty != TY_FRAG) {
+		diag_error(g->ctx, n->span, "'dscatter': '%s' has a gradient "
+			"('grad=%s') but this load's indices are scalars; only a "
+			"gather (i32 tile indices) gives a gradient tile to add",
+			r->name, dg->name);
+		return sg_err(g);
+	}
+	Node o = {.span = n->span};
+	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span, .a = &o,
+		.b = &o};
+	Node add = {.kind = N_BINARY, .op = '+', .span = n->span, .a = &o,
+		.b = &o};
+	*dlin = ix[0];
+	for (int k = 1; k < dg->rank; k++)
+		*dlin = sg_binop(g, &add, sg_binop(g, &mul, *dlin,
+			sg_expr(g, dg->dims[k])), ix[k]);
+	*dok = in_bounds(g, n, dg, ix);
+	return gather(g, n, r, ix, lin);
+}
+
 /* n: N_INDEX, a name and one index per dimension; a gather when one
  * of them is a register tile. */
 Ref

@@ -700,6 +700,12 @@ stmt(G *g, const Node *n)
 		break;
 	case N_BLOCK: block(g, n); break;
 	case N_EXPRSTMT:
+		/* a call that stores: dscatter (its value is 0) */
+		if (n->a && n->a->kind == N_CALL && n->a->a->kind == N_NAME &&
+		    !strcmp(n->a->a->name, "dscatter")) {
+			sg_dscatter(g, n->a);
+			break;
+		}
 		diag_error(g->ctx, n->span, "this expression does nothing; "
 			"assign it to a variable");
 		break;

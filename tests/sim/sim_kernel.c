@@ -16,6 +16,9 @@
  *                                             gathers from T (i32) and B
  *                                             (bf16), some indices out of
  *                                             bounds, against C
+ *   sim_kernel dscatter PTX SQ L              tests/golden/ptx/dscatter.fa:
+ *                                             a mod's value and its
+ *                                             gradients along gathers
  *   sim_kernel scatter PTX SQ L               tests/golden/ptx/scatter.fa:
  *                                             scatters into Y (f32), Z
  *                                             (bf16), A (reduce=add) and
@@ -196,6 +199,49 @@ scatter(int sq, int l)
 			bad += got != want;
 		}
 	printf("scatter SQ=%d L=%d: %ld elements differ -> %s\n", sq, l, bad,
+		bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
+/* tests/golden/ptx/dscatter.fa: with r = 64x + row (every row of every
+ * tile), c the column and x = (100r + c) / 1000 (f32), Y[r, c] = 2x +
+ * B[1, r - c] x + B[0, c] for r < SQ (a gather out of bounds reads 0);
+ * DB[1, k] is the sum of (x + 1) x over r - c = k, DB[0, c] of (x + 1)
+ * over r, for k, c < L (float64 sums; the kernel adds atomically in f32,
+ * in any order: within 1e-5 relative). */
+static int
+dscatter(int sq, int l)
+{
+	float *db, *b, *y;
+	SimVal v[5] = {{.i = sq}, {.i = l}};
+	long bad = 0, rows = (sq + 63) / 64 * 64;
+	double *want = calloc((size_t)l * 2, sizeof(double));
+
+	v[2].ptr = buffer((size_t)l * 2 * 4, 0, (void **)&db);
+	v[3].ptr = buffer((size_t)l * 2 * 4, 0, (void **)&b);
+	v[4].ptr = buffer((size_t)sq * 16 * 4, 0xff, (void **)&y);
+	for (int i = 0; i < 2 * l; i++)
+		b[i] = (float)urand();
+	launch(v, 5);
+	for (long r = 0; r < rows; r++)
+		for (int c = 0; c < 16; c++) {
+			float x = (float)(100 * r + c) * 0.001f;
+			long k = r - c;
+			float b1 = k >= 0 && k < l ? b[l + k] : 0.0f;
+			float b0 = c < l ? b[c] : 0.0f;
+			if (r < sq) {
+				float w = x * 2.0f + b1 * x + b0;
+				bad += fabsf(y[r * 16 + c] - w) > 1e-5f * (1 + fabsf(w));
+			}
+			if (k >= 0 && k < l)
+				want[l + k] += ((double)x + 1) * x;
+			if (c < l)
+				want[c] += (double)x + 1;
+		}
+	for (int i = 0; i < 2 * l; i++)
+		bad += fabs(db[i] - want[i]) > 1e-5 * (1 + fabs(want[i]));
+	free(want);
+	printf("dscatter SQ=%d L=%d: %ld values differ -> %s\n", sq, l, bad,
 		bad ? "FAIL" : "ok");
 	return bad != 0;
 }
@@ -467,6 +513,8 @@ main(int argc, char **argv)
 		rc = gather(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "scatter"))
 		rc = scatter(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "dscatter"))
+		rc = dscatter(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "bwd") && argc > 9)
 		rc = bwd(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),

@@ -21,6 +21,7 @@ block size is another multiple or divisor of 128).
 
 import importlib
 import math
+import re
 
 from ._flextrace import TraceError, make_plan
 
@@ -365,9 +366,11 @@ def _blocks(torch, bm, q, k):
     return tuple(out), None if _is_noop(bm.mask_mod) else bm.mask_mod
 
 
-def _bind(torch, plan, device):
+def _bind(torch, plan, device, learn=None):
     """The plan's captured tensors as the kernel reads them: contiguous,
-    on the device, int64 (range-checked) and bool as int32."""
+    on the device, int64 (range-checked) and bool as int32.  learn: a
+    list to which (name, tensor, shape) of each floating tensor that
+    requires grad is appended (score_mod's learnable tensors)."""
     out = []
     for name, t, ty, convert, _, shape in plan._captures:
         if t.device != device:
@@ -375,9 +378,11 @@ def _bind(torch, plan, device):
                              "be on the query's device (%s)"
                              % (t.device, device))
         if torch.is_grad_enabled() and t.requires_grad:
-            raise RuntimeError("a mod reads a captured tensor that requires "
-                               "grad; fagen.flex_attention gives no gradient "
-                               "for the mods' tensors yet (detach it)")
+            if convert or not t.is_floating_point():
+                raise RuntimeError("a mod reads a captured %s tensor that "
+                                   "requires grad" % (t.dtype,))
+            learn.append((name, t, shape))
+            t = t.detach()
         if convert:
             if t.dtype == torch.int64 and t.numel():
                 lo, hi = torch.aminmax(t)
@@ -415,7 +420,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
         _blocks(torch, block_mask, query, key)
     plan = make_plan(score_mod, mask_mod)
     plan.check_bounds(query.shape[0], query.shape[1])
-    tensors = _bind(torch, plan, query.device)
+    learn = []
+    tensors = _bind(torch, plan, query.device, learn)
     pkg = importlib.import_module(__package__)
     launch = pkg.__dict__.get("_flex_launch")
     if launch is None:
@@ -426,17 +432,36 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
     kw = dict(scale=float(scale), mods_text=plan.text, tensors=tensors,
               blocks=blocks, score_mod=plan.has_score_mod,
               mask_mod=plan.has_mask_mod)
-    if torch.is_grad_enabled() and any(t.requires_grad
-                                       for t in (query, key, value)):
+    if learn or (torch.is_grad_enabled() and any(
+            t.requires_grad for t in (query, key, value))):
         cls = qr = None
         if blocks is not None:
             cls = _to_classes(torch, *blocks).to(torch.int32).contiguous()
             qr = _qrange(torch, cls, key.shape[1])
+        grad = (_grad_text(plan.text, learn), learn)
         out, lse = _function(torch).apply(query, key, value, kw,
-                                          (cls, qr), pkg)
+                                          (cls, qr), pkg, grad,
+                                          *(t for _, t, _ in learn))
         return (out, lse) if return_lse else out
     return launch(query, key, value, enable_gqa=enable_gqa,
                   return_lse=return_lse, **kw)
+
+
+def _grad_text(text, learn):
+    """The mod file of the backward: each learnable tensor's global
+    gets its gradient, 'global NAME : T[...] grad=D_NAME;' after
+    'global D_NAME : f32[...];' (dscatter adds into it)."""
+    for name, _, _ in learn:
+        m = re.search(r"^global %s : (\w+)\[([^\]]*)\];$" % re.escape(name),
+                      text, re.M)
+        if m is None:
+            raise RuntimeError("fagen: no global %s in the traced mods"
+                               % name)
+        text = text[:m.start()] + \
+            "global D_%s : f32[%s];\nglobal %s : %s[%s] grad=D_%s;" % (
+                name, m.group(2), name, m.group(1), m.group(2), name) + \
+            text[m.end():]
+    return text
 
 
 def _qrange(torch, cls, hk):
@@ -463,22 +488,34 @@ def _function(torch):
 
     class FlexAttention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, kw, cls, pkg):
+        def forward(ctx, q, k, v, kw, cls, pkg, grad, *learned):
             out, lse = pkg._flex_launch(q.detach(), k.detach(), v.detach(),
                                         enable_gqa=True, return_lse=True,
                                         **kw)
             ctx.save_for_backward(q, k, v, out, lse)
-            ctx.kw, ctx.cls, ctx.pkg = kw, cls, pkg
+            ctx.kw, ctx.cls, ctx.pkg, ctx.grad = kw, cls, pkg, grad
             ctx.mark_non_differentiable(lse)
             return out, lse
 
         @staticmethod
         def backward(ctx, dout, dlse):
             q, k, v, out, lse = ctx.saved_tensors
+            text, learn = ctx.grad
+            kw = dict(ctx.kw)
+            # the learnable tensors' gradients: f32, zeroed, added into
+            # atomically by the backward kernel (dscatter)
+            dg = [torch.zeros(shape, dtype=torch.float32, device=q.device)
+                  for _, _, shape in learn]
+            if learn:
+                kw["mods_text"] = text
+                kw["tensors"] = list(kw["tensors"]) + [
+                    ("D_" + name, g) for (name, _, _), g in zip(learn, dg)]
             dq, dk, dv = ctx.pkg._flex_backward(
                 q.detach(), k.detach(), v.detach(), out, lse, dout,
-                block_class=ctx.cls[0], block_qrange=ctx.cls[1], **ctx.kw)
-            return dq, dk, dv, None, None, None
+                block_class=ctx.cls[0], block_qrange=ctx.cls[1], **kw)
+            return (dq, dk, dv, None, None, None, None) + tuple(
+                g.reshape(t.shape).to(t.dtype)
+                for (_, t, _), g in zip(learn, dg))
 
     _FN.append(FlexAttention)
     return FlexAttention

@@ -107,6 +107,75 @@ def case(name, score_mod=None, mask_mod=None, b=1, h=4, hk=4,
         failures.append(name)
 
 
+def learn_case(name, h=8, hk=8, sq=400, sk=400, d=64, qkv_grad=True,
+               causal=False, dtype=torch.bfloat16):
+    """A learnable relative-position bias (a captured float32 tensor that
+    requires grad, read by score_mod with a gather): its gradient by
+    fagen's backward (dscatter, atomic adds) against autograd through the
+    float64 reference, within 4x the float32 yardstick's error plus
+    2^-10; q, k, v's too when they require grad."""
+    gen = torch.Generator(device=dev).manual_seed(int(time.time() * 1e3)
+                                                  % 2 ** 31)
+    q, k, v, do = (torch.randn(1, hh, s, d, device=dev, dtype=dtype,
+                               generator=gen)
+                   for hh, s in ((h, sq), (hk, sk), (hk, sk), (h, sq)))
+    span = sq + sk - 1
+    relb0 = torch.randn(h, span, device=dev, generator=gen) * 0.5
+    scale = 1 / math.sqrt(d)
+
+    def mods(relb):
+        def score(s, b, hh, qq, kk):
+            return s + relb[hh, qq - kk + sk - 1]
+        return score
+
+    def mask(b, hh, qq, kk):
+        return qq >= kk
+    bm = fagen.create_block_mask(mask, 1, h, sq, sk) if causal else None
+
+    def run(dt):
+        # the bias is float32 (float64 in the reference), as parameters are
+        relb = relb0.detach().clone().to(
+            torch.float64 if dt == torch.float64 else torch.float32
+        ).requires_grad_(True)
+        ins = [t.detach().clone().to(dt) for t in (q, k, v)]
+        if dt == dtype:
+            for t in ins:
+                t.requires_grad_(qkv_grad)
+            out = fagen.flex_attention(*ins, score_mod=mods(relb),
+                                       block_mask=bm, enable_gqa=hk != h)
+        else:
+            for t in ins:
+                t.requires_grad_(True)
+            out = attend(*ins, mods(relb), mask if causal else None, scale)
+        out.backward(do.to(out.dtype))
+        return [relb.grad] + [t.grad for t in ins]
+    try:
+        got = run(dtype)
+    except Exception as e:  # noqa: BLE001 -- reported as a failure
+        failures.append(name)
+        print("%s: %s: %s -> FAIL" % (name, type(e).__name__, e))
+        return
+    ref = run(torch.float64)
+    yard = run(torch.float32)
+    names = ("dbias", "dq", "dk", "dv")
+    bad, errs = [], []
+    for n, x, r, y in zip(names, got, ref, yard):
+        if x is None:
+            if qkv_grad or n == "dbias":
+                bad.append(n + " missing")
+            continue
+        e, ye = rel(x, r), rel(y.to(dtype) if n != "dbias" else y, r)
+        errs.append("%s %.1e/%.1e" % (n, e, ye))
+        if not e <= 4 * ye + 2 ** -10:
+            bad.append(n)
+    print("%s H=%d Hk=%d Sq=%d Sk=%d D=%d%s: rel err fagen/yardstick %s "
+          "-> %s" % (name, h, hk, sq, sk, d, " causal" if causal else "",
+                     ", ".join(errs), "FAIL " + ", ".join(bad) if bad
+                     else "ok"))
+    if bad:
+        failures.append(name)
+
+
 def main():
     slopes = torch.exp2(-torch.arange(1, 9, device=dev, dtype=torch.float32))
     relb = torch.randn(8, 2 * 700, device=dev) * 0.5
@@ -142,6 +211,13 @@ def main():
          mask_mod=causal, h=8, hk=8, sq=400, sk=400, d=64)
     case("score alibi + document", score_mod=alibi, mask_mod=document,
          h=8, hk=4, sq=700, sk=700, d=128)
+    # a learnable bias (dscatter): with q, k, v's gradients, causal with
+    # a block mask and GQA, and the bias's gradient alone
+    learn_case("learnable relative bias")
+    learn_case("learnable relative bias, causal, GQA", h=8, hk=2, sq=333,
+               sk=500, d=128, causal=True)
+    learn_case("learnable relative bias alone", qkv_grad=False, sq=129,
+               sk=700)
     print("%d failures" % len(failures))
     return 1 if failures else 0
 

@@ -187,7 +187,7 @@ struct Res {
 	bool is_array;
 	Ty ety;              /* element type / param type */
 	int rank;
-	int64_t shape[4];    /* SMEM/TMEM/TMA box: compile-time shape */
+	int64_t shape[5];    /* SMEM/TMEM/TMA box (5-D): compile-time shape */
 	const Node *dims[5]; /* GLOBAL: runtime dims (AST) */
 	int stages;          /* SMEM: ring depth (1 without a stage dim) */
 	const Layout *lay;   /* SMEM/TMEM layout */

@@ -275,7 +275,7 @@ box_matches(G *g, const Node *at, const Res *v, const Res *b)
 		if (v->shape[i] != 1 || (i == v->rank - 1 && n == 0))
 			ext[n++] = v->shape[i];
 	int bn = 0;
-	int64_t bext[4];
+	int64_t bext[5];
 	for (int i = 0; i < b->rank; i++)
 		if (b->shape[i] != 1 || (i == b->rank - 1 && bn == 0))
 			bext[bn++] = b->shape[i];

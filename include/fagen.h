@@ -433,8 +433,10 @@ FG_API fg_status fg_attention_forward(fg_ctx *, const fg_attention_args *a,
  * P V, all in float32): CUDA C compiled at run time with nvrtc, once per
  * context, a reference for fagen's kernels.  Takes fg_attention_forward's
  * arguments, with any head_dim up to 512, 2-byte alignment and any
- * positive strides (dim stride 1); S lives in scratch memory taken from a
- * stream-ordered pool and freed on stream. */
+ * positive strides (dim stride 1), and variable-length batches (each
+ * sequence alone, its lengths read from the offsets on the device); S
+ * lives in scratch memory taken from a stream-ordered pool and freed on
+ * stream. */
 FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
 	struct CUstream_st *stream);
 

@@ -52,7 +52,8 @@ import threading
 from . import _cuda
 from .flex import BlockMask, create_block_mask, flex_attention
 
-__all__ = ["attention", "attention_varlen", "reference", "version",
+__all__ = ["attention", "attention_varlen", "reference", "reference_varlen",
+           "version",
            "FagenError", "flex_attention", "create_block_mask",
            "BlockMask"]
 
@@ -697,7 +698,8 @@ attention_varlen.__doc__ = None   # set below, from _varlen's
 def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             max_seqlen_k, causal=False, scale=None, window=None,
             softcap=None, sinks=None, out=None, lse=None,
-            schedule=None, validate=True, alibi_slopes=None):
+            schedule=None, validate=True, alibi_slopes=None,
+            _fn="fg_attention_forward"):
     """Attention over a packed batch of sequences of different lengths, as
     flash_attn_varlen_func: (out, lse).
 
@@ -764,7 +766,7 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         # P = 0 in P V (rows of the next sequence are read, as in
         # FlashAttention 3; they are finite where the inputs are)
         k4, v4 = k4[:, :, :endk], v4[:, :, :endk]
-    _launch(torch, "fg_attention_forward", q4, k4, v4,
+    _launch(torch, _fn, q4, k4, v4,
             out.unsqueeze(0).transpose(1, 2), lse, cu_seqlens_q.numel() - 1,
             causal, scale, schedule, window, softcap, sinks,
             (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k),
@@ -773,6 +775,21 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
 
 attention_varlen.__doc__ = _varlen.__doc__
+
+
+def reference_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                     max_seqlen_k, causal=False, scale=None, window=None,
+                     softcap=None, sinks=None, out=None, lse=None,
+                     validate=True, alibi_slopes=None):
+    """attention_varlen's result from libfagen's unfused float32 baseline
+    (fg_attention_reference, compiled with nvrtc), each sequence attended
+    alone: for checking."""
+    return _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                   max_seqlen_k, causal, scale, window, softcap, sinks, out,
+                   lse, None, validate, alibi_slopes,
+                   _fn="fg_attention_reference")[:2]
+
+
 _VarlenFunction = None
 
 

@@ -26,14 +26,16 @@ typedef struct RefParams {
 	uint64_t q, k, v, o, lse, s;
 	uint64_t sinks;         /* f32 [h], or 0 */
 	uint64_t alibi;         /* f32 [h]: ALiBi slopes, or 0 */
+	uint64_t cuq, cuk;      /* varlen: i32 [batch + 1] offsets, or 0 */
 	int64_t st[4][4];       /* q, k, v, o: (batch, head, seq, dim) */
-	int32_t h, sq, sk, d, causal, bh0;
+	int32_t h, sq, sk, d, causal, bh0;  /* varlen: sq, sk the longest */
 	float scale;
 	int32_t g;            /* query heads per K/V head */
 	int32_t window, wl, wr;  /* a window's sides (attn_window) */
 	float softcap;        /* > 0: s -> softcap * tanh(s / softcap) */
+	int32_t sqt, skt;     /* varlen: the rows of q and k in all */
 } RefParams;
-_Static_assert(sizeof(RefParams) == 240, "RefParams must match struct P");
+_Static_assert(sizeof(RefParams) == 264, "RefParams must match struct P");
 
 static const char ref_src[] =
 "typedef unsigned short u16;\n"
@@ -42,13 +44,35 @@ static const char ref_src[] =
 "	const u16 *q, *k, *v; u16 *o; float *lse, *s;\n"
 "	const float *sinks;\n"
 "	const float *alibi;\n"
+"	const int *cuq, *cuk;\n"
 "	i64 st[4][4];\n"
 "	int h, sq, sk, d, causal, bh0;\n"
 "	float scale;\n"
 "	int g;\n"
 "	int window, wl, wr;\n"
 "	float softcap;\n"
+"	int sqt, skt;\n"
 "};\n"
+/* sequence b's first rows and lengths: varlen, from the offsets
+ * (clamped into the rows there are, as fagen's kernels clamp them),
+ * else 0 and the dense lengths; the batch stride only when dense */
+"struct Seq { int q0, lq, k0, lk; i64 bq, bk, bv, bo; };\n"
+"__device__ Seq seq(const P &p, int b) {\n"
+"	Seq r;\n"
+"	if (p.cuq) {\n"
+"		int q1 = min(p.cuq[b + 1], p.sqt), k1 = min(p.cuk[b + 1], p.skt);\n"
+"		r.q0 = min(max(p.cuq[b], 0), q1); r.lq = q1 - r.q0;\n"
+"		r.k0 = min(max(p.cuk[b], 0), k1); r.lk = k1 - r.k0;\n"
+"		r.lq = min(r.lq, p.sq); r.lk = min(r.lk, p.sk);\n"
+"		r.bq = r.q0 * p.st[0][2]; r.bk = r.k0 * p.st[1][2];\n"
+"		r.bv = r.k0 * p.st[2][2]; r.bo = r.q0 * p.st[3][2];\n"
+"	} else {\n"
+"		r.q0 = r.k0 = 0; r.lq = p.sq; r.lk = p.sk;\n"
+"		r.bq = b * p.st[0][0]; r.bk = b * p.st[1][0];\n"
+"		r.bv = b * p.st[2][0]; r.bo = b * p.st[3][0];\n"
+"	}\n"
+"	return r;\n"
+"}\n"
 "#define T 16\n"
 "__device__ float ld_bf16(u16 x) { return __uint_as_float((unsigned)x << 16); }\n"
 "__device__ float ld_f16(u16 x) {\n"
@@ -69,26 +93,27 @@ static const char ref_src[] =
 "	int tx = threadIdx.x, ty = threadIdx.y;\\\n"
 "	int i = blockIdx.y * T + ty, j = blockIdx.x * T + tx;\\\n"
 "	int kj = blockIdx.x * T + ty;\\\n"
-"	const u16 *q = p.q + b * p.st[0][0] + h * p.st[0][1];\\\n"
-"	const u16 *k = p.k + b * p.st[1][0] + h / p.g * p.st[1][1];\\\n"
+"	Seq sb = seq(p, b);\\\n"
+"	const u16 *q = p.q + sb.bq + h * p.st[0][1];\\\n"
+"	const u16 *k = p.k + sb.bk + h / p.g * p.st[1][1];\\\n"
 "	float acc = 0;\\\n"
 "	for (int d0 = 0; d0 < p.d; d0 += T) {\\\n"
 "		int d = d0 + tx;\\\n"
-"		qt[ty][tx] = i < p.sq && d < p.d ? ld_##DT(q[i * p.st[0][2] + d]) : 0.f;\\\n"
-"		kt[ty][tx] = kj < p.sk && d < p.d ? ld_##DT(k[kj * p.st[1][2] + d]) : 0.f;\\\n"
+"		qt[ty][tx] = i < sb.lq && d < p.d ? ld_##DT(q[i * p.st[0][2] + d]) : 0.f;\\\n"
+"		kt[ty][tx] = kj < sb.lk && d < p.d ? ld_##DT(k[kj * p.st[1][2] + d]) : 0.f;\\\n"
 "		__syncthreads();\\\n"
 "		for (int t = 0; t < T; t++)\\\n"
 "			acc += qt[ty][t] * kt[tx][t];\\\n"
 "		__syncthreads();\\\n"
 "	}\\\n"
-"	if (i < p.sq && j < p.sk) {\\\n"
+"	if (i < sb.lq && j < sb.lk) {\\\n"
 "		float s = acc * p.scale;\\\n"
 "		if (p.softcap > 0)\\\n"
 "			s = p.softcap * tanhf(s / p.softcap);\\\n"
 "		if (p.alibi)\\\n"
-"			s -= p.alibi[h] * fabsf((float)(i + p.sk - p.sq - j));\\\n"
-"		if (((p.causal || p.window) && j > i + p.sk - p.sq + p.wr) ||\\\n"
-"		    (p.window && j < i + p.sk - p.sq - p.wl))\\\n"
+"			s -= p.alibi[h] * fabsf((float)(i + sb.lk - sb.lq - j));\\\n"
+"		if (((p.causal || p.window) && j > i + sb.lk - sb.lq + p.wr) ||\\\n"
+"		    (p.window && j < i + sb.lk - sb.lq - p.wl))\\\n"
 "			s = -__int_as_float(0x7f800000);\\\n"
 "		p.s[((i64)z * p.sq + i) * p.sk + j] = s;\\\n"
 "	}\\\n"
@@ -100,20 +125,21 @@ static const char ref_src[] =
 "	int z = blockIdx.z, bh = p.bh0 + z, b = bh / p.h, h = bh % p.h;\\\n"
 "	int tx = threadIdx.x, ty = threadIdx.y;\\\n"
 "	int i = blockIdx.y * T + ty, d = blockIdx.x * T + tx;\\\n"
-"	const u16 *v = p.v + b * p.st[2][0] + h / p.g * p.st[2][1];\\\n"
+"	Seq sb = seq(p, b);\\\n"
+"	const u16 *v = p.v + sb.bv + h / p.g * p.st[2][1];\\\n"
 "	const float *s = p.s + (i64)z * p.sq * p.sk;\\\n"
 "	float acc = 0;\\\n"
-"	for (int j0 = 0; j0 < p.sk; j0 += T) {\\\n"
+"	for (int j0 = 0; j0 < sb.lk; j0 += T) {\\\n"
 "		int j = j0 + tx, vj = j0 + ty;\\\n"
-"		pt[ty][tx] = i < p.sq && j < p.sk ? s[(i64)i * p.sk + j] : 0.f;\\\n"
-"		vt[ty][tx] = vj < p.sk && d < p.d ? ld_##DT(v[vj * p.st[2][2] + d]) : 0.f;\\\n"
+"		pt[ty][tx] = i < sb.lq && j < sb.lk ? s[(i64)i * p.sk + j] : 0.f;\\\n"
+"		vt[ty][tx] = vj < sb.lk && d < p.d ? ld_##DT(v[vj * p.st[2][2] + d]) : 0.f;\\\n"
 "		__syncthreads();\\\n"
 "		for (int t = 0; t < T; t++)\\\n"
 "			acc += pt[ty][t] * vt[t][tx];\\\n"
 "		__syncthreads();\\\n"
 "	}\\\n"
-"	if (i < p.sq && d < p.d)\\\n"
-"		p.o[b * p.st[3][0] + h * p.st[3][1] + i * p.st[3][2] + d] = st_##DT(acc);\\\n"
+"	if (i < sb.lq && d < p.d)\\\n"
+"		p.o[sb.bo + h * p.st[3][1] + i * p.st[3][2] + d] = st_##DT(acc);\\\n"
 "}\n"
 "SCORES(bf16)\n"
 "SCORES(f16)\n"
@@ -139,22 +165,28 @@ static const char ref_src[] =
 "}\n"
 "extern \"C\" __global__ void fgref_softmax(P p) {\n"
 "	__shared__ float red[32];\n"
-"	int z = blockIdx.y, i = blockIdx.x;\n"
+"	int z = blockIdx.y, i = blockIdx.x, bh = p.bh0 + z;\n"
+"	Seq sb = seq(p, bh / p.h);\n"
+"	if (i >= sb.lq)\n"
+"		return;\n"
 "	float *s = p.s + ((i64)z * p.sq + i) * p.sk;\n"
 "	float ninf = -__int_as_float(0x7f800000), m = ninf, l = 0;\n"
-"	float sink = p.sinks ? p.sinks[(p.bh0 + z) % p.h] : ninf;\n"
-"	for (int j = threadIdx.x; j < p.sk; j += blockDim.x)\n"
+"	float sink = p.sinks ? p.sinks[bh % p.h] : ninf;\n"
+"	for (int j = threadIdx.x; j < sb.lk; j += blockDim.x)\n"
 "		m = fmaxf(m, s[j]);\n"
 "	m = fmaxf(block_reduce(m, true, red), sink);\n"
-"	for (int j = threadIdx.x; j < p.sk && m != ninf; j += blockDim.x)\n"
+"	for (int j = threadIdx.x; j < sb.lk && m != ninf; j += blockDim.x)\n"
 "		l += expf(s[j] - m);\n"
 "	l = block_reduce(l, false, red);\n"
 "	if (sink != ninf)\n"
 "		l += expf(sink - m);\n"
-"	for (int j = threadIdx.x; j < p.sk; j += blockDim.x)\n"
+"	for (int j = threadIdx.x; j < sb.lk; j += blockDim.x)\n"
 "		s[j] = m == ninf ? 0.f : expf(s[j] - m) / l;\n"
+"	/* varlen: lse is [h, sqt], row q0 + i of head bh % h */\n"
+"	i64 at = p.cuq ? (i64)(bh % p.h) * p.sqt + sb.q0 + i :\n"
+"		(i64)bh * p.sq + i;\n"
 "	if (threadIdx.x == 0)\n"
-"		p.lse[(i64)(p.bh0 + z) * p.sq + i] = m == ninf ? ninf : m + logf(l);\n"
+"		p.lse[at] = m == ninf ? ninf : m + logf(l);\n"
 "}\n";
 
 typedef struct RefModule {
@@ -280,7 +312,10 @@ run(fg_ctx *c, const Driver *d, const RefModule *m, CUstream s,
 		unsigned gm[3] = {(unsigned)p->sq, n, 1};
 		unsigned gp[3] = {(unsigned)((p->d + TILE - 1) / TILE), cq, n};
 		p->bh0 = (int32_t)bh;
-		if (!(st = launch(c, d, m->scores[f16], s, gs, TILE, TILE, p)) &&
+		/* no key (sk 0): no scores; the softmax gives P = 0 and
+		 * LSE = -inf (or the sink), P V gives O = 0 */
+		if (!(st = p->sk ? launch(c, d, m->scores[f16], s, gs, TILE,
+		    TILE, p) : FG_OK) &&
 		    !(st = launch(c, d, m->softmax, s, gm, 256, 1, p)))
 			st = launch(c, d, m->pv[f16], s, gp, TILE, TILE, p);
 	}
@@ -300,10 +335,6 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 
 	if (!c)
 		return FG_ERR_INVALID;
-	if (a && attn_varlen(a))
-		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: the reference takes "
-			"dense batches; for a variable-length batch, run it on "
-			"each sequence (its rows of q, k, v) alone", fn);
 	if (a && flex_any(a))
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: the reference has no "
 			"mods or block masks (it would compute plain attention); "
@@ -311,23 +342,35 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 	if ((st = attn_check(c, fn, a, s, false, &t)) ||
 	    (st = cuda_get(c, &d)) || (st = module(c, fn, d, &m)))
 		return st;
+	/* varlen: each (sequence, head) pair is one of the dense problem's
+	 * (batch, head) pairs of max_seqlen_q x max_seqlen_k scores, its
+	 * own lengths read from the offsets on the device */
+	bool vl = attn_varlen(a);
+	int64_t sq = vl ? a->max_seqlen_q : a->seq_q;
+	int64_t sk = vl ? a->max_seqlen_k : a->seq_k;
 	/* sizes fit 32 bits and seq_q 2^20 (attn_check): these hold */
 	int64_t rowb, nbh;
-	if (!ck_mul64(a->seq_q, a->seq_k, &rowb) || !ck_mul64(rowb, 4, &rowb) ||
+	if (!ck_mul64(sq, sk, &rowb) || !ck_mul64(rowb, 4, &rowb) ||
 	    !ck_mul64(a->batch, a->heads, &nbh))
 		return rt_err(c, FG_ERR_INVALID, "%s: seq_q * seq_k * 4 bytes "
 			"of scores, or batch * heads, overflows 64 bits", fn);
-	size_t row = (size_t)rowb;
+	if (sq == 0 || nbh == 0) {  /* no query row: nothing to write */
+		rt_clear(c);
+		return FG_OK;
+	}
+	size_t row = rowb ? (size_t)rowb : 4;
 	int64_t chunk = (int64_t)(REF_CHUNK / row);
 	chunk = chunk < 1 ? 1 : chunk > 65535 ? 65535 : chunk;
 	chunk = chunk < nbh ? chunk : nbh;
 	RefParams p = {.q = a->q, .k = a->k, .v = a->v, .o = a->o,
 		.lse = a->lse, .sinks = a->sinks, .alibi = a->alibi_slopes,
+		.cuq = vl ? a->cu_seqlens_q : 0, .cuk = vl ? a->cu_seqlens_k : 0,
+		.sqt = (int32_t)a->seq_q, .skt = (int32_t)a->seq_k,
 		.h = (int32_t)a->heads,
 		.g = (int32_t)(a->heads / attn_heads_k(a)),
 		.window = a->window != 0, .wl = (int32_t)t.wl,
 		.wr = (int32_t)t.wr, .softcap = (float)a->softcap,
-		.sq = (int32_t)a->seq_q, .sk = (int32_t)a->seq_k,
+		.sq = (int32_t)sq, .sk = (int32_t)sk,
 		.d = (int32_t)a->head_dim, .causal = a->causal != 0,
 		.scale = (float)t.scale};
 	memcpy(p.st, t.st, sizeof p.st);

@@ -765,11 +765,13 @@ varlen_is_checked_and_bound(void **state)
 		assert_int_equal(fg_kernel_check(named, args, n, tiles), FG_OK);
 		assert_int_equal(tiles[0] * tiles[1] * tiles[2], 1 * 4 * 3);
 	}
+	/* a packed batch passes the reference's checks (it runs each
+	 * sequence on the device: here there is none) */
 	a = packed();
-	assert_int_equal(fg_attention_reference(f->ctx, &a, FAKE_STREAM),
-		FG_ERR_UNSUPPORTED);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "the reference takes dense "
-		"batches"));
+	fg_status rs = fg_attention_reference(f->ctx, &a, FAKE_STREAM);
+	if (rs != FG_ERR_NO_DRIVER)
+		fail_msg("reference, varlen: %s: %s", fg_status_name(rs),
+			fg_errmsg(f->ctx));
 }
 
 /* Every variant compiles from the shipped schedule, and the arguments

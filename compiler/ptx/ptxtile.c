@@ -104,14 +104,13 @@ insn(const SirIns *in, Ty t)
  * the registers of one row (column) hold one value, and the gather
  * loads once per row (column) and copies. */
 
-/* For each of the n registers of a gather in, the first register it may
- * copy (itself when it loads). */
+/* For each of the n registers of a tile of layout l whose values depend
+ * on d (sir_elem_deps) besides scalars, the first register holding the
+ * same value (itself when it is the first): a gather loads only those,
+ * a scatter stores only those. */
 static void
-same_as(const PG *g, const SirIns *in, int n, int *src)
+same_as(const PG *g, const Layout *l, int d, int n, int *src)
 {
-	const Layout *l = g->sp->vals[in->dst].lay;
-	const int *dep = sir_elem_deps(g->ctx, g->sp);
-	int d = dep[in->a[0]] | dep[in->a[1]];
 	int *key = NEWARR(&g->ctx->scratch, int, (size_t)n);
 
 	for (int j = 0; j < n; j++) {
@@ -151,7 +150,8 @@ gather(PG *g, const SirIns *in)
 	PReg h = esz == 2 ? ptx_reg(g->f, RB16) : (PReg){0};
 	int *src = NEWARR(&g->ctx->scratch, int, (size_t)n);
 	bool f32 = g->sp->vals[in->dst].ety == TY_F32;
-	same_as(g, in, n, src);
+	const int *dep = sir_elem_deps(g->ctx, g->sp);
+	same_as(g, l, dep[in->a[0]] | dep[in->a[1]], n, src);
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
 	for (int j = 0; j < n; j++) {
@@ -206,23 +206,9 @@ scatter(PG *g, const SirIns *in)
 	}
 	int *src = NEWARR(&g->ctx->scratch, int, (size_t)n);
 	const int *dep = sir_elem_deps(g->ctx, g->sp);
-	int d = dep[in->a[0]] | dep[in->a[2]] | (rowvec ? SD_ROW :
-		dep[in->a[1]]);
-	for (int j = 0; j < n; j++) {
-		int rk = 0, ck = 0, key;
-		src[j] = j;
-		if (red || (d & ~(SD_ROW | SD_COL)) || d == (SD_ROW | SD_COL) ||
-		    !g->ops->elem_keys || !g->ops->elem_keys(l, j, &rk, &ck))
-			continue;
-		key = d == SD_ROW ? rk : d == SD_COL ? ck : 0;
-		for (int i = 0; i < j && src[j] == j; i++) {
-			int ri, ci;
-			g->ops->elem_keys(l, i, &ri, &ci);
-			if (src[i] == i && key == (d == SD_ROW ? ri : d == SD_COL ?
-			    ci : 0))
-				src[j] = i;
-		}
-	}
+	/* reduce=add adds every element: none is left out */
+	same_as(g, l, red ? SD_ANY : dep[in->a[0]] | dep[in->a[2]] |
+		(rowvec ? SD_ROW : dep[in->a[1]]), n, src);
 	PReg ptr = ptx_reg(g->f, RB64), at = ptx_reg(g->f, RB64);
 	PReg h = esz == 2 ? ptx_reg(g->f, RB16) : (PReg){0};
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);

@@ -360,12 +360,7 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
         a.dq_strides[:] = bwd[1].stride()
         a.dk_strides[:] = bwd[2].stride()
         a.dv_strides[:] = bwd[3].stride()
-    stream = torch.cuda.current_stream(q.device).cuda_stream
-    st = getattr(lib, fn_name)(ctx, ctypes.byref(a),
-                               stream or _CU_STREAM_PER_THREAD)
-    if st:
-        raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
-                         lib.fg_errmsg(ctx).decode(errors="replace"))
+    _flex_call(torch, q, fn_name, a)
 
 
 def _flex_args(torch, q, k, v, out, lse, scale, mods_text, tensors, blocks,
@@ -413,6 +408,8 @@ def _flex_args(torch, q, k, v, out, lse, scale, mods_text, tensors, blocks,
 
 
 def _flex_call(torch, q, fn, a):
+    """libfagen's fn (an attention entry point) with args a on torch's
+    current stream of q's device; FagenError on a refusal."""
     lib = _load()
     device = q.device.index if q.device.index is not None else \
         torch.cuda.current_device()

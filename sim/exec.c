@@ -145,6 +145,45 @@ mem_at(Cta *c, int op, uint64_t a, uint32_t n)
 		op == OP_RED_GLOBAL_ADD ? "an atomic add" : "a load");
 }
 
+/* A vector access (ld.global.nc.v4.b32 {a, b, c, d}, [x]): each of the
+ * vector's registers in turn, from consecutive elements; the address
+ * aligned to the whole vector, as the hardware requires. */
+static int
+ldst_vec(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	bool st = in->op == OP_ST_GLOBAL_V2 || in->op == OP_ST_GLOBAL_V4;
+	int nv = in->op == OP_LD_GLOBAL_NC_V2 || in->op == OP_ST_GLOBAL_V2 ?
+		2 : 4;
+	const Opnd *ad = &in->o[st ? 0 : 1], *v = &in->o[st ? 1 : 0];
+	uint32_t n = (uint32_t)ty_bits(in->ty[0]) / 8;
+
+	if (n == 0 || v->k != OK_VEC || v->n != nv)
+		return sim_fail(c->sim, "a vector access needs %d registers of "
+			"a sized type", nv), ST_ERR;
+	for (int l = 0; l < 32; l++) {
+		if (!(mask >> l & 1))
+			continue;
+		uint64_t a = (uint64_t)ad->imm;
+		if (ad->r >= 0)
+			a += *reg_at(w, ad->r, l);
+		uint8_t *p = mem_at(c, st ? OP_ST_GLOBAL : OP_LD_GLOBAL_NC, a,
+			n * (uint32_t)nv);
+		if (!p)
+			return ST_ERR;
+		for (int q = 0; q < nv; q++) {
+			uint64_t x = 0;
+			if (st) {
+				x = *reg_at(w, v->v[q], l);
+				memcpy(p + q * n, &x, n);
+			} else {
+				memcpy(&x, p + q * n, n);
+				*reg_at(w, v->v[q], l) = x;
+			}
+		}
+	}
+	return ST_OK;
+}
+
 static int
 ldst(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
@@ -494,6 +533,9 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	case OP_LD_SHARED: case OP_ST_GLOBAL: case OP_ST_SHARED:
 	case OP_RED_GLOBAL_ADD:
 		return ldst(c, w, in, mask);
+	case OP_LD_GLOBAL_NC_V2: case OP_LD_GLOBAL_NC_V4:
+	case OP_ST_GLOBAL_V2: case OP_ST_GLOBAL_V4:
+		return ldst_vec(c, w, in, mask);
 	case OP_ELECT: case OP_VOTE_ANY: case OP_VOTE_ALL: case OP_VOTE_BALLOT:
 	case OP_SHFL_BFLY: case OP_SHFL_IDX: case OP_SHFL_UP:
 	case OP_SHFL_DOWN: case OP_BAR_WARP_SYNC:

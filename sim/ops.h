@@ -58,6 +58,10 @@
 	X(ST_GLOBAL,     "st.global.T",                              TM_ANY) \
 	X(ST_SHARED,     "st.shared.T",                              TM_ANY) \
 	X(RED_GLOBAL_ADD, "red.global.add.T",                        TM_F32) \
+	X(LD_GLOBAL_NC_V2, "ld.global.nc.v2.T",                      TM_BITS | TM_F32) \
+	X(LD_GLOBAL_NC_V4, "ld.global.nc.v4.T",                      TM_BITS | TM_F32) \
+	X(ST_GLOBAL_V2,  "st.global.v2.T",                           TM_BITS | TM_F32) \
+	X(ST_GLOBAL_V4,  "st.global.v4.T",                           TM_BITS | TM_F32) \
 	X(BRA,           "bra",                                      0) \
 	X(BRA_UNI,       "bra.uni",                                  0) \
 	X(RET,           "ret",                                      0) \

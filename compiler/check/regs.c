@@ -134,7 +134,15 @@ tile_regs(const SirVal *v)
 	case LK_TMEM_ROWS:
 		return (int)(((int64_t)v->n * bytes + 3) / 4);
 	case LK_ROWS:
+		if (l->parent && l->parent->kind == LK_BLOCKED)
+			return l->parent->m * l->parent->tpr /
+				l->parent->threads;
 		return l->parent && l->parent->kind == LK_WGMMA_ACC ? 2 : 1;
+	case LK_BLOCKED:  /* m x n over 'threads' threads */
+		return (int)(((int64_t)l->m * l->n / l->threads * bytes + 3) /
+			4);
+	case LK_COLS:     /* n over a row's tpr threads */
+		return (int)(((int64_t)l->n / l->parent->tpr * bytes + 3) / 4);
 	default:
 		return 0;
 	}
@@ -465,9 +473,9 @@ elementwise(SirOp op)
 
 /* A tile made by an elementwise operation or a gather for the one
  * elementwise operation after it in the same block (a subexpression of
- * a score modifier: 'exp2(s * c) + log2(s)', 'DOC[q] == DOC[k]') is
- * computed element by element where it is used: it takes no registers
- * of its own.  Only the
+ * a score modifier: 'exp2(s * c) + log2(s)', 'DOC[q] == DOC[k]'), or
+ * for the row reduction of a blocked tile after it, is computed element
+ * by element where it is used: it takes no registers of its own.  Only the
  * expression's result, and the tiles it reads, are live. */
 static void
 fused(Est *e, const SirPart *sp, const SirBlock *b, const int *uses)
@@ -491,6 +499,12 @@ fused(Est *e, const SirPart *sp, const SirBlock *b, const int *uses)
 			if (!reads)
 				continue;
 			if (elementwise(u->op) && u->dst && e->istile[u->dst])
+				e->size[in->dst] = 0;
+			/* a blocked tile's row reduction reads each element
+			 * once, in order (ptx/ptxblock.c): 'rowsum(x * x)' */
+			if ((u->op == SOP_rowsum || u->op == SOP_rowmax) &&
+			    u->a[0] == in->dst && sp->vals[in->dst].lay &&
+			    sp->vals[in->dst].lay->kind == LK_BLOCKED)
 				e->size[in->dst] = 0;
 			break;
 		}

@@ -227,6 +227,18 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 				vf_geometry(in->r[0]), r0, r0 + per);
 		return true;
 	}
+	case SOP_rowred_put: case SOP_rowred_get:
+		/* a row reduction across warps (blocked tiles): lane 0 of
+		 * each warp writes its partials into the stage, every thread
+		 * reads the whole stage after the barrier; threads' writes
+		 * do not conflict with each other, reads must be ordered
+		 * after them and later writes after the reads */
+		vf_range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
+		if (in->op == SOP_rowred_get)
+			vf_acc_gread(s, p, in, lo, hi, 0, 0, 0);
+		else
+			vf_acc_write(s, p, in, lo, hi, false, 0, 0, 0);
+		return true;
 	case SOP_const_f: case SOP_cvt: case SOP_exp2: case SOP_log2:
 	case SOP_rcp: case SOP_tanh: case SOP_sqrt: case SOP_rsqrt:
 	case SOP_rowmax: case SOP_rowsum:

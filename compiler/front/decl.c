@@ -117,9 +117,11 @@ decl_cta(S *s, const Node *d)
 void
 decl_tiles(S *s, const Node *d)
 {
-	static const char *const ok[] = {"grid", "order", "group", NULL};
+	static const char *const ok[] = {"grid", "order", "group", "per_sm",
+		NULL};
 	static const char *const ord[] = {"single", "persistent", "lpt", NULL};
 	const Node *g = attr(d, "grid"), *grp = attr(d, "group");
+	const Node *ps = attr(d, "per_sm");
 
 	attrs_allowed(s, d, ok);
 	if (s->k->ntile_dims) {
@@ -129,6 +131,18 @@ decl_tiles(S *s, const Node *d)
 	s->k->tiles_span = d->nspan;
 	int o = attr_word(s, d, "order", ord, 0);
 	s->k->order = o < 0 ? ORD_SINGLE : (TileOrder)(o + 1);
+	s->k->per_sm = 1;
+	if (ps && ps->a) {
+		int64_t v = 0;
+		if (s->k->order == ORD_SINGLE)
+			diag_error(s->ctx, ps->span, "'per_sm' sizes a persistent "
+				"grid ('order=persistent' or 'order=lpt'); with "
+				"one tile per CTA the grid is the tiles'");
+		else if (ps->a->kind == N_NAME && !strcmp(ps->a->name, "max"))
+			s->k->per_sm = 0;
+		else if (want_int(s, ps->a, "'per_sm' (or 'max')", 1, 32, &v))
+			s->k->per_sm = (int)v;
+	}
 	if (!g || !g->a) {
 		diag_error(s->ctx, d->nspan, "'tiles' needs 'grid=(...)': the "
 			"number of tiles along x, y and z");
@@ -160,13 +174,50 @@ decl_tiles(S *s, const Node *d)
 	}
 }
 
+/* blocked(m=M, n=N, threads=P, tpr=T, vec=V): the geometry a blocked
+ * layout must have (docs/LANGUAGE.md 8.1). */
+static void
+blocked_check(S *s, const Node *e, Layout *l)
+{
+	int p = l->threads, t = l->tpr, v = l->vec;
+
+	if (!l->m || !l->n || !p || !t || !v) {
+		diag_error(s->ctx, e->span, "'blocked' needs 'm=', 'n=', "
+			"'threads=', 'tpr=' and 'vec=', e.g. 'blocked(m=1, "
+			"n=4096, threads=256, tpr=256, vec=8)'");
+		return;
+	}
+	if (p % 32 || p > 1024)
+		diag_error(s->ctx, e->span, "'threads=%d' must be a multiple of "
+			"32 up to 1024: the warps that hold the tile", p);
+	else if (t & (t - 1) || p % t)
+		diag_error(s->ctx, e->span, "'tpr=%d' (threads per row) must be "
+			"a power of 2 that divides 'threads=%d'", t, p);
+	else if (v & (v - 1) || v > 8)
+		diag_error(s->ctx, e->span, "'vec=%d' must be 1, 2, 4 or 8", v);
+	else if (l->m % (p / t))
+		diag_error(s->ctx, e->span, "'m=%d' is not a multiple of %d, "
+			"the rows the %d threads hold at once (threads / tpr)",
+			l->m, p / t, p);
+	else if (l->n % (t * v))
+		diag_error(s->ctx, e->span, "'n=%d' is not a multiple of %d, "
+			"the columns a row's threads hold at once (tpr * vec)",
+			l->n, t * v);
+	else if ((int64_t)l->m * l->n / p > 256)
+		diag_error(s->ctx, e->span, "each thread would hold %lld "
+			"elements of a %dx%d tile; at most 256 fit its registers",
+			(long long)l->m * l->n / p, l->m, l->n);
+}
+
 /* layout NAME = smem(...) | wgmma_acc(...) | wgmma_a(...) | tmem_rows(...)
- * | rows(L) */
+ * | blocked(...) | rows(L) | cols(L) */
 static const Layout *
 layout_expr(S *s, const Node *e)
 {
 	static const char *const kinds[] = {"smem", "wgmma_acc", "wgmma_a",
-		"tmem_rows", "rows", NULL};
+		"tmem_rows", "rows", "blocked", "cols", NULL};
+	static const LayoutKind lk[] = {LK_SMEM, LK_WGMMA_ACC, LK_WGMMA_A,
+		LK_TMEM_ROWS, LK_ROWS, LK_BLOCKED, LK_COLS};
 	Layout *l = NEW(&s->ctx->perm, Layout);
 	int kind = -1;
 
@@ -182,15 +233,17 @@ layout_expr(S *s, const Node *e)
 	if (kind < 0) {
 		diag_error(s->ctx, e->span, "expected a layout: 'smem(...)', "
 			"'wgmma_acc(n=...)', 'wgmma_a(n=...)', "
-			"'tmem_rows(n=...)' or 'rows(L)'");
+			"'tmem_rows(n=...)', 'blocked(...)', 'rows(L)' or "
+			"'cols(L)'");
 		return NULL;
 	}
-	l->kind = (LayoutKind)(kind + 1);
-	l->m = kind == 3 ? 128 : 64;
+	l->kind = lk[kind];
+	l->m = l->kind == LK_TMEM_ROWS ? 128 : l->kind == LK_BLOCKED ? 0 : 64;
+	bool vec = l->kind == LK_ROWS || l->kind == LK_COLS;
 	for (int i = 0; i < e->kids.n; i++) {
 		const Node *a = e->kids.v[i];
 		int64_t v;
-		if (l->kind == LK_ROWS && a->kind != N_NAMEDARG) {
+		if (vec && a->kind != N_NAMEDARG) {
 			l->parent = layout_expr(s, a);
 			continue;
 		}
@@ -212,7 +265,16 @@ layout_expr(S *s, const Node *e)
 			else
 				diag_error(s->ctx, a->a->span, "'major' must be "
 					"'K' or 'MN'");
-		} else if (l->kind != LK_SMEM && l->kind != LK_ROWS &&
+		} else if (l->kind == LK_BLOCKED && (!strcmp(a->name, "m") ||
+		    !strcmp(a->name, "n") || !strcmp(a->name, "threads") ||
+		    !strcmp(a->name, "tpr") || !strcmp(a->name, "vec"))) {
+			int *f = a->name[0] == 'm' ? &l->m : a->name[0] == 'n' ?
+				&l->n : a->name[0] == 't' && a->name[1] == 'h' ?
+				&l->threads : a->name[0] == 't' ? &l->tpr : &l->vec;
+			if (want_int(s, a->a, "a 'blocked' argument", 1, 1 << 18,
+			    &v))
+				*f = (int)v;
+		} else if (l->kind != LK_SMEM && !vec && l->kind != LK_BLOCKED &&
 		    (!strcmp(a->name, "n") || !strcmp(a->name, "m"))) {
 			if (want_int(s, a->a, "a fragment extent", 8, 256, &v))
 				*(a->name[0] == 'n' ? &l->n : &l->m) = (int)v;
@@ -221,11 +283,24 @@ layout_expr(S *s, const Node *e)
 				"'%s'", kinds[kind], a->name);
 		}
 	}
-	if (l->kind == LK_ROWS && !l->parent) {
-		diag_error(s->ctx, e->span, "'rows' needs the layout whose "
-			"rows it holds, e.g. 'rows(acc)'");
+	if (vec && !l->parent) {
+		diag_error(s->ctx, e->span, "'%s' needs the layout whose %s it "
+			"holds, e.g. '%s(acc)'", kinds[kind], kinds[kind],
+			kinds[kind]);
 		return NULL;
 	}
+	if (l->kind == LK_COLS && l->parent->kind != LK_BLOCKED) {
+		diag_error(s->ctx, e->span, "'cols' needs a 'blocked' layout; "
+			"'%s' is not one", l->parent->name ? l->parent->name :
+			"?");
+		return NULL;
+	}
+	if (vec)  /* one value per row (column) of the parent's */
+		l->m = l->parent->m;
+	if (l->kind == LK_COLS)
+		l->n = l->parent->n;
+	if (l->kind == LK_BLOCKED)
+		blocked_check(s, e, l);
 	bool sm90 = s->k->target == TGT_SM90A;
 	if (sm90 && l->kind == LK_TMEM_ROWS)
 		diag_error(s->ctx, e->span, "'tmem_rows' is a tensor-memory "

@@ -156,6 +156,8 @@ typedef enum {
 	LK_TMEM_ROWS,    /* sm_100a tcgen05.ld 32x32b: one row per thread */
 	LK_ROWS,         /* one value per row of a parent layout */
 	LK_TMEM,         /* tensor-memory region: lane = row */
+	LK_BLOCKED,      /* blocked(m, n, threads, tpr, vec): any target */
+	LK_COLS,         /* one value per column of a blocked layout */
 } LayoutKind;
 
 struct Layout {
@@ -164,7 +166,10 @@ struct Layout {
 	int swizzle;          /* LK_SMEM: 0, 32, 64, 128 (bytes) */
 	bool mn_major;        /* LK_SMEM: MN-major, else K-major */
 	int m, n;             /* fragment shape */
-	const Layout *parent; /* LK_ROWS */
+	int threads;          /* LK_BLOCKED: threads holding the tile */
+	int tpr;              /* LK_BLOCKED: threads per row */
+	int vec;              /* LK_BLOCKED: consecutive elements per chunk */
+	const Layout *parent; /* LK_ROWS, LK_COLS */
 	Span span;
 };
 
@@ -245,6 +250,8 @@ typedef struct Kernel {
 	const Node *tile_dims[3];
 	const Node *tile_group;  /* 'group=G' of a persistent order, or NULL */
 	TileOrder order;
+	int per_sm;              /* 'per_sm=': CTAs of a persistent grid per
+				  * SM, 0: as many as fit (occupancy) */
 	Span tiles_span;
 	Res *res, *res_last; /* every declared resource, in order */
 	NameMap scope;       /* the same by name (scope.c) */

@@ -15,7 +15,10 @@ pg_frag(PG *g, Ref r, int *n)
 {
 	const SirVal *v = &g->sp->vals[r];
 	RKind k;
-	int cnt = g->ops->tile_regs(v, &k);
+	int cnt = pg_blocked_regs(v, &k);
+
+	if (cnt < 0)
+		cnt = g->ops->tile_regs(v, &k);
 
 	if (cnt <= 0) {
 		*n = 0;

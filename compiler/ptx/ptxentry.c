@@ -79,6 +79,10 @@ metadata(Ctx *ctx, const Kernel *k, Buf *out)
 		ord[k->order], k->ntile_dims);
 	if (k->tmem_cols)
 		buf_printf(out, " tmem=%d", k->tmem_cols);
+	if (k->per_sm == 0 && k->order != ORD_SINGLE)
+		buf_puts(out, " per_sm=max");
+	else if (k->per_sm > 1 && k->order != ORD_SINGLE)
+		buf_printf(out, " per_sm=%d", k->per_sm);
 	buf_putc(out, '\n');
 	buf_puts(out, "// fagen.grid");
 	for (int i = 0; i < k->ntile_dims; i++) {

@@ -476,7 +476,8 @@ gen_all_eq(PG *g, const SirIns *in)
 static void
 gen_ins(PG *g, const SirIns *in)
 {
-	if (g->failed || pg_tile_elem(g, in) || g->ops->tile_op(g, in))
+	if (g->failed || pg_tile_elem(g, in) || pg_blocked_op(g, in) ||
+	    g->ops->tile_op(g, in))
 		return;
 	switch (in->op) {
 	case SOP_const_i: case SOP_const_f: gen_const(g, in); break;

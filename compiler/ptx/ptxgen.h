@@ -43,6 +43,11 @@ int pg_tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
 
 bool pg_tile_elem(PG *, const SirIns *);  /* ptxtile.c: i32, bool tiles */
 
+/* ptxblock.c: blocked tiles, the same on every target */
+int pg_blocked_regs(const SirVal *, RKind *);  /* -1: not blocked */
+bool pg_blocked_keys(const Layout *, int j, int *row, int *col);
+bool pg_blocked_op(PG *, const SirIns *);
+
 /* common.c: helpers shared by the targets */
 PReg *pg_frag(PG *, Ref, int *n);  /* a tile's registers (ops->tile_regs) */
 void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */

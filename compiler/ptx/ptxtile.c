@@ -104,6 +104,16 @@ insn(const SirIns *in, Ty t)
  * the registers of one row (column) hold one value, and the gather
  * loads once per row (column) and copies. */
 
+/* The row and column keys of register j of a tile of layout l: a
+ * blocked layout's (ptxblock.c), else the target's; false without. */
+static bool
+keys(const PG *g, const Layout *l, int j, int *row, int *col)
+{
+	if (pg_blocked_keys(l, j, row, col))
+		return true;
+	return g->ops->elem_keys && g->ops->elem_keys(l, j, row, col);
+}
+
 /* For each of the n registers of a tile of layout l whose values depend
  * on d (sir_elem_deps) besides scalars, the first register holding the
  * same value (itself when it is the first): a gather loads only those,
@@ -117,7 +127,7 @@ same_as(const PG *g, const Layout *l, int d, int n, int *src)
 		int row, col;
 		src[j] = j;
 		if (d & ~(SD_ROW | SD_COL) || d == (SD_ROW | SD_COL) ||
-		    !g->ops->elem_keys || !g->ops->elem_keys(l, j, &row, &col))
+		    !keys(g, l, j, &row, &col))
 			continue;
 		key[j] = d == SD_ROW ? row : d == SD_COL ? col : 0;
 		for (int i = 0; i < j && src[j] == j; i++)
@@ -196,8 +206,7 @@ scatter(PG *g, const SirIns *in)
 	int row, col;
 
 	if (!lin || !ok || !v || m != n || (!rowvec && nv != n) ||
-	    (rowvec && (!g->ops->elem_keys || !g->ops->elem_keys(l, 0, &row,
-	    &col)))) {
+	    (rowvec && !keys(g, l, 0, &row, &col))) {
 		diag_error(g->ctx, in->span, "a scatter of a tile of layout "
 			"'%s' is not lowered to PTX for %s yet", l->name ?
 			l->name : "?", g->t->name);
@@ -218,7 +227,7 @@ scatter(PG *g, const SirIns *in)
 			continue;
 		PReg x = v[j];
 		if (rowvec) {
-			g->ops->elem_keys(l, j, &row, &col);
+			keys(g, l, j, &row, &col);
 			if (row < 0 || row >= nv)
 				fg_bug("scatter: row key %d of %d", row, nv);
 			x = v[row];

@@ -79,7 +79,13 @@ SOP(  smem_load,    0,     E_MEM,   T_ALL  )   /* r0 buffer -> frag */
 SOP(  gstore,       -1,    E_MEM,   T_ALL  )   /* r0 global [indices...] = v */
 SOP(  gload,        -1,    E_MEM,   T_ALL  )   /* r0 global [linear index];
 						  * a gather: index tile, ok */
-SOP(  gtload,       4,     E_MEM,   T_ALL  )   /* frag <- r0 global: lin,
-						  * limit, row index, stride */
+SOP(  gtload,       -1,    E_MEM,   T_ALL  )   /* frag <- r0 global: lin,
+						  * limit, row index, stride
+						  * [, width: blocked] */
 SOP(  gscatter,     3,     E_MEM,   T_ALL  )   /* r0 global [lin tile] = v
 						  * where the ok tile holds */
+SOP(  rowred_put,   1,     E_MEM,   T_ALL  )   /* a blocked row vector's
+						  * warp partials -> r0[ri0] */
+SOP(  rowred_get,   -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0] reduced
+						  * (imm 1: max), a0 partials
+						  * [, a1 init] */

@@ -39,20 +39,116 @@ rows_of(G *g, const Layout *l)
 	return r;
 }
 
-/* rowmax(x [, init]) and rowsum(x [, init]): reduce each row of a tile
- * to a row vector whose layout is rows(layout of x). */
+/* Split the named arguments 'via=B[s]' and 'bar=NB' off a reduction's
+ * call: *one keeps the positional ones.  False after a diagnostic. */
+static bool
+via_args(G *g, const Node *n, Node *one, const Node **via, const Node **bar)
+{
+	*one = *n;
+	*via = *bar = NULL;
+	for (int k = 0; k < n->kids.n; k++) {
+		const Node *a = n->kids.v[k];
+		if (a->kind != N_NAMEDARG) {
+			if (*via || *bar) {
+				diag_error(g->ctx, a->span, "'%s' takes its "
+					"operands before 'via=' and 'bar='",
+					n->a->name);
+				return false;
+			}
+			continue;
+		}
+		if (!strcmp(a->name, "via") && !*via)
+			*via = a;
+		else if (!strcmp(a->name, "bar") && !*bar)
+			*bar = a;
+		else {
+			diag_error(g->ctx, a->span, "'%s' takes the named "
+				"arguments 'via=BUF[s]' and 'bar=B' (a reduction "
+				"across warps), each once", n->a->name);
+			return false;
+		}
+		one->kids.n = k < one->kids.n ? k : one->kids.n;
+	}
+	if (!*via != !*bar) {
+		diag_error(g->ctx, n->span, "a reduction across warps needs "
+			"both 'via=BUF[s]' (f32 shared memory for the warps' "
+			"partial results) and 'bar=B' (a named barrier of the "
+			"partition)");
+		return false;
+	}
+	return true;
+}
+
+/* The rows of a blocked tile x span tpr / 32 warps: the warps' partial
+ * results go through shared memory 'via' (stage idx), then a barrier,
+ * then each thread reads its rows' partials.  SIR: rowred_put, bar_sync,
+ * rowred_get, so the verifier sees the writes, the barrier and the
+ * reads. */
+static Ref
+across_warps(G *g, const Node *n, SirOp op, Ref part, Ref init,
+	const Node *via, const Node *bar)
+{
+	const SirVal *xv = sg_val(g, part);
+	const Layout *bl = xv->lay->parent;
+	Ref sidx = 0, bidx = 0;
+	Res *b = sg_resource(g, via->a, R_SMEM, "a shared-memory buffer",
+		&sidx);
+	Res *nb = sg_resource(g, bar->a, R_NBAR, "a named barrier", &bidx);
+
+	if (!b || !nb)
+		return sg_err(g);
+	int64_t need = (int64_t)bl->m * (bl->tpr / 32);
+	int64_t have = 1;
+	for (int k = 0; k < b->rank; k++)
+		have *= b->shape[k];
+	if (b->ety != TY_F32 || have < need) {
+		diag_error(g->ctx, via->a->span, "'via=' needs f32 shared "
+			"memory of at least %lld elements a stage, one per row and "
+			"warp (%d row%s, %d warps a row); a stage of '%s' holds "
+			"%lld %s", (long long)need, bl->m, bl->m == 1 ? "" : "s",
+			bl->tpr / 32, b->name, (long long)have, ty_name(b->ety));
+		return sg_err(g);
+	}
+	SirIns *i = sg_emit(g, SOP_rowred_put, n->span);
+	i->a[0] = part;
+	i->na = 1;
+	i->r[0] = b;
+	i->ri[0] = sidx;
+	i = sg_emit(g, SOP_bar_sync, bar->span);
+	i->r[0] = nb;
+	i->ri[0] = bidx;
+	Ref r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
+	sg_frag_like(g, r, sg_val(g, part));
+	i = sg_emit(g, SOP_rowred_get, n->span);
+	i->dst = r;
+	i->a[0] = part;
+	i->a[1] = init;
+	i->na = init ? 2 : 1;
+	i->imm = op == SOP_rowmax;
+	i->r[0] = b;
+	i->ri[0] = sidx;
+	return r;
+}
+
+/* rowmax(x [, init] [, via=B[s], bar=NB]) and rowsum(...): reduce each
+ * row of a tile to a row vector whose layout is rows(layout of x). */
 static Ref
 reduce(G *g, const Node *n, SirOp op)
 {
 	const char *f = sir_ops[op].name;
 	Ref x, init = 0, r;
+	Node one;
+	const Node *via, *bar;
 
-	if (!nargs(g, n, f, 1, 2))
+	if (!via_args(g, n, &one, &via, &bar))
+		return sg_err(g);
+	if (!nargs(g, &one, f, 1, 2))
 		return sg_err(g);
 	x = sg_expr(g, n->kids.v[0]);
 	if (sg_val(g, x)->ty == TY_ERR)
 		return x;
-	if (sg_val(g, x)->ty != TY_FRAG || sg_val(g, x)->lay->kind == LK_ROWS) {
+	if (sg_val(g, x)->ty != TY_FRAG || sg_val(g, x)->lay->kind == LK_ROWS ||
+	    sg_val(g, x)->lay->kind == LK_COLS) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'%s' reduces the rows "
 			"of a register tile", f);
 		return sg_err(g);
@@ -63,8 +159,22 @@ reduce(G *g, const Node *n, SirOp op)
 			ty_name(sg_val(g, x)->ety));
 		return sg_err(g);
 	}
-	const Layout *rl = rows_of(g, sg_val(g, x)->lay);
-	if (n->kids.n == 2) {
+	const Layout *xl = sg_val(g, x)->lay;
+	bool wide = xl->kind == LK_BLOCKED && xl->tpr > 32;
+	if (via && !wide) {
+		diag_error(g->ctx, via->span, "a row of '%s' lies in one warp: "
+			"'%s' needs no 'via=' or 'bar='", sg_layname(xl), f);
+		return sg_err(g);
+	}
+	if (wide && !via) {
+		diag_error(g->ctx, n->span, "a row of '%s' spans %d warps: "
+			"'%s' reduces across them through shared memory; give "
+			"it 'via=BUF[s], bar=B'", sg_layname(xl), xl->tpr / 32,
+			f);
+		return sg_err(g);
+	}
+	const Layout *rl = rows_of(g, xl);
+	if (one.kids.n == 2) {
 		init = sg_expr(g, n->kids.v[1]);
 		SirVal *iv = sg_val(g, init);
 		if (iv->ty == TY_FRAG && !sg_same_layout(iv->lay, rl)) {
@@ -87,8 +197,10 @@ reduce(G *g, const Node *n, SirOp op)
 	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = x;
-	i->a[1] = init;
-	i->na = init ? 2 : 1;
+	i->a[1] = wide ? 0 : init;
+	i->na = init && !wide ? 2 : 1;
+	if (wide)
+		return across_warps(g, n, op, r, init, via, bar);
 	return r;
 }
 
@@ -544,6 +656,8 @@ sg_call(G *g, const Node *n)
 
 	if (!strcmp(f, "exp2"))
 		return exp2_call(g, n);
+	if (!strcmp(f, "rowmax") || !strcmp(f, "rowsum"))
+		return reduce(g, n, f[3] == 'm' ? SOP_rowmax : SOP_rowsum);
 	for (int k = 0; k < n->kids.n; k++)
 		if (n->kids.v[k]->kind == N_NAMEDARG) {
 			diag_error(g->ctx, n->kids.v[k]->span, "'%s' takes no "

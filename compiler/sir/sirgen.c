@@ -120,7 +120,7 @@ const char *
 sg_layname(const Layout *l)
 {
 	static const char *const k[] = {"?", "smem", "wgmma_acc", "wgmma_a",
-		"tmem_rows", "rows", "tmem"};
+		"tmem_rows", "rows", "tmem", "blocked", "cols"};
 	return l ? (l->name ? l->name : k[l->kind]) : "?";
 }
 
@@ -129,8 +129,16 @@ sg_layname(const Layout *l)
 bool
 sg_rows_fit(const Layout *rows, const Layout *tile)
 {
-	return rows && tile && rows->kind == LK_ROWS && rows->parent &&
-		rows->parent->kind == tile->kind && rows->parent->m == tile->m;
+	if (!rows || !tile || !rows->parent)
+		return false;
+	const Layout *p = rows->parent;
+	if (rows->kind == LK_COLS)  /* columns: n, tpr and vec */
+		return tile->kind == LK_BLOCKED && p->n == tile->n &&
+			p->tpr == tile->tpr && p->vec == tile->vec;
+	if (rows->kind != LK_ROWS || p->kind != tile->kind || p->m != tile->m)
+		return false;
+	return p->kind != LK_BLOCKED || (p->threads == tile->threads &&
+		p->tpr == tile->tpr);
 }
 
 bool
@@ -142,6 +150,11 @@ sg_same_layout(const Layout *a, const Layout *b)
 		return false;
 	if (a->kind == LK_ROWS)
 		return sg_rows_fit(a, b->parent);
+	if (a->kind == LK_COLS)
+		return sg_rows_fit(a, b->parent);
+	if (a->kind == LK_BLOCKED)
+		return a->n == b->n && a->threads == b->threads &&
+			a->tpr == b->tpr && a->vec == b->vec;
 	return a->n == b->n;
 }
 

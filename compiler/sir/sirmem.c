@@ -87,11 +87,36 @@ tile_rows(G *g, const Node *n, const Res *r, int rowdim, const Node *rd,
 	return *lv && sg_val(g, *stride)->ty != TY_ERR;
 }
 
+/* 'width=W' of a blocked tile's (or column vector's) move to or from
+ * global memory: columns >= W are not read (they read 0) or written.
+ * *wv is INT32_MAX without one, 0 for a tile of another layout; false
+ * after a diagnostic (also for 'width=' on a tile of another layout). */
+static bool
+width_of(G *g, const Node *n, const SirVal *v, Ref *wv)
+{
+	const Node *w = sg_opattr(g, n, "width", false);
+	bool bl = v->lay && (v->lay->kind == LK_BLOCKED ||
+		v->lay->kind == LK_COLS);
+
+	*wv = 0;
+	if (w && !bl) {
+		diag_error(g->ctx, w->span, "'width' bounds the columns of a "
+			"'blocked' tile or a column vector; this is a tile of "
+			"'%s'", sg_layname(v->lay));
+		return false;
+	}
+	if (!bl)
+		return true;
+	*wv = w && w->a ? sg_int_arg(g, w->a, "'width'") :
+		sg_const_i(g, INT32_MAX, TY_I32, n->span);
+	return *wv != 0;
+}
+
 /* store G[i0, ...], t [rowdim=K] [limit=L]: element (r, c) of a 2-D tile
  * goes to the indices given with r added to index K and c to the last;
  * rows whose index K is >= L are skipped.  SIR: a[0] the linear index,
  * a[1] the tile, a[2] the limit (INT32_MAX without one), a[3] index K,
- * a[4] the row stride in elements. */
+ * a[4] the row stride in elements; a blocked tile, a[5] its width. */
 static void
 store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	Ref v, const Node *rd)
@@ -102,6 +127,12 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 
 	if (red && !red->a)
 		return;
+	if (sv->lay->kind == LK_COLS) {
+		diag_error(g->ctx, n->kids.v[1]->span, "'store' writes scalars, "
+			"row vectors and 2-D tiles; a column vector is not "
+			"stored (multiply it into a tile first)");
+		return;
+	}
 	if (red && (red->a->kind != N_NAME || strcmp(red->a->name, "add"))) {
 		diag_error(g->ctx, red->span, "'reduce' takes 'add' (an atomic "
 			"add of each element into global memory)");
@@ -122,8 +153,9 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 			r->rank);
 		return;
 	}
-	Ref stride, lv;
-	if (!tile_rows(g, n, r, rowdim, rd, &stride, &lv))
+	Ref stride, lv, wv;
+	if (!width_of(g, n, sv, &wv) || !tile_rows(g, n, r, rowdim, rd,
+	    &stride, &lv))
 		return;
 	SirIns *i = sg_emit(g, SOP_gstore, n->span);
 	r->direct = true;
@@ -133,6 +165,10 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	i->a[3] = rix;
 	i->a[4] = stride;
 	i->na = 5;
+	if (sv->lay->kind == LK_BLOCKED) {
+		i->a[5] = wv;
+		i->na = 6;
+	}
 	i->imm = red != NULL;  /* 1: reduce=add (red.global.add) */
 	i->r[0] = r;
 }
@@ -170,7 +206,8 @@ sg_op_gload(G *g, const Node *n)
 {
 	Ref idx = 0;
 
-	sg_noattrs(g, n, (const char *const[]){"limit", "rowdim", NULL});
+	sg_noattrs(g, n, (const char *const[]){"limit", "rowdim", "width",
+		NULL});
 	if (!sg_argc(g, n, 2, 2))
 		return;
 	const Node *d = n->kids.v[1];
@@ -184,7 +221,8 @@ sg_op_gload(G *g, const Node *n)
 	if (!r || sg_val(g, x)->ty == TY_ERR)
 		return;
 	const SirVal xv = *sg_val(g, x);
-	bool rv = xv.lay->kind == LK_ROWS;
+	bool cv = xv.lay->kind == LK_COLS;
+	bool rv = xv.lay->kind == LK_ROWS || cv;
 	if (!xv.mut) {
 		diag_error(g->ctx, n->kids.v[0]->span, "'global_load' writes a "
 			"'reg' tile or row vector; '%s' is not a 'reg' variable",
@@ -217,7 +255,8 @@ sg_op_gload(G *g, const Node *n)
 		return;
 	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, d, r, &last,
 		(int)rowdim, &rix), stride = 0, lv = 0;
-	if (!lin || (rv ? !(lv = rows_limit(g, n, &stride)) :
+	Ref wv = 0;
+	if (!lin || !width_of(g, n, &xv, &wv) || (rv ? !(lv = rows_limit(g, n, &stride)) :
 	    !tile_rows(g, n, r, (int)rowdim, rd, &stride, &lv)))
 		return;
 	SirIns *i = sg_emit(g, SOP_gtload, n->span);
@@ -228,6 +267,10 @@ sg_op_gload(G *g, const Node *n)
 	i->a[2] = rix;
 	i->a[3] = stride;
 	i->na = 4;
+	if (cv || xv.lay->kind == LK_BLOCKED) {
+		i->a[4] = wv;
+		i->na = 5;
+	}
 	i->r[0] = r;
 }
 
@@ -242,7 +285,7 @@ sg_op_mem(G *g, const Node *n)
 	bool smem = n->op == OP_SSTORE || n->op == OP_SLOAD;
 
 	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
-		"rowdim", "reduce", NULL} : smem ? (const char *const[]){"row",
+		"rowdim", "reduce", "width", NULL} : smem ? (const char *const[]){"row",
 		"col", NULL} : (const char *const[]){"cols", NULL});
 	if (!sg_argc(g, n, 2, 2))
 		return;
@@ -274,6 +317,8 @@ sg_op_mem(G *g, const Node *n)
 		tmp.a[tmp.na++] = lin;
 		Ref v = sg_expr(g, n->kids.v[1]);
 		SirVal *sv = sg_val(g, v);
+		if (sv->ty == TY_ERR)
+			return;
 		if (sv->ty == TY_FRAG && sv->lay->kind != LK_ROWS) {
 			store_tile(g, n, r, lin, rix, (int)rowdim, v, rd);
 			return;

@@ -608,23 +608,31 @@ sg_resource_tmem(G *g, const Node *e, Ref *idx)
 const Layout *
 sg_layout_ref(G *g, const Node *e)
 {
-	if (e->kind == N_CALL && e->a->kind == N_NAME &&
-	    !strcmp(e->a->name, "rows") && e->kids.n == 1) {
+	bool cols = e->kind == N_CALL && e->a->kind == N_NAME &&
+		!strcmp(e->a->name, "cols") && e->kids.n == 1;
+	if (e->kind == N_CALL && e->a->kind == N_NAME && (cols ||
+	    !strcmp(e->a->name, "rows")) && e->kids.n == 1) {
 		const Layout *p = sg_layout_ref(g, e->kids.v[0]);
 		if (!p)
 			return NULL;
+		if (cols && p->kind != LK_BLOCKED) {
+			diag_error(g->ctx, e->span, "'cols' needs a 'blocked' "
+				"layout; '%s' is not one", sg_layname(p));
+			return NULL;
+		}
 		Layout *r = NEW(&g->ctx->perm, Layout);
 		Buf b;
-		*r = (Layout){.kind = LK_ROWS, .parent = p, .m = p->m, .n = 1};
+		*r = (Layout){.kind = cols ? LK_COLS : LK_ROWS, .parent = p,
+			.m = p->m, .n = cols ? p->n : 1};
 		buf_init(&b, &g->ctx->perm);
-		buf_printf(&b, "rows(%s)", sg_layname(p));
+		buf_printf(&b, "%s(%s)", cols ? "cols" : "rows", sg_layname(p));
 		r->name = b.p;
 		return r;
 	}
 	Res *r = e->kind == N_NAME ? kernel_find(g->k, e->name) : NULL;
 	if (!r || r->kind != R_LAYOUT) {
-		diag_error(g->ctx, e->span, "expected the name of a 'layout' or "
-			"'rows(NAME)'");
+		diag_error(g->ctx, e->span, "expected the name of a 'layout', "
+			"'rows(NAME)' or 'cols(NAME)'");
 		return NULL;
 	}
 	if (r->cval.lay && r->cval.lay->kind == LK_SMEM) {

@@ -362,7 +362,9 @@ reg(G *g, const Node *n)
 		bind_err(g, n);
 		return;
 	}
-	int want = l->kind == LK_ROWS ? 1 : 2;
+	bool cols = l->kind == LK_COLS;
+	int want = l->kind == LK_ROWS || cols ? 1 : 2;
+	bool wide = cols || l->kind == LK_BLOCKED;
 	if (n->b->kids.n != 1 || n->b->kids.v[0]->kids.n != want) {
 		diag_error(g->ctx, n->b->span, "a tile with layout '%s' has %d "
 			"dimension%s, e.g. '%s'", sg_layname(l), want,
@@ -374,14 +376,44 @@ reg(G *g, const Node *n)
 	int64_t sh[2] = {0, 1};
 	for (int i = 0; i < want; i++)
 		if (!sg_const_arg(g, n->b->kids.v[0]->kids.v[i], "a tile extent", 1,
-		    512, &sh[i])) {
+		    wide ? 1 << 18 : 512, &sh[i])) {
 			bind_err(g, n);
 			return;
 		}
-	if (l->kind != LK_ROWS && (l->m != sh[0] || (l->n && l->n != sh[1]))) {
+	if (cols) {  /* a column vector: 1 x n */
+		if (sh[0] != l->n) {
+			diag_error(g->ctx, n->b->span, "layout '%s' has %d "
+				"columns but the vector has %lld",
+				sg_layname(l), l->n, (long long)sh[0]);
+			bind_err(g, n);
+			return;
+		}
+		sh[1] = sh[0];
+		sh[0] = 1;
+	}
+	if (l->kind != LK_ROWS && !cols && (l->m != sh[0] ||
+	    (l->n && l->n != sh[1]))) {
 		diag_error(g->ctx, n->b->span, "layout '%s' is %dx%d but the "
 			"tile is %lldx%lld", sg_layname(l), l->m, l->n,
 			(long long)sh[0], (long long)sh[1]);
+		bind_err(g, n);
+		return;
+	}
+	const Layout *bl = cols ? l->parent : l;
+	const Layout *blk = l->kind == LK_ROWS ? l->parent : bl;
+	int pthreads = 32 * (g->p->part->warp_hi - g->p->part->warp_lo + 1);
+	if (blk && blk->kind == LK_BLOCKED && blk->threads != pthreads) {
+		diag_error(g->ctx, la->span, "layout '%s' spreads a tile over "
+			"'threads=%d', but partition '%s' has %d threads: each "
+			"of them must hold its part", sg_layname(blk),
+			blk->threads, g->p->part->name, pthreads);
+		bind_err(g, n);
+		return;
+	}
+	if (wide && ty_bytes(ety) == 2 && bl->tpr && (cols ? bl->n /
+	    bl->tpr : (int64_t)bl->m * bl->n / bl->threads) % 2) {
+		diag_error(g->ctx, n->b->span, "a 16-bit tile of '%s' needs "
+			"an even count of elements per thread", sg_layname(l));
 		bind_err(g, n);
 		return;
 	}

@@ -39,6 +39,8 @@ syms(Driver *d, char *why, size_t whylen)
 		{(void **)&cu->ModuleUnload, "cuModuleUnload"},
 		{(void **)&cu->ModuleGetFunction, "cuModuleGetFunction"},
 		{(void **)&cu->FuncSetAttribute, "cuFuncSetAttribute"},
+		{(void **)&cu->OccupancyMaxActiveBlocksPerMultiprocessor,
+			"cuOccupancyMaxActiveBlocksPerMultiprocessor"},
 		{(void **)&cu->LaunchKernelEx, "cuLaunchKernelEx"},
 		{(void **)&cu->TensorMapEncodeTiled, "cuTensorMapEncodeTiled"},
 		{(void **)&cu->GetErrorName, "cuGetErrorName"},

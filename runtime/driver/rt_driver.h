@@ -29,6 +29,8 @@ typedef struct CudaApi {
 	CUresult (*ModuleUnload)(CUmodule);
 	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
 	CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+	CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *,
+		CUfunction, int, size_t);
 	CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **,
 		void **);
 	CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType,

@@ -216,6 +216,15 @@ load_module(fg_kernel *k, const Driver *d)
 	    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 	    (int)k->meta.smem), "cuFuncSetAttribute(max dynamic smem)")))
 		goto fail;
+	/* per_sm=max: as many CTAs of a persistent grid as fit an SM */
+	k->occupancy = 1;
+	if (k->meta.order != ORD_SINGLE && !k->meta.per_sm && (st =
+	    cuda_check(c, d, d->cu.OccupancyMaxActiveBlocksPerMultiprocessor(
+	    &k->occupancy, k->fn, k->meta.threads, (size_t)k->meta.smem),
+	    "cuOccupancyMaxActiveBlocksPerMultiprocessor")))
+		goto fail;
+	if (k->occupancy < 1)
+		k->occupancy = 1;
 	return FG_OK;
 fail:
 	d->cu.ModuleUnload(k->mod);

@@ -3,9 +3,10 @@
  * on the caller's stream.
  *
  * Grid: order=single launches the tile grid itself (x, y, z);
- * persistent and lpt launch min(#SMs, tiles) CTAs in x (one CTA per SM is
- * assumed; fg_kernel_set_grid_limit lowers or raises the cap), and the
- * CTAs walk the tiles.  A cluster is launched with the
+ * persistent and lpt launch min(#SMs x per_sm, tiles) CTAs in x ('tiles
+ * ... per_sm=N': N per SM, 1 by default; 'per_sm=max': as many as fit,
+ * the occupancy found at load; fg_kernel_set_grid_limit lowers or raises
+ * the cap), and the CTAs walk the tiles.  A cluster is launched with the
  * cluster-dimension attribute; the grid must be a multiple of it.
  * Block: (threads, 1, 1); dynamic shared memory: the kernel's smem. */
 #include <stdio.h>
@@ -86,7 +87,8 @@ grid(const fg_kernel *k, const Driver *d, const Bound *b, unsigned g[3])
 		return;
 	}
 	int64_t cap = atomic_load(&k->max_ctas);
-	cap = cap ? cap : d->nsm;
+	cap = cap ? cap : (int64_t)d->nsm * (m->per_sm ? m->per_sm :
+		k->occupancy);
 	n = n < cap ? n : cap;
 	n -= n % cx;
 	g[0] = (unsigned)(n > cx ? n : cx);

@@ -108,13 +108,14 @@ kernel_line(P *p, const Line *l)
 {
 	static const char *const ords[] = {"single", "persistent", "lpt"};
 	Meta *m = p->m;
-	int64_t threads = 0, smem = 0, tiles = 0, tmem = 0, v[3];
+	int64_t threads = 0, smem = 0, tiles = 0, tmem = 0, per_sm = 1, v[3];
 	const struct {
 		const char *key;
 		int64_t hi, *dst;
 	} nums[] = {
 		{"threads", 1024, &threads}, {"smem", INT32_MAX, &smem},
 		{"tiles", 3, &tiles}, {"tmem", 512, &tmem},
+		{"per_sm", 32, &per_sm},  /* or 'max': 0 */
 	};
 	const char *s;
 
@@ -129,6 +130,9 @@ kernel_line(P *p, const Line *l)
 			for (int j = 0; j < 3; j++)
 				if (!strcmp(s, ords[j]))
 					m->order = ORD_SINGLE + j;
+		} else if ((s = val(t, "per_sm")) && !strcmp(s, "max")) {
+			per_sm = 0;
+			continue;
 		} else if ((s = val(t, "cluster"))) {
 			if (list(s, 1, 16, v, 3) != 3)
 				return fail(p, "bad value in '%s'", t);
@@ -150,6 +154,7 @@ kernel_line(P *p, const Line *l)
 	m->smem = smem;
 	m->ntiles = (int)tiles;
 	m->tmem = (int)tmem;
+	m->per_sm = (int)per_sm;
 	return true;
 }
 

@@ -51,6 +51,7 @@ typedef struct Meta {
 	int threads, cluster[3];
 	int64_t smem;
 	TileOrder order;
+	int per_sm;          /* persistent CTAs per SM; 0: occupancy's */
 	int tmem;
 	int ntiles;
 	Rpn grid[3];
@@ -127,7 +128,8 @@ struct fg_kernel {
 	double assemble_ms;
 	bool driver_jit;      /* no assembler: cuModuleLoadDataEx on PTX */
 	atomic_bool loaded;
-	atomic_int max_ctas;  /* persistent grid cap, 0: #SMs */
+	atomic_int max_ctas;  /* persistent grid cap, 0: #SMs x per SM */
+	int occupancy;        /* CTAs per SM that fit, once loaded */
 	CUmodule mod;
 	CUfunction fn;
 };

@@ -409,6 +409,16 @@ check_kernel(Ctx *ctx, int argc, char **argv)
 	int bad = 0;
 
 	for (int i = 4; i < argc; i++) {
+		if (!strcmp(argv[i], "--arch") && i + 1 < argc) {
+			const Target *t = target_lookup(argv[++i]);
+			if (!t) {
+				fprintf(stderr, "fgdesc: bad --arch '%s'\n",
+					argv[i]);
+				return 2;
+			}
+			ctx->arch = t->id;
+			continue;
+		}
 		const char *a = argv[i][2] ? argv[i] + 2 : argv[++i];
 		const char *eq = a ? strchr(a, '=') : NULL;
 		if (!eq || !ctx_define(ctx, intern(ctx->strs, a, (size_t)(eq -

@@ -24,6 +24,14 @@
  *                                             (bf16), A (reduce=add) and
  *                                             R (a row vector), against C
  *
+ *   sim_kernel rmsnorm PTX M NC [resid] [noweight]
+ *                                             schedules/rmsnorm.fa (issue
+ *                                             #26): Y, RSTD (and XO) of
+ *                                             16-bit rows against float64
+ *   sim_kernel softmax PTX M NC [bwd]         schedules/softmax.fa: Y (or,
+ *                                             bwd, DX from Y and DY) of
+ *                                             16-bit rows against float64
+ *
  * PTX is a file of tests/shipped (fagen's output for a shipped schedule,
  * kept byte-identical by golden.shipped.*).  Outputs are poisoned with
  * NaN bytes first, so an element nothing writes fails; inputs are
@@ -280,6 +288,131 @@ gather(int sq, int l)
 	return bad != 0;
 }
 
+/* schedules/rmsnorm.fa (issue #26): Y = X rsqrt(mean(X^2) + eps) W
+ * (X + R with resid, also written to XO), RSTD per row, against float64;
+ * Y within two roundings to 16 bits, RSTD within 2^-20. */
+static int
+rmsnorm(long m, long nc, bool resid, bool weight, bool f16)
+{
+	uint16_t *x, *w, *y, *r = NULL, *xo = NULL;
+	float *rs;
+	double eps = 1e-5, worst = 0;
+	SimVal v[10] = {{.i = m}, {.i = nc}, {.f = 1.0 / (double)nc},
+		{.f = eps}};
+	long bad = 0;
+	int nv = 8;
+
+	v[4].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
+	v[5].ptr = buffer((size_t)nc * 2, 0, (void **)&w);
+	v[6].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&y);
+	v[7].ptr = buffer((size_t)m * 4, 0xff, (void **)&rs);
+	if (resid) {
+		v[8].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&r);
+		v[9].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&xo);
+		nv = 10;
+	}
+	for (long i = 0; i < m * nc; i++) {
+		x[i] = to16(urand() * 3, f16);
+		if (r)
+			r[i] = to16(urand(), f16);
+	}
+	for (long i = 0; i < nc; i++)
+		w[i] = to16(urand() + 1.0, f16);
+	launch(v, nv);
+	for (long i = 0; i < m; i++) {
+		double ss = 0;
+		for (long j = 0; j < nc; j++) {
+			double a = from16(x[i * nc + j], f16);
+			if (r) {
+				/* the sum is rounded to 16 bits for XO, and the
+				 * norm reads the f32 sum */
+				float t = (float)a + (float)from16(r[i * nc + j],
+					f16);
+				bad += xo[i * nc + j] != to16(t, f16);
+				a = t;
+			}
+			ss += a * a;
+		}
+		double rstd = 1 / sqrt(ss / (double)nc + eps);
+		double e = fabs(rs[i] - rstd) / rstd;
+		worst = e > worst ? e : worst;
+		bad += !(e <= 0x1p-20);
+		for (long j = 0; j < nc; j++) {
+			double a = from16(x[i * nc + j], f16);
+			if (r)
+				a = (float)a + (float)from16(r[i * nc + j], f16);
+			double want = a * rstd * (weight ? from16(w[j], f16) :
+				1.0);
+			double got = from16(y[i * nc + j], f16);
+			double tol = fabs(want) * (f16 ? 0x1p-10 : 0x1p-7) +
+				1e-6;
+			bad += !(fabs(got - want) <= tol);
+		}
+	}
+	printf("rmsnorm M=%ld NC=%ld%s%s: rstd rel err %.2e, %ld values "
+		"differ -> %s\n", m, nc, resid ? " resid" : "", weight ? "" :
+		" noweight", worst, bad, bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
+/* schedules/softmax.fa: Y = softmax(X) per row, or with bwd DX = Y (DY -
+ * sum(DY Y)) from Y and DY, against float64, within two roundings to 16
+ * bits (relative to the row's largest value, for DX). */
+static int
+softmax(long m, long nc, bool bwd, bool f16)
+{
+	uint16_t *a, *b, *o;
+	long bad = 0;
+	double worst = 0;
+	SimVal v[5] = {{.i = m}, {.i = nc}};
+
+	v[2].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&a);
+	v[3].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&b);
+	if (bwd)
+		v[4].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&o);
+	else
+		o = b;
+	for (long i = 0; i < m * nc; i++) {
+		a[i] = to16(bwd ? (urand() + 1) / (double)nc : urand() * 8, f16);
+		if (bwd)
+			b[i] = to16(urand(), f16);
+	}
+	launch(v, bwd ? 5 : 4);
+	for (long i = 0; i < m; i++) {
+		const uint16_t *x = a + i * nc, *d = b + i * nc;
+		double mx = -INFINITY, sum = 0, big = 0;
+		for (long j = 0; j < nc; j++) {
+			double t = from16(x[j], f16);
+			mx = t > mx ? t : mx;
+			sum += bwd ? t * from16(d[j], f16) : 0;
+		}
+		if (!bwd)
+			for (long j = 0; j < nc; j++)
+				sum += exp(from16(x[j], f16) - mx);
+		double *want = malloc((size_t)nc * sizeof *want);
+		for (long j = 0; j < nc; j++) {
+			double t = from16(x[j], f16);
+			want[j] = bwd ? t * (from16(d[j], f16) - sum) :
+				exp(t - mx) / sum;
+			big = fabs(want[j]) > big ? fabs(want[j]) : big;
+		}
+		for (long j = 0; j < nc; j++) {
+			double got = from16(o[i * nc + j], f16);
+			double e = fabs(got - want[j]);
+			double tol = (fabs(want[j]) + (bwd ? big * 0x1p-8 : 0)) *
+				(f16 ? 0x1p-9 : 0x1p-7) + 1e-7;
+			worst = e / (fabs(want[j]) + 1e-3) > worst ? e /
+				(fabs(want[j]) + 1e-3) : worst;
+			bad += !(e <= tol);
+		}
+		free(want);
+	}
+	printf("softmax%s M=%ld NC=%ld: max rel err %.2e, %ld values differ "
+		"-> %s\n", bwd ? " bwd" : "", m, nc, worst, bad, bad ? "FAIL" :
+		"ok");
+	return bad != 0;
+}
+
 static int
 fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 {
@@ -509,7 +642,17 @@ main(int argc, char **argv)
 		rc = fa(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), !strcmp(argv[8], "causal"),
 			f16);
-	else if (!strcmp(argv[1], "gather"))
+	else if (!strcmp(argv[1], "rmsnorm")) {
+		bool resid = false, weight = true;
+		for (int a = 5; a < argc; a++) {
+			resid |= !strcmp(argv[a], "resid");
+			weight &= strcmp(argv[a], "noweight") != 0;
+		}
+		rc = rmsnorm(atol(argv[3]), atol(argv[4]), resid, weight, f16);
+	} else if (!strcmp(argv[1], "softmax")) {
+		rc = softmax(atol(argv[3]), atol(argv[4]), argc > 5 &&
+			!strcmp(argv[5], "bwd"), f16);
+	} else if (!strcmp(argv[1], "gather"))
 		rc = gather(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "scatter"))
 		rc = scatter(atoi(argv[3]), atoi(argv[4]));

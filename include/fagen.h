@@ -104,7 +104,7 @@ typedef struct fg_options {
 				 * libcuda.so.1 */
 	const char *schedule_dir; /* schedules to use instead of the
 				 * shipped ones built into libfagen, for
-				 * fg_attention_forward; NULL:
+				 * fg_attention_* and fg_rms_norm; NULL:
 				 * $FAGEN_SCHEDULE_DIR, else the built-in
 				 * copy */
 } fg_options;
@@ -252,9 +252,10 @@ FG_API fg_status fg_kernel_arg(const fg_kernel *, int i, fg_arg_info *);
  * JIT is used; *len gets its size. */
 FG_API const void *fg_kernel_cubin(const fg_kernel *, size_t *len);
 
-/* Cap the CTAs of a persistent or lpt kernel's grid (0, the default: one
- * per SM); the CTAs share the tiles whatever their number.  Launching
- * fewer leaves SMs to other streams' work.  No effect on order=single. */
+/* Cap the CTAs of a persistent or lpt kernel's grid (0, the default: the
+ * schedule's 'per_sm' per SM, one unless it says otherwise); the CTAs
+ * share the tiles whatever their number.  Launching fewer leaves SMs to
+ * other streams' work.  No effect on order=single. */
 FG_API fg_status fg_kernel_set_grid_limit(fg_kernel *, int max_ctas);
 
 /* ---------------------------------------------------------------- launch */
@@ -308,6 +309,7 @@ FG_API fg_status fg_launch(fg_kernel *, struct CUstream_st *stream,
 typedef enum fg_dtype {
 	FG_DTYPE_BF16 = 1,
 	FG_DTYPE_F16,
+	FG_DTYPE_F32,           /* fg_rms_norm only */
 } fg_dtype;
 
 /* One attention problem: O = softmax(Q K^T * scale) V and, per query row,
@@ -488,6 +490,38 @@ typedef struct fg_attention_bwd_args {
 
 FG_API fg_status fg_attention_backward(fg_ctx *,
 	const fg_attention_bwd_args *a, struct CUstream_st *stream);
+
+/* ---------------------------------------------------------------- norms */
+
+/* RMSNorm (issue #26), with the residual add of pre-norm transformers
+ * fused in: per row i of x, y_i = s_i * rstd_i * weight with s_i = x_i
+ * (+ residual_i) and rstd_i = 1 / sqrt(mean(s_i^2) + eps), computed in
+ * f32.  x is [..., n], its outer dimensions flattened into rows; out,
+ * residual and residual_out have x's shape, weight is [n]; all are of
+ * dtype, dense and row-major (strides all 0, or those of a dense tensor).
+ * A tensor's rank 0 with all dims 0 means the shape it must have (x's;
+ * weight: [n]).  Outputs may not overlap the inputs or each other. */
+typedef struct fg_rmsnorm_args {
+	fg_tensor x;              /* input: rank 1 to FG_MAX_RANK */
+	fg_tensor weight;         /* [n]; ptr 0: none (y = s * rstd) */
+	fg_tensor residual;       /* like x; ptr 0: none */
+	fg_tensor out;            /* output y, like x */
+	fg_tensor residual_out;   /* output s = x + residual rounded to
+				   * dtype, like x; given iff residual is */
+	uint64_t rstd;            /* output: f32 [rows], dense; 0: not
+				   * wanted (the kernel then writes scratch
+				   * memory from a stream-ordered pool) */
+	fg_dtype dtype;           /* FG_DTYPE_BF16, _F16 or _F32 */
+	double eps;               /* finite, >= 0 */
+} fg_rmsnorm_args;
+
+/* Validate *a, pick rmsnorm.fa's configuration for the row width and
+ * alignment (docs/API.md), compile and load it on first use (kept in
+ * ctx), and launch it asynchronously on stream (not the legacy default
+ * stream).  Empty tensors launch nothing.  FG_ERR_UNSUPPORTED for rows
+ * wider than one CTA takes (8192 16-byte accesses; issue #27). */
+FG_API fg_status fg_rms_norm(fg_ctx *, const fg_rmsnorm_args *a,
+	struct CUstream_st *stream);
 
 #ifdef __cplusplus
 }

@@ -81,7 +81,8 @@ fg_ctx_destroy(fg_ctx *c)
 {
 	if (!c)
 		return;
-	attn_free(c);         /* their modules need the driver */
+	norm_free(c);         /* their modules need the driver */
+	attn_free(c);
 	ref_free(c);
 	cuda_free(c);
 	jit_free(c);

@@ -4,7 +4,8 @@
  * header and those below (tests/arch/check-runtime-layers.sh checks it):
  *
  *	runtime/api.c    the context's creation and teardown
- *	runtime/front/   fg_attention_forward, fg_attention_reference
+ *	runtime/front/   fg_attention_forward, fg_attention_reference,
+ *	                 fg_rms_norm
  *	runtime/jit/     compile, metadata, arguments, assembly, cache,
  *	                 kernels and launches
  *	runtime/driver/  the CUDA driver, loaded with dlopen
@@ -50,6 +51,7 @@ typedef struct Driver Driver;           /* driver/cuda.c */
 typedef struct Tools Tools;             /* jit/jit.c */
 typedef struct AttnVariant AttnVariant; /* front/attention.c */
 typedef struct RefModule RefModule;     /* front/reference.c */
+typedef struct NormVariant NormVariant; /* front/norm.c */
 
 struct fg_ctx {
 	fg_alloc alloc;
@@ -70,11 +72,13 @@ struct fg_ctx {
 	Driver *drv;          /* loaded on first use */
 	Tools *tools;         /* found on first use */
 	char *schedule_dir;   /* NULL: $FAGEN_SCHEDULE_DIR or the defaults */
-	pthread_mutex_t attn_mu;  /* guards attn; held while one compiles */
+	pthread_mutex_t attn_mu;  /* guards attn and norm; held while one
+				   * compiles */
 	AttnVariant *attn;    /* fg_attention_forward's kernels */
+	NormVariant *norm;    /* fg_rms_norm's, under attn_mu */
 	RefModule *ref;       /* fg_attention_reference's, under attn_mu */
-	/* fg_attention_backward's scratch pool, under attn_mu; NULL until
-	 * first used */
+	/* the scratch pool of fg_attention_backward and fg_rms_norm, under
+	 * attn_mu; NULL until first used */
 	struct CUmemPoolHandle_st *bwd_pool;
 };
 

@@ -20,8 +20,8 @@
  * B=1, S=16k, H=32, D=128 is 256 MB. */
 #define BWD_KEEP ((cuuint64_t)1 << 30)
 
-static fg_status
-pool(fg_ctx *c, const Driver *d, CUmemoryPool *out)
+fg_status
+attn_pool(fg_ctx *c, const Driver *d, CUmemoryPool *out)
 {
 	const CudaApi *cu = &d->cu;
 	CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -197,7 +197,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
 	    "fa_bwd_sm90.fa", cc, &fk, false, &mid)) ||
 	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, f, true,
-	    &post)) || (st = pool(c, d, &mp)))
+	    &post)) || (st = attn_pool(c, d, &mp)))
 		return st;
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))

@@ -3,7 +3,8 @@
  * Takes: runtime/jit (rt_jit.h) and the layers below it.  Gives:
  * fg_attention_forward and fg_attention_backward (backward.c) on the
  * shipped schedules and fg_attention_reference, the unfused baseline,
- * with their shared argument checks.  Layer above: runtime/api.c. */
+ * with their shared argument checks, and fg_rms_norm (norm.c).  Layer
+ * above: runtime/api.c. */
 #ifndef RT_FRONT_H
 #define RT_FRONT_H
 
@@ -85,6 +86,50 @@ fg_status flex_check(fg_ctx *, const char *fn, const fg_attention_args *);
  * block mask's KNUM, KIDX, FNUM, FIDX, then mod_args, after attn_bind's
  * n arguments; returns the new count. */
 int flex_bind(const fg_attention_args *, const Attn *, fg_arg *args, int n);
+
+/* ---------------------------------------------------------------- backward.c
+ * The context's stream-ordered scratch pool (cuMemAllocFromPoolAsync,
+ * cuMemFreeAsync), made on first use; attn_free destroys it. */
+fg_status attn_pool(fg_ctx *, const Driver *, CUmemoryPool *out);
+
+/* ---------------------------------------------------------------- norm.c
+ * fg_rms_norm on rmsnorm.fa (issue #26): argument checks, the
+ * configuration for the row width and alignment, kernels cached per
+ * configuration in the context. */
+typedef struct NormCfg {
+	fg_dtype dt;
+	int n, vec, tpr, warps;  /* -D N (the layout's width), VEC, TPR,
+				  * WARPS */
+	bool weight, resid;      /* -D WEIGHT, RESID */
+	bool whold;              /* -D WHOLD: W kept in registers */
+} NormCfg;
+
+typedef struct Norm {
+	int64_t rows, n;     /* x's outer dims' product and its last dim */
+	int esz;             /* bytes per element */
+	int64_t chunk;       /* rows per launch: the kernel indexes a launch's
+			      * elements in 32 bits */
+	NormCfg cfg;         /* meaningful when rows * n > 0 */
+} Norm;
+
+enum { NORM_NARGS = 10 };
+
+/* Check a for fn ("fg_rms_norm") and choose its configuration:
+ * FG_ERR_INVALID naming the argument and the rule, FG_ERR_UNSUPPORTED for
+ * rows too wide for one CTA; out->rows * out->n == 0 means nothing to
+ * launch. */
+fg_status norm_check(fg_ctx *, const char *fn, const fg_rmsnorm_args *a,
+	CUstream, Norm *out);
+/* rmsnorm.fa's kernel for cfg on compute capability cc (90: sm_90a, 100:
+ * sm_100a), compiled on first use and kept in the context;
+ * FG_ERR_UNSUPPORTED for another arch. */
+fg_status norm_kernel(fg_ctx *, const char *fn, int cc, const NormCfg *cfg,
+	fg_kernel **out);
+/* The kernel's arguments for rows row0 .. row0 + m - 1 of a checked
+ * problem, RSTD at rstd (a->rstd or scratch); returns how many. */
+int norm_bind(const fg_rmsnorm_args *a, const Norm *, int64_t row0,
+	int64_t m, uint64_t rstd, fg_arg args[NORM_NARGS]);
+void norm_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- reference.c */
 const char *ref_source(void);  /* the reference kernels' CUDA C */

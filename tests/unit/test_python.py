@@ -2,12 +2,13 @@
 
 fagen imports without PyTorch and without a GPU; its ctypes structures
 have the C layouts (sizes and offsets of fg_attention_args,
-fg_attention_bwd_args and fg_options, as numbers and against offsetof
-in a C program compiled from include/fagen.h); it loads libfagen
-($FAGEN_LIB) and reports its version;
-attention() without PyTorch says it needs it; with PyTorch, bad arguments
-(CPU tensors, wrong dtype, shapes, strides, gradients, sinks) are refused
-before libfagen is called.  Exits 77 (SKIP) after the checks that need no
+fg_attention_bwd_args, fg_rmsnorm_args and fg_options, as numbers and
+against offsetof in a C program compiled from include/fagen.h); it loads
+libfagen ($FAGEN_LIB) and reports its version;
+attention() and rms_norm() without PyTorch say they need it; with
+PyTorch, bad arguments (CPU tensors, wrong dtype, shapes, strides,
+gradients, sinks; rms_norm's weights, outputs and eps) are refused before
+libfagen is called.  Exits 77 (SKIP) after the checks that need no
 PyTorch when PyTorch is missing.
 """
 import importlib
@@ -38,6 +39,8 @@ def without_torch():
         importlib.reload(fagen)
         expect(ImportError, lambda: fagen.attention(1, 2, 3),
                "fagen.attention needs PyTorch")
+        expect(ImportError, lambda: fagen.rms_norm(1),
+               "fagen.rms_norm needs PyTorch")
     finally:
         if saved is None:
             del sys.modules["torch"]
@@ -74,6 +77,11 @@ def layouts():
     assert b.dv_strides.offset == 520
     assert b.schedule.offset == 552 and b.block_class.offset == 560
     assert b.block_qrange.offset == 568
+    n = fagen.norm._NormArgs    # issue #26
+    assert ctypes.sizeof(n) == 504, ctypes.sizeof(n)
+    assert n.weight.offset == 96 and n.out.offset == 288
+    assert n.rstd.offset == 480 and n.dtype.offset == 488
+    assert n.eps.offset == 496
     assert fagen.version().count(".") == 2, fagen.version()
 
 
@@ -90,7 +98,8 @@ def c_layouts():
     structs = (("fg_attention_args", fagen._Args),
                ("fg_attention_bwd_args", fagen._BwdArgs),
                ("fg_options", fagen._Options),
-               ("fg_tensor", fagen._Tensor), ("fg_arg", fagen._Arg))
+               ("fg_tensor", fagen._Tensor), ("fg_arg", fagen._Arg),
+               ("fg_rmsnorm_args", fagen.norm._NormArgs))
     lines = ['#include <stddef.h>', '#include <stdio.h>',
              '#include "fagen.h"', 'int main(void) {']
     for name, st in structs:
@@ -125,8 +134,14 @@ def with_torch(torch):
     expect(ValueError, lambda: fagen.attention(x, x, x), "is on cpu")
     expect(TypeError, lambda: fagen.attention(x.numpy, x, x),
            "q must be a torch.Tensor")
+    # fagen.rms_norm (issue #26)
+    expect(ValueError, lambda: fagen.rms_norm(x), "x is on cpu: fagen "
+           "needs CUDA tensors")
+    expect(TypeError, lambda: fagen.rms_norm([1.0]), "x must be a "
+           "torch.Tensor")
     if not torch.cuda.is_available():
         return
+    norm_checks(torch)
     c = x.cuda()
     expect(ValueError, lambda: fagen.attention(c.float(), c, c),
            "fagen takes torch.bfloat16 or torch.float16")
@@ -197,6 +212,33 @@ def with_torch(torch):
            "cu_seqlens_q has 3 entries and cu_seqlens_k 2")
     expect(ValueError, lambda: vl(p, p, p, cu, cu, 6, 6, lse=p),
            "lse must be a contiguous float32 (H, total_q) = (2, 10)")
+
+
+def norm_checks(torch):
+    """fagen.rms_norm refuses bad arguments before libfagen runs."""
+    import fagen
+    x = torch.zeros(8, 64, dtype=torch.bfloat16, device="cuda")
+    w = torch.ones(64, dtype=torch.bfloat16, device="cuda")
+    rn = fagen.rms_norm
+    expect(ValueError, lambda: rn(x, w.float()), "weight is torch.float32 "
+           "and x torch.bfloat16: they must share a dtype")
+    expect(ValueError, lambda: rn(x, w[:32]), "weight has shape (32,); it "
+           "must be (N,) = (64,), N x's last dim")
+    expect(ValueError, lambda: rn(x, w.cpu()), "weight is on cpu")
+    expect(ValueError, lambda: rn(x, residual=x[:2]), "residual has shape "
+           "(2, 64); it must be x's, (8, 64)")
+    expect(ValueError, lambda: rn(x.double()), "x is torch.float64: "
+           "fagen.rms_norm takes torch.bfloat16, torch.float16 or "
+           "torch.float32")
+    expect(ValueError, lambda: rn(x[0, 0]), "x is a 0-d tensor")
+    expect(ValueError, lambda: rn(x, out=x.t().contiguous().t()),
+           "out has strides (1, 8): it must be contiguous")
+    expect(ValueError, lambda: rn(x, out=x), "out overlaps x")
+    expect(ValueError, lambda: rn(x, eps=-1.0), "eps is -1.0")
+    expect(ValueError, lambda: rn(x, eps=float("inf")), "eps is inf")
+    expect(ValueError, lambda: rn(x, eps="1"), "eps is '1'")
+    expect(RuntimeError, lambda: rn(x.float().requires_grad_()),
+           "fagen.rms_norm has no backward yet")
 
 
 def main():

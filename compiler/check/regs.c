@@ -487,7 +487,10 @@ fused(Est *e, const SirPart *sp, const SirBlock *b, const int *uses)
 		if (in->els)
 			fused(e, sp, in->els, uses);
 		if (!in->dst || !e->istile[in->dst] || uses[in->dst] != 1 ||
-		    !(elementwise(in->op) || in->op == SOP_gload) ||
+		    !(elementwise(in->op) || in->op == SOP_gload ||
+		    (in->op == SOP_cvt && sp->vals[in->dst].lay &&
+		    (sp->vals[in->dst].lay->kind == LK_BLOCKED ||
+		    sp->vals[in->dst].lay->kind == LK_COLS))) ||
 		    (sp->vals[in->dst].lay &&
 		    sp->vals[in->dst].lay->kind == LK_ROWS))
 			continue;

@@ -28,6 +28,10 @@
  *                                             schedules/rmsnorm.fa (issue
  *                                             #26): Y, RSTD (and XO) of
  *                                             16-bit rows against float64
+ *   sim_kernel layernorm PTX M NC [resid] [noweight]
+ *                                             schedules/layernorm.fa: Y,
+ *                                             MEAN, RSTD (and XO) of
+ *                                             16-bit rows against float64
  *   sim_kernel softmax PTX M NC [bwd]         schedules/softmax.fa: Y (or,
  *                                             bwd, DX from Y and DY) of
  *                                             16-bit rows against float64
@@ -355,6 +359,79 @@ rmsnorm(long m, long nc, bool resid, bool weight, bool f16)
 	return bad != 0;
 }
 
+/* schedules/layernorm.fa: Y = (X - mean) rstd W + B (X + R with resid,
+ * also written to XO; noweight: neither W nor B), MEAN and RSTD per row,
+ * against float64; Y within two roundings to 16 bits of the row's
+ * scale, MEAN and RSTD within 2^-18. */
+static int
+layernorm(long m, long nc, bool resid, bool weight, bool f16)
+{
+	uint16_t *x, *w, *bb, *y, *r = NULL, *xo = NULL;
+	float *mean, *rs;
+	double eps = 1e-5, worst = 0;
+	SimVal v[12] = {{.i = m}, {.i = nc}, {.f = 1.0 / (double)nc},
+		{.f = eps}};
+	long bad = 0;
+	int nv = 10;
+
+	v[4].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
+	v[5].ptr = buffer((size_t)nc * 2, 0, (void **)&w);
+	v[6].ptr = buffer((size_t)nc * 2, 0, (void **)&bb);
+	v[7].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&y);
+	v[8].ptr = buffer((size_t)m * 4, 0xff, (void **)&mean);
+	v[9].ptr = buffer((size_t)m * 4, 0xff, (void **)&rs);
+	if (resid) {
+		v[10].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&r);
+		v[11].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&xo);
+		nv = 12;
+	}
+	for (long i = 0; i < m * nc; i++) {
+		x[i] = to16(urand() * 3 + 1, f16);
+		if (r)
+			r[i] = to16(urand(), f16);
+	}
+	for (long i = 0; i < nc; i++) {
+		w[i] = to16(urand() + 1.0, f16);
+		bb[i] = to16(urand(), f16);
+	}
+	launch(v, nv);
+	double *s = malloc((size_t)nc * sizeof *s);
+	for (long i = 0; i < m; i++) {
+		double mu = 0, var = 0;
+		for (long j = 0; j < nc; j++) {
+			double a = from16(x[i * nc + j], f16);
+			if (r) {
+				float t = (float)a + (float)from16(r[i * nc + j],
+					f16);
+				bad += xo[i * nc + j] != to16(t, f16);
+				a = t;
+			}
+			s[j] = a;
+			mu += a;
+		}
+		mu /= (double)nc;
+		for (long j = 0; j < nc; j++)
+			var += (s[j] - mu) * (s[j] - mu);
+		double rstd = 1 / sqrt(var / (double)nc + eps);
+		double e = fabs(rs[i] - rstd) / rstd + fabs(mean[i] - mu) /
+			(fabs(mu) + 1e-3);
+		worst = e > worst ? e : worst;
+		bad += !(e <= 0x1p-18);
+		for (long j = 0; j < nc; j++) {
+			double n = (s[j] - mu) * rstd, want = weight ? n *
+				from16(w[j], f16) + from16(bb[j], f16) : n;
+			double got = from16(y[i * nc + j], f16);
+			double tol = (fabs(want) + 2) * (f16 ? 0x1p-10 : 0x1p-7);
+			bad += !(fabs(got - want) <= tol);
+		}
+	}
+	free(s);
+	printf("layernorm M=%ld NC=%ld%s%s: mean/rstd rel err %.2e, %ld "
+		"values differ -> %s\n", m, nc, resid ? " resid" : "", weight ?
+		"" : " noweight", worst, bad, bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
 /* schedules/softmax.fa: Y = softmax(X) per row, or with bwd DX = Y (DY -
  * sum(DY Y)) from Y and DY, against float64, within two roundings to 16
  * bits (relative to the row's largest value, for DX). */
@@ -649,6 +726,13 @@ main(int argc, char **argv)
 			weight &= strcmp(argv[a], "noweight") != 0;
 		}
 		rc = rmsnorm(atol(argv[3]), atol(argv[4]), resid, weight, f16);
+	} else if (!strcmp(argv[1], "layernorm")) {
+		bool resid = false, weight = true;
+		for (int a = 5; a < argc; a++) {
+			resid |= !strcmp(argv[a], "resid");
+			weight &= strcmp(argv[a], "noweight") != 0;
+		}
+		rc = layernorm(atol(argv[3]), atol(argv[4]), resid, weight, f16);
 	} else if (!strcmp(argv[1], "softmax")) {
 		rc = softmax(atol(argv[3]), atol(argv[4]), argc > 5 &&
 			!strcmp(argv[5], "bwd"), f16);

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""tune_rows.py: sweep the configurations of schedules/rmsnorm.fa (the
+-D consts the runtime's heuristic picks: TPR, WARPS, WHOLD) at given
+shapes, to choose and check that heuristic (issue #26).
+
+    PYTHONPATH=python FAGEN_LIB=build/libfagen.so FAGEN_SCHEDULE_DIR=schedules \\
+        python3 bench/tune_rows.py [--shapes 'M,N;M,N'] [--reps 30]
+
+Each configuration is compiled through libfagen (fg_compile_string,
+fg_kernel_create) and launched with fg_launch on PyTorch's stream; its
+output is checked against float64 first (bf16: 2e-2 relative), then
+timed with CUDA events, the median of --reps runs of 5 back-to-back
+launches, the configurations and a device-to-device copy of x
+interleaved.  Prints GB/s (x and w read, y written) and the fraction of
+the copy's, best first.
+"""
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+
+import torch
+
+import fagen
+from fagen import _Arg, _Tensor
+
+SHAPES = [(131072, 1024), (65536, 2048), (32768, 4096), (16384, 8192),
+          (8192, 16384), (4096, 32768)]
+EPS = 1e-6
+
+
+class _Opts(ctypes.Structure):      # fg_compile_options
+    _fields_ = [("defines", ctypes.POINTER(ctypes.c_char_p)),
+                ("ndefines", ctypes.c_int), ("arch", ctypes.c_char_p),
+                ("werror", ctypes.c_int), ("no_verify", ctypes.c_int),
+                ("debug_hangs", ctypes.c_int), ("mods", ctypes.c_char_p),
+                ("mods_name", ctypes.c_char_p)]
+
+
+def lib_ctx():
+    lib = fagen._load()
+    return lib, fagen._ctx(lib, torch.cuda.current_device())
+
+
+def compile_kernel(lib, ctx, text, defines):
+    arr = (ctypes.c_char_p * len(defines))(*[d.encode() for d in defines])
+    o = _Opts(defines=arr, ndefines=len(defines), no_verify=1)
+    prog = ctypes.c_void_p()
+    st = lib.fg_compile_string(ctx, b"rmsnorm.fa", text, len(text),
+                               ctypes.byref(o), ctypes.byref(prog))
+    if st:
+        msg = lib.fg_program_diagnostics(prog) if prog else b""
+        return None, (msg or b"").decode()[:200]
+    k = ctypes.c_void_p()
+    st = lib.fg_kernel_create(ctx, lib.fg_program_ptx(prog, None), 0,
+                              ctypes.byref(k))
+    lib.fg_program_free(prog)
+    return (k if not st else None), ("" if not st else "kernel_create %d"
+                                     % st)
+
+
+def arg_int(name, v):
+    return _Arg(name=name.encode(), kind=1, i=v)
+
+
+def arg_f(name, v):
+    return _Arg(name=name.encode(), kind=2, f=v)
+
+
+def arg_p(name, t):
+    return _Arg(name=name.encode(), kind=3, t=_Tensor(ptr=t.data_ptr()))
+
+
+def launcher(lib, k, x, w, y, rstd):
+    m, n = x.shape
+    args = (_Arg * 8)(arg_int("M", m), arg_int("NC", n),
+                      arg_f("inv_n", 1.0 / n), arg_f("eps", EPS),
+                      arg_p("X", x), arg_p("W", w), arg_p("Y", y),
+                      arg_p("RSTD", rstd))
+
+    def go():
+        st = lib.fg_launch(k, ctypes.c_void_p(
+            torch.cuda.current_stream().cuda_stream), args, 8)
+        if st:
+            raise RuntimeError("fg_launch %d: %s" % (st, lib.fg_errmsg(
+                lib_ctx()[1])))
+    return go
+
+
+def configs(n):
+    """(name, defines) of the configurations worth trying at width n."""
+    out = []
+    for tpr in (32, 64, 128, 256, 512, 1024):
+        per = n // tpr                     # elements of a row a thread holds
+        if n % (tpr * 8) or per > 32:
+            continue
+        for warps in sorted({max(4, tpr // 32), 8, 16, 32}):
+            if warps * 32 < tpr or warps > 32:
+                continue
+            whold = tpr < 1024 or per * 2 <= 32
+            d = ["N=%d" % n, "TPR=%d" % tpr, "WARPS=%d" % warps,
+                 "WHOLD=%s" % ("true" if whold else "false")]
+            out.append(("tpr%d w%d" % (tpr, warps), d))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default=None)
+    ap.add_argument("--reps", type=int, default=30)
+    a = ap.parse_args()
+    shapes = SHAPES if not a.shapes else [
+        tuple(int(v) for v in s.split(",")) for s in a.shapes.split(";")]
+    lib, ctx = lib_ctx()
+    lib.fg_compile_string.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.c_void_p, ctypes.c_void_p]
+    lib.fg_kernel_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                     ctypes.c_size_t, ctypes.c_void_p]
+    lib.fg_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_void_p, ctypes.c_int]
+    lib.fg_program_free.argtypes = [ctypes.c_void_p]
+    for fn in (lib.fg_program_ptx, lib.fg_program_diagnostics):
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p][:1 + (
+            fn is lib.fg_program_ptx)]
+        fn.restype = ctypes.c_char_p
+    path = os.path.join(os.environ.get("FAGEN_SCHEDULE_DIR", "schedules"),
+                        "rmsnorm.fa")
+    text = open(path, "rb").read()
+    # libfagen refuses the legacy default stream: work on a stream of ours
+    torch.cuda.set_stream(torch.cuda.Stream())
+    print("%s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
+    for m, n in shapes:
+        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        y = torch.empty_like(x)
+        rstd = torch.empty(m, device="cuda", dtype=torch.float32)
+        xd = x[:64].double()
+        ref = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + EPS) * \
+            w.double()
+        runs = {}
+        for name, d in configs(n):
+            k, why = compile_kernel(lib, ctx, text, d + ["DT=bf16"])
+            if not k:
+                print("  %s: %s" % (name, why.splitlines()[0] if why else
+                                    "?"))
+                continue
+            go = launcher(lib, k, x, w, y, rstd)
+            y.fill_(float("nan"))
+            go()
+            err = ((y[:64].double() - ref).abs() / (ref.abs() + 1e-2)).max()
+            if not err <= 2e-2:
+                print("  %s: wrong (%.2e)" % (name, err))
+                continue
+            runs[name] = go
+        cp = torch.empty_like(x)
+        runs["copy"] = lambda: cp.copy_(x)
+        for f in runs.values():
+            for _ in range(3):
+                f()
+        times = {nm: [] for nm in runs}
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        names = list(runs)
+        for r in range(a.reps):
+            for nm in names[r % len(names):] + names[:r % len(names)]:
+                ev[0].record()
+                for _ in range(5):
+                    runs[nm]()
+                ev[1].record()
+                ev[1].synchronize()
+                times[nm].append(ev[0].elapsed_time(ev[1]) / 5)
+        byts = 2 * m * n * 2 + n * 2
+        gbs = {nm: byts / statistics.median(t) / 1e6 for nm, t in
+               times.items()}
+        cp_gbs = gbs.pop("copy")
+        print("M=%d N=%d: copy %.0f GB/s" % (m, n, cp_gbs))
+        for nm, g in sorted(gbs.items(), key=lambda kv: -kv[1])[:8]:
+            print("  %-16s %6.0f GB/s (%.2f)" % (nm, g, g / cp_gbs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

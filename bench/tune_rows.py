@@ -15,77 +15,24 @@ interleaved.  Prints GB/s (x and w read, y written) and the fraction of
 the copy's, best first.
 """
 import argparse
-import ctypes
 import os
 import statistics
 import sys
 
 import torch
 
-import fagen
-from fagen import _Arg, _Tensor
+import _fglib
 
 SHAPES = [(131072, 1024), (65536, 2048), (32768, 4096), (16384, 8192),
           (8192, 16384), (4096, 32768)]
 EPS = 1e-6
 
 
-class _Opts(ctypes.Structure):      # fg_compile_options
-    _fields_ = [("defines", ctypes.POINTER(ctypes.c_char_p)),
-                ("ndefines", ctypes.c_int), ("arch", ctypes.c_char_p),
-                ("werror", ctypes.c_int), ("no_verify", ctypes.c_int),
-                ("debug_hangs", ctypes.c_int), ("mods", ctypes.c_char_p),
-                ("mods_name", ctypes.c_char_p)]
-
-
-def lib_ctx():
-    lib = fagen._load()
-    return lib, fagen._ctx(lib, torch.cuda.current_device())
-
-
-def compile_kernel(lib, ctx, text, defines):
-    arr = (ctypes.c_char_p * len(defines))(*[d.encode() for d in defines])
-    o = _Opts(defines=arr, ndefines=len(defines), no_verify=1)
-    prog = ctypes.c_void_p()
-    st = lib.fg_compile_string(ctx, b"rmsnorm.fa", text, len(text),
-                               ctypes.byref(o), ctypes.byref(prog))
-    if st:
-        msg = lib.fg_program_diagnostics(prog) if prog else b""
-        return None, (msg or b"").decode()[:200]
-    k = ctypes.c_void_p()
-    st = lib.fg_kernel_create(ctx, lib.fg_program_ptx(prog, None), 0,
-                              ctypes.byref(k))
-    lib.fg_program_free(prog)
-    return (k if not st else None), ("" if not st else "kernel_create %d"
-                                     % st)
-
-
-def arg_int(name, v):
-    return _Arg(name=name.encode(), kind=1, i=v)
-
-
-def arg_f(name, v):
-    return _Arg(name=name.encode(), kind=2, f=v)
-
-
-def arg_p(name, t):
-    return _Arg(name=name.encode(), kind=3, t=_Tensor(ptr=t.data_ptr()))
-
-
-def launcher(lib, k, x, w, y, rstd):
+def launcher(k, x, w, y, rstd):
     m, n = x.shape
-    args = (_Arg * 8)(arg_int("M", m), arg_int("NC", n),
-                      arg_f("inv_n", 1.0 / n), arg_f("eps", EPS),
-                      arg_p("X", x), arg_p("W", w), arg_p("Y", y),
-                      arg_p("RSTD", rstd))
-
-    def go():
-        st = lib.fg_launch(k, ctypes.c_void_p(
-            torch.cuda.current_stream().cuda_stream), args, 8)
-        if st:
-            raise RuntimeError("fg_launch %d: %s" % (st, lib.fg_errmsg(
-                lib_ctx()[1])))
-    return go
+    return _fglib.launcher(k, {"M": m, "NC": n, "inv_n": 1.0 / n,
+                               "eps": EPS, "X": x, "W": w, "Y": y,
+                               "RSTD": rstd})
 
 
 def configs(n):
@@ -112,22 +59,8 @@ def main():
     a = ap.parse_args()
     shapes = SHAPES if not a.shapes else [
         tuple(int(v) for v in s.split(",")) for s in a.shapes.split(";")]
-    lib, ctx = lib_ctx()
-    lib.fg_compile_string.argtypes = [
-        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
-        ctypes.c_void_p, ctypes.c_void_p]
-    lib.fg_kernel_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
-                                     ctypes.c_size_t, ctypes.c_void_p]
-    lib.fg_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
-                              ctypes.c_void_p, ctypes.c_int]
-    lib.fg_program_free.argtypes = [ctypes.c_void_p]
-    for fn in (lib.fg_program_ptx, lib.fg_program_diagnostics):
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p][:1 + (
-            fn is lib.fg_program_ptx)]
-        fn.restype = ctypes.c_char_p
     path = os.path.join(os.environ.get("FAGEN_SCHEDULE_DIR", "schedules"),
                         "rmsnorm.fa")
-    text = open(path, "rb").read()
     # libfagen refuses the legacy default stream: work on a stream of ours
     torch.cuda.set_stream(torch.cuda.Stream())
     print("%s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
@@ -141,12 +74,11 @@ def main():
             w.double()
         runs = {}
         for name, d in configs(n):
-            k, why = compile_kernel(lib, ctx, text, d + ["DT=bf16"])
+            k, why = _fglib.compile_kernel(path, d + ["DT=bf16"])
             if not k:
-                print("  %s: %s" % (name, why.splitlines()[0] if why else
-                                    "?"))
+                print("  %s: %s" % (name, why))
                 continue
-            go = launcher(lib, k, x, w, y, rstd)
+            go = launcher(k, x, w, y, rstd)
             y.fill_(float("nan"))
             go()
             err = ((y[:64].double() - ref).abs() / (ref.abs() + 1e-2)).max()

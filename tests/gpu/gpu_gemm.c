@@ -1,6 +1,7 @@
-/* gpu_gemm.c: schedules/gemm_ws_sm90.fa on a Hopper GPU, C = A B^T,
- * against a float64 host reference at ragged sizes, C poisoned before
- * each run and each run repeated.  Compiles, assembles and launches
+/* gpu_gemm.c: schedules/gemm_ws_sm90.fa on a Hopper GPU, C = A B^T and
+ * with its fused epilogues (scale, bias, GELU or SiLU, residual), against
+ * a float64 host reference at ragged sizes, C poisoned before each run
+ * and each run repeated.  Compiles, assembles and launches
  * through libfagen.  Exit 77 (SKIP) without a Hopper GPU. */
 #include "gpu_runtime.h"
 #include "gpu_ref.h"
@@ -8,36 +9,65 @@
 static fg_ctx *ctx;
 static CUstream stream;
 
+/* The fused epilogue: -D SCALE, BIAS, ACT, RESID. */
+typedef struct Epi {
+	bool scale, bias, resid;
+	int act;          /* 0 none, 1 GELU (tanh form), 2 SiLU */
+} Epi;
+
+static const double alpha = 0.75;
+
 static int
-run(const char *src, int M, int N, int K, bool f16, int grid)
+run_epi(const char *src, int M, int N, int K, bool f16, int grid,
+	const Epi *ep)
 {
-	char d1[32];
-	const char *defs[] = {d1};
-	fg_compile_options opt = {.defines = defs, .ndefines = 1};
+	char d[5][32];
+	const char *defs[] = {d[0], d[1], d[2], d[3], d[4]};
+	fg_compile_options opt = {.defines = defs, .ndefines = 5};
 	fg_program *prog;
 	fg_kernel *fk;
 	size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
 	int bad = 0;
 
-	snprintf(d1, sizeof d1, "DT=%s", f16 ? "f16" : "bf16");
+	snprintf(d[0], sizeof d[0], "DT=%s", f16 ? "f16" : "bf16");
+	snprintf(d[1], sizeof d[1], "SCALE=%s", ep->scale ? "true" : "false");
+	snprintf(d[2], sizeof d[2], "BIAS=%s", ep->bias ? "true" : "false");
+	snprintf(d[3], sizeof d[3], "ACT=%d", ep->act);
+	snprintf(d[4], sizeof d[4], "RESID=%s", ep->resid ? "true" : "false");
 	FG(ctx, fg_compile_file(ctx, src, &opt, &prog));
 	FG(ctx, fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &fk));
 	uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
 	uint16_t *c = malloc(nc * 2), *c2 = malloc(nc * 2);
+	uint16_t *bv = malloc((size_t)N * 2), *r = malloc(nc * 2);
 	for (size_t i = 0; i < na; i++)
 		a[i] = to16(urand(), f16);
 	for (size_t i = 0; i < nb; i++)
 		b[i] = to16(urand(), f16);
-	CUdeviceptr A, B, C;
+	for (int i = 0; i < N; i++)
+		bv[i] = to16(urand(), f16);
+	for (size_t i = 0; i < nc; i++)
+		r[i] = to16(urand(), f16);
+	CUdeviceptr A, B, C, BV, R;
 	CK(cu.MemAlloc(&A, na * 2));
 	CK(cu.MemAlloc(&B, nb * 2));
 	CK(cu.MemAlloc(&C, nc * 2));
+	CK(cu.MemAlloc(&BV, (size_t)N * 2));
+	CK(cu.MemAlloc(&R, nc * 2));
 	CK(cu.MemcpyHtoD(A, a, na * 2));
 	CK(cu.MemcpyHtoD(B, b, nb * 2));
-	fg_arg args[] = {
+	CK(cu.MemcpyHtoD(BV, bv, (size_t)N * 2));
+	CK(cu.MemcpyHtoD(R, r, nc * 2));
+	fg_arg args[9] = {
 		FG_INT("M", M), FG_INT("N", N), FG_INT("K", K), FG_PTR("A", A),
 		FG_PTR("B", B), FG_PTR("C", C),
 	};
+	int nargs = 6;
+	if (ep->scale)
+		args[nargs++] = FG_FLOAT("alpha", alpha);
+	if (ep->bias)
+		args[nargs++] = FG_PTR("BV", BV);
+	if (ep->resid)
+		args[nargs++] = FG_PTR("R", R);
 	int tiles = (M + 127) / 128 * ((N + 127) / 128);
 	if (grid > tiles)
 		grid = tiles;
@@ -45,7 +75,7 @@ run(const char *src, int M, int N, int K, bool f16, int grid)
 	for (int rep = 0; rep < 2; rep++) {
 		CK(cu.MemsetD8(C, 0xff, nc * 2));
 		CK(cu.CtxSynchronize());
-		FG(ctx, fg_launch(fk, stream, args, 6));
+		FG(ctx, fg_launch(fk, stream, args, nargs));
 		CK(cu.StreamSynchronize(stream));
 		CK(cu.MemcpyDtoH(rep ? c2 : c, C, nc * 2));
 	}
@@ -58,6 +88,14 @@ run(const char *src, int M, int N, int K, bool f16, int grid)
 			for (int k = 0; k < K; k++)
 				acc += from16(a[(size_t)i * K + k], f16) *
 					from16(b[(size_t)j * K + k], f16);
+			acc *= ep->scale ? alpha : 1;
+			acc += ep->bias ? from16(bv[j], f16) : 0;
+			if (ep->act == 1)
+				acc = 0.5 * acc * (1 + tanh(0.7978845608028654 *
+					(acc + 0.044715 * acc * acc * acc)));
+			if (ep->act == 2)
+				acc = acc / (1 + exp(-acc));
+			acc += ep->resid ? from16(r[(size_t)i * N + j], f16) : 0;
 			if (x != x)
 				bad |= 1;
 			err += (x - acc) * (x - acc);
@@ -66,15 +104,26 @@ run(const char *src, int M, int N, int K, bool f16, int grid)
 	double rel = sqrt(err / ref2), tol = f16 ? 3e-3 : 1e-2;
 	if (rel > tol)
 		bad |= 8;
-	printf("gemm_ws_sm90 M=%d N=%d K=%d %s grid=%d: rel err %.2e (tol "
-		"%.0e)%s%s -> %s\n", M, N, K, f16 ? "f16" : "bf16", grid, rel,
-		tol, bad & 1 ? ", NaN in C" : "", bad & 4 ? ", runs differ" : "",
-		bad ? "FAIL" : "ok");
-	free(a), free(b), free(c), free(c2);
-	cu.MemFree(A), cu.MemFree(B), cu.MemFree(C);
+	printf("gemm_ws_sm90 M=%d N=%d K=%d %s grid=%d%s%s%s%s: rel err %.2e "
+		"(tol %.0e)%s%s -> %s\n", M, N, K, f16 ? "f16" : "bf16", grid,
+		ep->scale ? " scale" : "", ep->bias ? " bias" : "", ep->act ==
+		1 ? " gelu" : ep->act == 2 ? " silu" : "", ep->resid ?
+		" resid" : "", rel, tol, bad & 1 ? ", NaN in C" : "", bad & 4 ?
+		", runs differ" : "", bad ? "FAIL" : "ok");
+	free(a), free(b), free(c), free(c2), free(bv), free(r);
+	cu.MemFree(A), cu.MemFree(B), cu.MemFree(C), cu.MemFree(BV);
+	cu.MemFree(R);
 	fg_kernel_free(fk);
 	fg_program_free(prog);
 	return bad;
+}
+
+static int
+run(const char *src, int M, int N, int K, bool f16, int grid)
+{
+	static const Epi none;
+
+	return run_epi(src, M, N, K, f16, grid, &none);
 }
 
 int
@@ -92,6 +141,12 @@ main(void)
 	bad |= run(src, 4097, 520, 264, true, gpu.nsm);
 	bad |= run(src, 1000, 1000, 1000, false, 3);
 	bad |= run(src, 256, 256, 8, true, 2);
+	bad |= run_epi(src, 1000, 1000, 1000, false, gpu.nsm,
+		&(Epi){.bias = true, .act = 1});
+	bad |= run_epi(src, 333, 520, 264, true, gpu.nsm,
+		&(Epi){.scale = true, .bias = true, .act = 2, .resid = true});
+	bad |= run_epi(src, 17, 136, 72, false, 3, &(Epi){.act = 1,
+		.resid = true});
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);
 	return bad ? 1 : 0;

@@ -2,7 +2,9 @@
  * result (issue #18; meson tests golden.sim.*).
  *
  *   sim_kernel copy PTX M N [eager] [ctas=N]   Y == X, bit for bit
- *   sim_kernel gemm PTX M N K [eager] [ctas=N] C = A B^T against float64
+ *   sim_kernel gemm PTX M N K [eager] [ctas=N] [scale=A] [bias] [gelu|silu]
+ *                  [resid]                    C = A B^T (and the fused
+ *                                             epilogue) against float64
  *   sim_kernel fa PTX Z H SQ SK D causal|full [eager]
  *                                             softmax(QK^T s) V, LSE
  *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
@@ -125,37 +127,80 @@ copy(long m, long n)
 	return bad != 0;
 }
 
+/* The fused epilogue of gemm_ws_sm90.fa and gemm_ws_sm100.fa. */
+typedef struct Epi {
+	bool scale, bias, resid;
+	int act;          /* 0 none, 1 GELU (tanh form), 2 SiLU */
+	double alpha;
+} Epi;
+
 static int
-gemm(long m, long n, long k, bool f16)
+gemm(long m, long n, long k, bool f16, const Epi *ep)
 {
-	uint16_t *a, *b, *c;
-	SimVal v[6] = {{.i = m}, {.i = n}, {.i = k}};
+	uint16_t *a, *b, *c, *bv = NULL, *r = NULL;
+	SimVal v[9] = {{.i = m}, {.i = n}, {.i = k}};
 	double worst = 0;
 	long bad = 0;
+	int nv = 3;
 
-	v[3].ptr = buffer((size_t)(m * k) * 2, 0, (void **)&a);
-	v[4].ptr = buffer((size_t)(n * k) * 2, 0, (void **)&b);
-	v[5].ptr = buffer((size_t)(m * n) * 2, 0xff, (void **)&c);
+	if (ep->scale)
+		v[nv++].f = ep->alpha;
+	v[nv++].ptr = buffer((size_t)(m * k) * 2, 0, (void **)&a);
+	v[nv++].ptr = buffer((size_t)(n * k) * 2, 0, (void **)&b);
+	v[nv++].ptr = buffer((size_t)(m * n) * 2, 0xff, (void **)&c);
+	if (ep->bias)
+		v[nv++].ptr = buffer((size_t)n * 2, 0, (void **)&bv);
+	if (ep->resid)
+		v[nv++].ptr = buffer((size_t)(m * n) * 2, 0, (void **)&r);
 	for (long i = 0; i < m * k; i++)
 		a[i] = to16(urand(), f16);
 	for (long i = 0; i < n * k; i++)
 		b[i] = to16(urand(), f16);
-	launch(v, 6);
+	for (long i = 0; bv && i < n; i++)
+		bv[i] = to16(urand(), f16);
+	for (long i = 0; r && i < m * n; i++)
+		r[i] = to16(urand(), f16);
+	launch(v, nv);
 	for (long i = 0; i < m; i++)
 		for (long j = 0; j < n; j++) {
-			double ref = 0, got = from16(c[i * n + j], f16);
-			for (long t = 0; t < k; t++)
-				ref += from16(a[i * k + t], f16) *
+			double ref = 0, got = from16(c[i * n + j], f16), mag = 0;
+			for (long t = 0; t < k; t++) {
+				double p = from16(a[i * k + t], f16) *
 					from16(b[j * k + t], f16);
-			/* one rounding to 16 bits, plus f32 accumulation */
-			double tol = fabs(ref) * (f16 ? 0x1p-10 : 0x1p-7) + 1e-5;
+				ref += p;
+				mag += fabs(p);
+			}
+			if (ep->scale) {
+				ref *= ep->alpha;
+				mag *= fabs(ep->alpha);
+			}
+			if (bv) {
+				ref += from16(bv[j], f16);
+				mag += fabs(from16(bv[j], f16));
+			}
+			if (ep->act == 1)
+				ref = 0.5 * ref * (1 + tanh(0.7978845608028654 *
+					(ref + 0.044715 * ref * ref * ref)));
+			if (ep->act == 2)
+				ref = ref / (1 + exp(-ref));
+			if (r) {
+				ref += from16(r[i * n + j], f16);
+				mag += fabs(from16(r[i * n + j], f16));
+			}
+			/* one rounding to 16 bits, f32 accumulation, and the
+			 * MUFU's tanh and exp2 (2^-10 of the sum's size) */
+			double tol = fabs(ref) * (f16 ? 0x1p-10 : 0x1p-7) +
+				(mag + 1) * (ep->act ? 0x1p-10 : 0x1p-20);
 			double e = fabs(got - ref);
 			worst = e > worst ? e : worst;
 			bad += !(e <= tol);
 		}
-	printf("gemm M=%ld N=%ld K=%ld %s%s: max abs err %.2e, %ld of %ld "
-		"over tolerance -> %s\n", m, n, k, f16 ? "f16" : "bf16",
-		eager ? " eager" : "", worst, bad, m * n, bad ? "FAIL" : "ok");
+	printf("gemm M=%ld N=%ld K=%ld %s%s%s%s%s%s: max abs err %.2e, %ld of "
+		"%ld over tolerance -> %s\n", m, n, k, f16 ? "f16" : "bf16",
+		ep->scale ? " scale" : "", ep->bias ? " bias" : "", ep->act ==
+		1 ? " gelu" : ep->act == 2 ? " silu" : "", ep->resid ? " resid" :
+		"", eager ? " eager" : "", worst, bad, m * n, bad ? "FAIL" :
+		"ok");
 	return bad != 0;
 }
 
@@ -713,8 +758,22 @@ main(int argc, char **argv)
 	int rc = 2;
 	if (!strcmp(argv[1], "copy"))
 		rc = copy(atol(argv[3]), atol(argv[4]));
-	else if (!strcmp(argv[1], "gemm") && argc > 5)
-		rc = gemm(atol(argv[3]), atol(argv[4]), atol(argv[5]), f16);
+	else if (!strcmp(argv[1], "gemm") && argc > 5) {
+		Epi ep = {.alpha = 1};
+		for (int a = 6; a < argc; a++) {
+			ep.bias |= !strcmp(argv[a], "bias");
+			ep.resid |= !strcmp(argv[a], "resid");
+			if (!strncmp(argv[a], "scale=", 6)) {
+				ep.scale = true;
+				ep.alpha = atof(argv[a] + 6);
+			}
+			if (!strcmp(argv[a], "gelu"))
+				ep.act = 1;
+			if (!strcmp(argv[a], "silu"))
+				ep.act = 2;
+		}
+		rc = gemm(atol(argv[3]), atol(argv[4]), atol(argv[5]), f16, &ep);
+	}
 	else if (!strcmp(argv[1], "fa") && argc > 8)
 		rc = fa(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), !strcmp(argv[8], "causal"),

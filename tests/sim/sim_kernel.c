@@ -34,6 +34,10 @@
  *                                             schedules/layernorm.fa: Y,
  *                                             MEAN, RSTD (and XO) of
  *                                             16-bit rows against float64
+ *   sim_kernel xent PTX M NC                  schedules/cross_entropy.fa:
+ *                                             LOSS and LSE of 16-bit
+ *                                             logits (some targets out of
+ *                                             range) against float64
  *   sim_kernel softmax PTX M NC [bwd]         schedules/softmax.fa: Y (or,
  *                                             bwd, DX from Y and DY) of
  *                                             16-bit rows against float64
@@ -477,6 +481,51 @@ layernorm(long m, long nc, bool resid, bool weight, bool f16)
 	return bad != 0;
 }
 
+/* schedules/cross_entropy.fa: LSE = logsumexp(X) and LOSS = LSE -
+ * X[target] per row (0 where the target is -100 or past NC), against
+ * float64 within 2^-12 of the row's LSE magnitude. */
+static int
+xent(long m, long nc, bool f16)
+{
+	uint16_t *x;
+	int32_t *tg;
+	float *loss, *lse;
+	long bad = 0;
+	double worst = 0;
+	SimVal v[6] = {{.i = m}, {.i = nc}};
+
+	v[2].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
+	v[3].ptr = buffer((size_t)m * 4, 0, (void **)&tg);
+	v[4].ptr = buffer((size_t)m * 4, 0xff, (void **)&loss);
+	v[5].ptr = buffer((size_t)m * 4, 0xff, (void **)&lse);
+	for (long i = 0; i < m * nc; i++)
+		x[i] = to16(urand() * 6, f16);
+	for (long i = 0; i < m; i++)
+		tg[i] = i % 5 == 3 ? -100 : i % 7 == 6 ? (int32_t)nc :
+			(int32_t)((i * 7919) % nc);
+	launch(v, 6);
+	for (long i = 0; i < m; i++) {
+		double mx = -INFINITY, sum = 0;
+		for (long j = 0; j < nc; j++)
+			mx = fmax(mx, from16(x[i * nc + j], f16));
+		for (long j = 0; j < nc; j++)
+			sum += exp(from16(x[i * nc + j], f16) - mx);
+		double l = mx + log(sum);
+		bool ok = tg[i] >= 0 && tg[i] < nc;
+		double want = ok ? l - from16(x[i * nc + tg[i]], f16) : 0;
+		double e = fabs(lse[i] - l) + fabs(loss[i] - want);
+		double tol = (fabs(l) + 1) * 0x1p-12;
+		worst = e > worst ? e : worst;
+		bad += !(e <= tol);
+		if (getenv("SIMDBG"))
+			fprintf(stderr, "row %ld tgt %d lse %g/%g loss %g/%g\n", i,
+				tg[i], lse[i], l, loss[i], want);
+	}
+	printf("xent M=%ld NC=%ld: max abs err %.2e, %ld rows differ -> %s\n",
+		m, nc, worst, bad, bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
 /* schedules/softmax.fa: Y = softmax(X) per row, or with bwd DX = Y (DY -
  * sum(DY Y)) from Y and DY, against float64, within two roundings to 16
  * bits (relative to the row's largest value, for DX). */
@@ -792,6 +841,8 @@ main(int argc, char **argv)
 			weight &= strcmp(argv[a], "noweight") != 0;
 		}
 		rc = layernorm(atol(argv[3]), atol(argv[4]), resid, weight, f16);
+	} else if (!strcmp(argv[1], "xent")) {
+		rc = xent(atol(argv[3]), atol(argv[4]), f16);
 	} else if (!strcmp(argv[1], "softmax")) {
 		rc = softmax(atol(argv[3]), atol(argv[4]), argc > 5 &&
 			!strcmp(argv[5], "bwd"), f16);

@@ -8,7 +8,7 @@ unfused baseline, side by side in one process (issue 7's grid).
         [--heads H] [--gqa G]
     python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
     python3 bench/bench.py --bwd [bench_bwd.py's arguments]  # backward
-    python3 bench/bench.py --kernels [bench_kernels.py's]    # RMSNorm
+    python3 bench/bench.py --kernels [bench_kernels.py's]    # norms, softmax
 
 For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
 16k; batch 16384/S, heads 2048/D or --heads; bf16; with --gqa G, k and v
@@ -270,8 +270,8 @@ def main():
         return bench_bwd.main()
     if "--kernels" in sys.argv[1:]:
         # memory-bound kernels (issue #26): bench_kernels.py, with the
-        # other arguments it takes (--reps, --per, --shapes, --dtype,
-        # --eps, --csv)
+        # other arguments it takes (--kernel, --reps, --per, --shapes,
+        # --dtype, --eps, --csv)
         sys.argv.remove("--kernels")
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import bench_kernels

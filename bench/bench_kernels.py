@@ -1,35 +1,54 @@
 #!/usr/bin/env python3
-"""bench_kernels.py: fagen's memory-bound kernels against PyTorch and
+"""bench_kernels.py: fagen's memory-bound row kernels against PyTorch and
 QuACK, as fractions of a device-to-device copy's bandwidth measured in
 the same run (issue #26).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so \\
-        python3 bench/bench_kernels.py [--reps N] [--per N] \\
-        [--shapes M,N;M,N...] [--dtype bf16|f16|f32] [--eps E] [--csv FILE]
+        python3 bench/bench_kernels.py [--kernel rmsnorm|layernorm|softmax|all]
+        [--reps N] [--per N] [--shapes M,N;M,N...] [--dtype bf16|f16|f32]
+        [--eps E] [--csv FILE]
     python3 bench/bench.py --kernels [the same arguments]
 
-RMSNorm with a weight over (M, N) = (32768, 4096), (16384, 8192),
-(8192, 16384), (4096, 32768), bf16 (each x 256 MiB, far past L2):
+Each kernel (--kernel all, the default, runs the three in turn) over
+(M, N) = (32768, 4096), (16384, 8192), (8192, 16384), (4096, 32768), bf16
+(each x 256 MiB, far past L2):
 
-  fagen    fagen.rms_norm(x, w, eps)
-  compile  torch.compile(eager, dynamic=False), compiled per shape
-  eager    (x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
-           * w).to(x.dtype): the usual formula, its result in x's dtype
-           like the others'
-  quack    QuACK's rmsnorm(x, w, eps=eps) (quack.rmsnorm, where
-           importable; skipped with a message otherwise)
-  copy     y.copy_(x) for a tensor of x's size: the yardstick
+  rmsnorm    RMSNorm with a weight, eps 1e-6
+    fagen    fagen.rms_norm(x, w, eps)
+    eager    (x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) +
+             eps) * w).to(x.dtype): the usual formula, its result in x's
+             dtype like the others'
+    quack    QuACK's rmsnorm(x, w, eps=eps) (quack.rmsnorm)
+  layernorm  LayerNorm with a weight and a bias, eps 1e-5
+    fagen    fagen.layer_norm(x, w, b, eps)
+    eager    torch.nn.functional.layer_norm(x, (N,), w, b, eps)
+    quack    QuACK's LayerNorm: quack.rmsnorm.layernorm_fwd(x, w, b,
+             eps=eps) (weight and bias float32, as it requires; converted
+             before timing); an older QuACK's quack.layernorm.layernorm
+             takes no bias and is skipped
+  softmax    softmax over the last dimension (forward)
+    fagen    fagen.softmax(x)
+    eager    torch.softmax(x, -1)
+    quack    QuACK's softmax(x) (quack.softmax)
 
-GB/s counts the bytes a norm must move: x and w read, y written
-(fagen's rstd, 4 bytes a row, is not counted); the copy's, x read and y
-written.  Each method's output is checked first against float64 (its
-buffer filled with NaN before): max |y - ref| / (|ref| + 0.01) must be
-at most 2e-2 for bf16 (2e-3 f16, 1e-5 f32, as tests/gpu/
-test_python_norm.py), else its column is marked '!'.  Timing: CUDA
+and for each, compile: torch.compile(eager, dynamic=False), compiled per
+shape; copy: y.copy_(x) for a tensor of x's size, the yardstick.  QuACK
+is used where it imports; otherwise its column is skipped with the
+reason.
+
+GB/s counts the bytes a kernel must move: x read (and w, b), y written
+(fagen's rstd and mean, 4 bytes a row, are not counted); the copy's, x
+read and y written.  Each method's output is checked first against
+float64 (its buffer filled with NaN before): max |y - ref| / (|ref| +
+0.01) (LayerNorm: + |b|, where the bias cancels; softmax, whose values
+are small: max (|y - ref| - atol) / |ref|, atol 1e-7 for f16's
+subnormals, 1e-37 otherwise) must be at most 2e-2 for bf16 (2e-3 f16,
+1e-5 f32, as tests/gpu/test_python_norm.py), else its column is marked
+'!'.  Timing: CUDA
 events around --per back-to-back calls, the median over --reps runs
 (20 at least), the methods interleaved round-robin with the first one
-rotating, warm-up runs excluded.  Prints a table with each method's
-GB/s and its fraction of the copy's.
+rotating, warm-up runs excluded.  Prints a table per kernel with each
+method's GB/s and its fraction of the copy's.
 """
 import argparse
 import csv
@@ -37,6 +56,7 @@ import statistics
 import sys
 
 import torch
+import torch.nn.functional as F
 
 import fagen
 
@@ -44,54 +64,161 @@ SHAPES = [(32768, 4096), (16384, 8192), (8192, 16384), (4096, 32768)]
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16,
           "f32": torch.float32}
 TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float32: 1e-5}
+ATOL = {torch.bfloat16: 1e-37, torch.float16: 1e-7, torch.float32: 1e-37}
 METHODS = ["fagen", "compile", "eager", "quack"]
 
 
-def eager(x, w, eps):
+def attempt(tries):
+    """The first of tries ((module, attribute) pairs) that imports: (its
+    callable, None), or (None, why each failed)."""
+    errors = []
+    for mod, attr in tries:
+        try:
+            fn = getattr(__import__(mod, fromlist=[attr]), attr)
+            if not callable(fn):        # a module named like its function
+                fn = getattr(fn, attr)
+            return fn, None
+        except Exception as e:      # noqa: BLE001 -- any: skip it
+            errors.append("%s.%s: %s" % (mod, attr, e))
+    return None, "; ".join(errors)
+
+
+# ---------------------------------------------------------------- rmsnorm
+
+def rms_eager(x, w, eps):
     return (x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
             * w).to(x.dtype)
 
 
-def quack_fn():
-    """QuACK's rmsnorm(x, w, eps=...), or None with the reason."""
-    errors = []
-    for mod, attr in (("quack", "rmsnorm"), ("quack.rmsnorm", "rmsnorm"),
-                      ("quack", "rms_norm")):
-        try:
-            m = __import__(mod, fromlist=[attr])
-            fn = getattr(m, attr)
-            if not callable(fn):        # the module quack.rmsnorm
-                fn = getattr(fn, "rmsnorm")
-        except Exception as e:      # noqa: BLE001 -- any: skip it
-            errors.append("%s.%s: %s" % (mod, attr, e))
-            continue
+def rms_reference(x, w, eps):
+    xd = x.double()
+    return xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps) * \
+        w.double()
 
-        def call(x, w, eps, fn=fn):
+
+def rms_quack(eps):
+    fn, why = attempt((("quack", "rmsnorm"), ("quack.rmsnorm", "rmsnorm"),
+                       ("quack", "rms_norm")))
+    if fn is None:
+        return None, why
+
+    def make(x, w):
+        def call():
             y = fn(x, w, eps=eps)
             return y[0] if isinstance(y, tuple) else y
-        return call, None
-    return None, "; ".join(errors)
+        return call
+    return make, None
 
 
-def methods(eps):
-    fns = {"fagen": lambda x, w: fagen.rms_norm(x, w, eps=eps),
-           "eager": lambda x, w: eager(x, w, eps)}
-    compiled = torch.compile(eager, dynamic=False)
-    fns["compile"] = lambda x, w: compiled(x, w, eps)
-    q, why = quack_fn()
+# ---------------------------------------------------------------- layernorm
+
+def ln_eager(x, w, b, eps):
+    return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+
+
+def ln_reference(x, w, b, eps):
+    return F.layer_norm(x.double(), (x.shape[-1],), w.double(), b.double(),
+                        eps)
+
+
+def ln_quack(eps):
+    fn, why = attempt((("quack.rmsnorm", "layernorm_fwd"),))
+    if fn is None:
+        old, _ = attempt((("quack.layernorm", "layernorm"),))
+        if old is not None:
+            return None, ("quack.layernorm.layernorm takes no bias (an "
+                          "older QuACK); %s" % why)
+        return None, why
+
+    def make(x, w, b):
+        wf, bf = w.float(), b.float()       # QuACK takes float32 ones
+
+        def call():
+            y = fn(x, wf, bf, eps=eps)
+            return y[0] if isinstance(y, tuple) else y
+        return call
+    return make, None
+
+
+# ---------------------------------------------------------------- softmax
+
+def sm_eager(x):
+    return torch.softmax(x, -1)
+
+
+def sm_quack(eps):
+    fn, why = attempt((("quack", "softmax"), ("quack.softmax", "softmax")))
+    if fn is None:
+        return None, why
+    return (lambda x: lambda: fn(x)), None
+
+
+# Each kernel: its default eps (None: none), its inputs beyond x (w, b:
+# 1 + randn / 2 and randn, of x's dtype), fagen's call, the eager math,
+# the float64 reference, QuACK's factory, and the bytes it moves beyond
+# x and y.
+KERNELS = {
+    "rmsnorm": {
+        "title": "RMSNorm with a weight", "eps": 1e-6, "extra": "w",
+        "fagen": lambda x, w, eps: fagen.rms_norm(x, w, eps=eps),
+        "eager": rms_eager, "reference": rms_reference, "quack": rms_quack,
+    },
+    "layernorm": {
+        "title": "LayerNorm with a weight and a bias", "eps": 1e-5,
+        "extra": "wb",
+        "fagen": lambda x, w, b, eps: fagen.layer_norm(x, w, b, eps=eps),
+        "eager": ln_eager, "reference": ln_reference, "quack": ln_quack,
+    },
+    "softmax": {
+        "title": "softmax over the last dimension", "eps": None,
+        "extra": "",
+        "fagen": lambda x: fagen.softmax(x),
+        "eager": sm_eager,
+        "reference": lambda x: torch.softmax(x.double(), -1),
+        "quack": sm_quack,
+    },
+}
+
+
+def bind(fn, eps):
+    """fn(*inputs) with the kernel's eps, if it has one."""
+    return fn if eps is None else (lambda *t: fn(*t, eps))
+
+
+def methods(k, eps):
+    """Method name -> make(*inputs) -> a call with no arguments."""
+    fns = {name: (lambda f: lambda *t: lambda: f(*t))(bind(k[name], eps))
+           for name in ("fagen", "eager")}
+    compiled = torch.compile(k["eager"], dynamic=False)
+    fns["compile"] = (lambda f: lambda *t: lambda: f(*t))(bind(compiled,
+                                                               eps))
+    q, why = k["quack"](eps)
     if q is None:
         print("quack: not importable, skipped (%s)" % why, file=sys.stderr)
     else:
-        fns["quack"] = lambda x, w: q(x, w, eps)
+        fns["quack"] = q
     return fns
 
 
-def check(name, fn, x, w, ref, tol):
-    """fn's output against float64 (NaN-filled memory handed back first):
-    (error, ok), or None when it raised."""
+def error(kernel, y, ref, inputs, dtype):
+    """max |y - ref| over |ref| and the kernel's floor."""
+    d = (y.double() - ref).abs()
+    if kernel == "softmax":     # small values: atol, then relative
+        d = d - ATOL[dtype]                         # NaN stays NaN
+        return torch.where(d <= 0, torch.zeros_like(d),
+                           d / ref.abs()).max().item()
+    floor = 1e-2
+    if kernel == "layernorm":       # a bias that cancels the rest
+        floor = inputs[2].double().abs() + 1e-2
+    return (d / (ref.abs() + floor)).max().item()
+
+
+def check(kernel, name, call, x, ref, inputs, tol):
+    """call's output against float64 (NaN-filled memory handed back
+    first): (error, ok), or None when it raised."""
     try:
         torch.empty_like(x).fill_(float("nan"))     # freed: reused next
-        y = fn(x, w)
+        y = call()
         torch.cuda.synchronize()
     except Exception as e:                          # noqa: BLE001
         print("  %s: %s" % (name, str(e).splitlines()[0][:200]),
@@ -103,7 +230,7 @@ def check(name, fn, x, w, ref, tol):
             name, tuple(y.shape), y.dtype, tuple(x.shape), x.dtype),
             file=sys.stderr)
         return float("inf"), False
-    err = ((y.double() - ref).abs() / (ref.abs() + 1e-2)).max().item()
+    err = error(kernel, y, ref, inputs, x.dtype)
     ok = err <= tol                                 # NaN fails
     if not ok:
         print("  CHECK FAILED: %s: error %.3g > %.3g" % (name, err, tol),
@@ -123,23 +250,38 @@ def events(fn, per):
     return a.elapsed_time(z) / 1e3 / per
 
 
-def point(m, n, dtype, fns, args):
+def inputs_for(k, m, n, dtype):
     gen = torch.Generator(device="cuda").manual_seed(m * 131 + n)
     x = torch.randn(m, n, device="cuda", generator=gen).to(dtype)
-    w = (1 + torch.randn(n, device="cuda", generator=gen) / 2).to(dtype)
-    xd = x.double()
-    ref = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) +
-                           args.eps) * w.double()
-    del xd
+    extra = []
+    if "w" in k["extra"]:
+        extra.append((1 + torch.randn(n, device="cuda", generator=gen) /
+                      2).to(dtype))
+    if "b" in k["extra"]:
+        extra.append(torch.randn(n, device="cuda", generator=gen).to(dtype))
+    return [x] + extra
+
+
+def point(kernel, m, n, dtype, fns, args):
+    k = KERNELS[kernel]
+    inputs = inputs_for(k, m, n, dtype)
+    x = inputs[0]
+    ref = bind(k["reference"], args.eps)(*inputs)
     esz = x.element_size()
-    row = {"M": m, "N": n, "dtype": args.dtype}
+    row = {"kernel": kernel, "M": m, "N": n, "dtype": args.dtype}
     runs = {}
-    for name, fn in fns.items():                    # check first
-        c = check(name, fn, x, w, ref, TOL[dtype])
+    for name, make in fns.items():                  # check first
+        try:
+            call = make(*inputs)
+        except Exception as e:                      # noqa: BLE001
+            print("  %s: %s" % (name, str(e).splitlines()[0][:200]),
+                  file=sys.stderr)
+            continue
+        c = check(kernel, name, call, x, ref, inputs, TOL[dtype])
         if c is None:
             continue
         row[name + "_err"], row[name + "_ok"] = c
-        runs[name] = (lambda fn: lambda: fn(x, w))(fn)
+        runs[name] = call
     del ref
     y = torch.empty_like(x)
     runs["copy"] = lambda: y.copy_(x)
@@ -148,10 +290,10 @@ def point(m, n, dtype, fns, args):
         events(runs[nm], 3)
     times = {nm: [] for nm in names}
     for r in range(args.reps):
-        for k in range(len(names)):
-            nm = names[(r + k) % len(names)]
+        for j in range(len(names)):
+            nm = names[(r + j) % len(names)]
             times[nm].append(events(runs[nm], args.per))
-    moved = {nm: (2 * m * n + n) * esz for nm in names}
+    moved = {nm: (2 * m * n + len(k["extra"]) * n) * esz for nm in names}
     moved["copy"] = 2 * m * n * esz
     for nm in names:
         t = statistics.median(times[nm])
@@ -170,8 +312,34 @@ def fmt(row, name):
     return s + ("!" if not row.get(name + "_ok", True) else "")
 
 
+def table(kernel, shapes, dtype, args):
+    """One kernel's table: its rows."""
+    k = KERNELS[kernel]
+    eps = args.eps if args.eps is not None else k["eps"]
+    run = argparse.Namespace(**vars(args))
+    run.eps = eps
+    print("%s, torch %s, fagen %s; %s, %s%s; GB/s (fraction of the "
+          "copy's)" % (torch.cuda.get_device_name(), torch.__version__,
+                       fagen.version(), k["title"], args.dtype,
+                       "" if eps is None else ", eps %g" % eps))
+    fns = methods(k, eps)
+    cols = [nm for nm in METHODS if nm in fns]
+    print("%7s %7s  " % ("M", "N") + "".join("%-15s" % c for c in cols) +
+          "copy GB/s")
+    rows = []
+    for m, n in shapes:
+        row = point(kernel, m, n, dtype, fns, run)
+        rows.append(row)
+        print("%7d %7d  " % (m, n) +
+              "".join("%-15s" % fmt(row, c) for c in cols) +
+              "%.0f" % row["copy"], flush=True)
+    return rows, cols
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernel", choices=sorted(KERNELS) + ["all"],
+                    default="all", help="which kernel (default: all)")
     ap.add_argument("--reps", type=int, default=30,
                     help="timed runs per method (at least 20)")
     ap.add_argument("--per", type=int, default=10,
@@ -180,7 +348,9 @@ def main():
                     help="M,N;M,N... (default: %s)" % ";".join(
                         "%d,%d" % s for s in SHAPES))
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
-    ap.add_argument("--eps", type=float, default=1e-6)
+    ap.add_argument("--eps", type=float, default=None,
+                    help="the norms' eps (default: 1e-6 for RMSNorm, 1e-5 "
+                    "for LayerNorm)")
     ap.add_argument("--csv", default=None, help="also write the rows here")
     args = ap.parse_args()
     if args.reps < 20:
@@ -191,31 +361,23 @@ def main():
     shapes = SHAPES if not args.shapes else [
         tuple(int(v) for v in s.split(",")) for s in args.shapes.split(";")]
     dtype = DTYPES[args.dtype]
-    print("%s, torch %s, fagen %s; RMSNorm with a weight, %s, eps %g; "
-          "GB/s (fraction of the copy's)" % (
-              torch.cuda.get_device_name(), torch.__version__,
-              fagen.version(), args.dtype, args.eps))
-    fns = methods(args.eps)
-    cols = [nm for nm in METHODS if nm in fns]
-    print("%7s %7s  " % ("M", "N") + "".join("%-15s" % c for c in cols) +
-          "copy GB/s")
-    rows = []
+    kernels = list(KERNELS) if args.kernel == "all" else [args.kernel]
+    rows, bad = [], []
     with torch.inference_mode():
-        for m, n in shapes:
-            row = point(m, n, dtype, fns, args)
-            rows.append(row)
-            print("%7d %7d  " % (m, n) +
-                  "".join("%-15s" % fmt(row, c) for c in cols) +
-                  "%.0f" % row["copy"], flush=True)
+        for i, kernel in enumerate(kernels):
+            if i:
+                print()
+            krows, cols = table(kernel, shapes, dtype, args)
+            rows += krows
+            bad += [r for r in krows for c in cols
+                    if c + "_ok" in r and not r[c + "_ok"]]
     if args.csv:
-        keys = sorted({k for r in rows for k in r})
+        keys = sorted({key for r in rows for key in r})
         with open(args.csv, "w", newline="") as f:
             wr = csv.DictWriter(f, fieldnames=keys)
             wr.writeheader()
             wr.writerows(rows)
         print("wrote %s" % args.csv)
-    bad = [r for r in rows for c in cols
-           if c + "_ok" in r and not r[c + "_ok"]]
     return 1 if bad else 0
 
 

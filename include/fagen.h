@@ -104,7 +104,8 @@ typedef struct fg_options {
 				 * libcuda.so.1 */
 	const char *schedule_dir; /* schedules to use instead of the
 				 * shipped ones built into libfagen, for
-				 * fg_attention_* and fg_rms_norm; NULL:
+				 * fg_attention_* and the row kernels
+				 * (fg_rms_norm, ...); NULL:
 				 * $FAGEN_SCHEDULE_DIR, else the built-in
 				 * copy */
 } fg_options;
@@ -309,7 +310,8 @@ FG_API fg_status fg_launch(fg_kernel *, struct CUstream_st *stream,
 typedef enum fg_dtype {
 	FG_DTYPE_BF16 = 1,
 	FG_DTYPE_F16,
-	FG_DTYPE_F32,           /* fg_rms_norm only */
+	FG_DTYPE_F32,           /* the row kernels only (fg_rms_norm,
+				 * fg_layer_norm, fg_softmax*) */
 } fg_dtype;
 
 /* One attention problem: O = softmax(Q K^T * scale) V and, per query row,
@@ -491,7 +493,7 @@ typedef struct fg_attention_bwd_args {
 FG_API fg_status fg_attention_backward(fg_ctx *,
 	const fg_attention_bwd_args *a, struct CUstream_st *stream);
 
-/* ---------------------------------------------------------------- norms */
+/* ---------------------------------------------------------------- rows */
 
 /* RMSNorm (issue #26), with the residual add of pre-norm transformers
  * fused in: per row i of x, y_i = s_i * rstd_i * weight with s_i = x_i
@@ -521,6 +523,61 @@ typedef struct fg_rmsnorm_args {
  * stream).  Empty tensors launch nothing.  FG_ERR_UNSUPPORTED for rows
  * wider than one CTA takes (8192 16-byte accesses; issue #27). */
 FG_API fg_status fg_rms_norm(fg_ctx *, const fg_rmsnorm_args *a,
+	struct CUstream_st *stream);
+
+/* LayerNorm (issue #26), fg_rms_norm's rules and fused residual add: per
+ * row i, in f32, mean_i = mean(s_i), rstd_i = 1 / sqrt(mean((s_i -
+ * mean_i)^2) + eps) and y_i = (s_i - mean_i) * rstd_i * weight + bias,
+ * s_i = x_i (+ residual_i).  weight and bias are [n], each optional. */
+typedef struct fg_layernorm_args {
+	fg_tensor x;              /* input: rank 1 to FG_MAX_RANK */
+	fg_tensor weight;         /* [n]; ptr 0: none (* 1) */
+	fg_tensor bias;           /* [n]; ptr 0: none (+ 0) */
+	fg_tensor residual;       /* like x; ptr 0: none */
+	fg_tensor out;            /* output y, like x */
+	fg_tensor residual_out;   /* output s = x + residual rounded to
+				   * dtype, like x; given iff residual is */
+	uint64_t mean;            /* output: f32 [rows], dense; 0: not
+				   * wanted (then scratch, as rstd's) */
+	uint64_t rstd;            /* output: f32 [rows], dense; 0: not
+				   * wanted */
+	fg_dtype dtype;           /* FG_DTYPE_BF16, _F16 or _F32 */
+	double eps;               /* finite, >= 0 */
+} fg_layernorm_args;
+
+/* Validate *a and launch layernorm.fa as fg_rms_norm launches rmsnorm.fa
+ * (the same configurations, rules and errors). */
+FG_API fg_status fg_layer_norm(fg_ctx *, const fg_layernorm_args *a,
+	struct CUstream_st *stream);
+
+/* Softmax over the last dimension (issue #26): per row i of x, in f32,
+ * y_i = exp(x_i - max(x_i)) / sum(exp(x_i - max(x_i))).  x and out are
+ * [..., n] of dtype, dense and row-major, as fg_rmsnorm_args's x and
+ * out; out may not overlap x. */
+typedef struct fg_softmax_args {
+	fg_tensor x;              /* input: rank 1 to FG_MAX_RANK */
+	fg_tensor out;            /* output y, like x */
+	fg_dtype dtype;           /* FG_DTYPE_BF16, _F16 or _F32 */
+} fg_softmax_args;
+
+/* Validate *a and launch softmax.fa as fg_rms_norm launches rmsnorm.fa
+ * (the same configurations, rules and errors). */
+FG_API fg_status fg_softmax(fg_ctx *, const fg_softmax_args *a,
+	struct CUstream_st *stream);
+
+/* Softmax's backward: per row i, in f32, dx_i = y_i * (dy_i - sum(dy_i *
+ * y_i)), y the forward's output.  All three of y's shape and dtype; dx
+ * may not overlap y or dy. */
+typedef struct fg_softmax_bwd_args {
+	fg_tensor y;              /* input, the forward's out: rank 1 to
+				   * FG_MAX_RANK */
+	fg_tensor dy;             /* input, the gradient of y, like y */
+	fg_tensor dx;             /* output, the gradient of x, like y */
+	fg_dtype dtype;           /* FG_DTYPE_BF16, _F16 or _F32 */
+} fg_softmax_bwd_args;
+
+/* Validate *a and launch softmax.fa -D BWD=true as fg_softmax does. */
+FG_API fg_status fg_softmax_backward(fg_ctx *, const fg_softmax_bwd_args *a,
 	struct CUstream_st *stream);
 
 #ifdef __cplusplus

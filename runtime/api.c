@@ -81,7 +81,7 @@ fg_ctx_destroy(fg_ctx *c)
 {
 	if (!c)
 		return;
-	norm_free(c);         /* their modules need the driver */
+	rows_free(c);         /* their modules need the driver */
 	attn_free(c);
 	ref_free(c);
 	cuda_free(c);

@@ -42,8 +42,9 @@ _cuda.py).  fagen.__version__ is libfagen's version.
 
 fagen.flex_attention, fagen.create_block_mask and fagen.BlockMask
 (flex.py) take FlexAttention's score_mod and mask_mod, traced into
-fagen's schedule language (_flextrace.py; issue #22).  fagen.rms_norm
-(norm.py) is RMSNorm with an optional fused residual add (issue #26).
+fagen's schedule language (_flextrace.py; issue #22).  fagen.rms_norm and
+fagen.layer_norm (norm.py) are RMSNorm and LayerNorm with an optional
+fused residual add, fagen.softmax a differentiable softmax (issue #26).
 """
 
 import ctypes
@@ -56,7 +57,7 @@ from .flex import BlockMask, create_block_mask, flex_attention
 __all__ = ["attention", "attention_varlen", "reference", "reference_varlen",
            "version",
            "FagenError", "flex_attention", "create_block_mask",
-           "BlockMask", "rms_norm"]
+           "BlockMask", "rms_norm", "layer_norm", "softmax"]
 
 _STATUS = [
     "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",
@@ -845,9 +846,10 @@ def _varlen_function(torch):
     return VarlenAttention
 
 
-# fagen.rms_norm (issue #26); norm.py takes _Tensor, _load and _ctx from
-# here, so it is imported once they are defined
-from .norm import rms_norm  # noqa: E402
+# fagen.rms_norm, layer_norm and softmax (issue #26); norm.py takes
+# _Tensor, _load and _ctx from here, so it is imported once they are
+# defined
+from .norm import layer_norm, rms_norm, softmax  # noqa: E402
 
 
 def __getattr__(name):

@@ -1,14 +1,21 @@
-"""fagen.rms_norm: RMSNorm on libfagen's fg_rms_norm (issue #26).
+"""fagen.rms_norm, fagen.layer_norm and fagen.softmax: libfagen's row
+kernels (issue #26).
 
     y = fagen.rms_norm(x, weight, eps=1e-6)
     y, h = fagen.rms_norm(x, weight, residual=h)   # h = x + h; y = norm(h)
+    y = fagen.layer_norm(x, weight, bias, eps=1e-5)
+    p = fagen.softmax(x)                           # differentiable
 
 Per row of x (its last dimension, all others flattened into rows), in
-float32: y = s * rsqrt(mean(s^2) + eps) * weight, s = x, or x + residual
-with a residual, whose sum (rounded to x's dtype) is returned too, as the
-pre-norm transformer's next residual stream.  The kernel is
-schedules/rmsnorm.fa, compiled for the row width and dtype on first use;
-it runs asynchronously on torch's current stream.  No backward yet.
+float32: rms_norm's y = s * rsqrt(mean(s^2) + eps) * weight, layer_norm's
+y = (s - mean(s)) * rsqrt(var(s) + eps) * weight + bias, with s = x, or
+x + residual with a residual, whose sum (rounded to x's dtype) is returned
+too, as the pre-norm transformer's next residual stream; softmax's y =
+exp(x - max) / sum(exp(x - max)).  The kernels are schedules/rmsnorm.fa,
+layernorm.fa and softmax.fa, compiled for the row width and dtype on
+first use; they run asynchronously on torch's current stream.  softmax
+is a torch.autograd.Function whose backward is fg_softmax_backward; the
+norms have no backward yet.
 """
 
 import ctypes
@@ -17,11 +24,11 @@ import math
 from . import (FagenError, _CU_STREAM_PER_THREAD, _STATUS, _Tensor, _ctx,
                _load)
 
-__all__ = ["rms_norm"]
+__all__ = ["rms_norm", "layer_norm", "softmax"]
 
 _DTYPES = {}                        # torch dtype -> fg_dtype, on first use
 _FLT_MAX = 3.4028234663852886e38
-_ready = False                      # fg_rms_norm's argtypes set
+_ready = set()                      # the C functions whose argtypes are set
 
 
 class _NormArgs(ctypes.Structure):  # fg_rmsnorm_args
@@ -33,36 +40,53 @@ class _NormArgs(ctypes.Structure):  # fg_rmsnorm_args
     ]
 
 
-def _torch():
+class _LayerNormArgs(ctypes.Structure):     # fg_layernorm_args
+    _fields_ = [
+        ("x", _Tensor), ("weight", _Tensor), ("bias", _Tensor),
+        ("residual", _Tensor), ("out", _Tensor), ("residual_out", _Tensor),
+        ("mean", ctypes.c_uint64), ("rstd", ctypes.c_uint64),
+        ("dtype", ctypes.c_int), ("eps", ctypes.c_double),
+    ]
+
+
+class _SoftmaxArgs(ctypes.Structure):       # fg_softmax_args
+    _fields_ = [("x", _Tensor), ("out", _Tensor), ("dtype", ctypes.c_int)]
+
+
+class _SoftmaxBwdArgs(ctypes.Structure):    # fg_softmax_bwd_args
+    _fields_ = [("y", _Tensor), ("dy", _Tensor), ("dx", _Tensor),
+                ("dtype", ctypes.c_int)]
+
+
+def _torch(fn):
     try:
         import torch
     except ImportError as e:
-        raise ImportError("fagen.rms_norm needs PyTorch (import torch "
-                          "failed: %s)" % e) from None
+        raise ImportError("fagen.%s needs PyTorch (import torch failed: "
+                          "%s)" % (fn, e)) from None
     if not _DTYPES:
         _DTYPES.update({torch.bfloat16: 1, torch.float16: 2,
                         torch.float32: 3})
     return torch
 
 
-def _lib():
-    global _ready
+def _lib(cfn, args):
+    """libfagen, cfn's argument types set for its struct args."""
     lib = _load()
-    if not _ready:
+    if cfn not in _ready:
         try:
-            fn = lib.fg_rms_norm
+            fn = getattr(lib, cfn)
         except AttributeError:
             raise FagenError("FG_ERR_NO_LIBRARY", "this libfagen has no "
-                             "fg_rms_norm: it is older than the fagen "
-                             "package; set FAGEN_LIB to a newer one") \
-                from None
-        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_NormArgs),
+                             "%s: it is older than the fagen package; set "
+                             "FAGEN_LIB to a newer one" % cfn) from None
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(args),
                        ctypes.c_void_p]
-        _ready = True
+        _ready.add(cfn)
     return lib
 
 
-def _check(torch, name, t, x=None, shape=None):
+def _check(torch, fn, name, t, x=None, shape=None):
     """t is a CUDA tensor of a supported dtype; with x, on x's device,
     of x's dtype and of shape (x's by default)."""
     if not isinstance(t, torch.Tensor):
@@ -73,12 +97,12 @@ def _check(torch, name, t, x=None, shape=None):
                          % (name, t.device))
     if x is None:
         if t.dtype not in _DTYPES:
-            raise ValueError("%s is %s: fagen.rms_norm takes torch.bfloat16, "
+            raise ValueError("%s is %s: fagen.%s takes torch.bfloat16, "
                              "torch.float16 or torch.float32"
-                             % (name, t.dtype))
+                             % (name, t.dtype, fn))
         if t.dim() < 1:
-            raise ValueError("%s is a 0-d tensor: fagen.rms_norm takes "
-                             "[..., N]" % name)
+            raise ValueError("%s is a 0-d tensor: fagen.%s takes [..., N]"
+                             % (name, fn))
         return
     if t.device != x.device:
         raise ValueError("%s is on %s and x on %s: they must share a device"
@@ -93,6 +117,39 @@ def _check(torch, name, t, x=None, shape=None):
             else "(N,) = %s, N x's last dim" % (want,)))
 
 
+def _eps(eps):
+    """eps as a float: finite, >= 0 and fitting float32."""
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        e = math.nan
+    if isinstance(eps, (bool, str, bytes)) or not 0 <= e <= _FLT_MAX:
+        raise ValueError("eps is %r: it must be a finite number >= 0 "
+                         "(that fits float32)" % (eps,))
+    return e
+
+
+def _no_grad(torch, fn, *ts):
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad
+                                       for t in ts):
+        raise RuntimeError("fagen.%s has no backward yet; call it under "
+                           "torch.no_grad() or torch.inference_mode()" % fn)
+
+
+def _overlap(fn, out, inputs):
+    """out overlaps none of inputs ((name, tensor or None) pairs, all
+    contiguous)."""
+    if out is None or not out.numel():
+        return
+    for name, t in inputs:
+        if t is None:
+            continue
+        (a, b), (c, d) = _span(out), _span(t)
+        if a < d and c < b:
+            raise ValueError("out overlaps %s: fagen.%s does not normalize "
+                             "in place" % (name, fn))
+
+
 def _span(t):
     """The bytes of a contiguous tensor: (lo, hi)."""
     return t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
@@ -103,6 +160,67 @@ def _desc(t, rows, n):
     d = _Tensor(ptr=t.data_ptr(), rank=2)
     d.dims[0], d.dims[1] = rows, n
     return d
+
+
+def _rows(x):
+    """x's rows (its outer dims' product) and row width."""
+    n = x.shape[-1]
+    return (x.numel() // n if n else math.prod(x.shape[:-1])), n
+
+
+def _run(torch, cfn, args, a, device):
+    """libfagen's cfn on a (an args struct) on torch's current stream."""
+    lib = _lib(cfn, args)
+    dev = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    ctx = _ctx(lib, dev)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    st = getattr(lib, cfn)(ctx, ctypes.byref(a),
+                           stream or _CU_STREAM_PER_THREAD)
+    if st:
+        raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
+                         lib.fg_errmsg(ctx).decode(errors="replace"))
+
+
+def _norm(fn, x, weight, bias, eps, residual, out):
+    """The norms' checks and outputs: (torch, x, weight, bias, residual,
+    y, residual_out or None, eps as a float, rows, n), the inputs made
+    contiguous."""
+    torch = _torch(fn)
+    _check(torch, fn, "x", x)
+    n = x.shape[-1]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            _check(torch, fn, name, t, x, (n,))
+    if residual is not None:
+        _check(torch, fn, "residual", residual, x)
+    if out is not None:
+        _check(torch, fn, "out", out, x)
+        if not out.is_contiguous():
+            raise ValueError("out has strides %s: it must be contiguous "
+                             "(the kernel writes dense rows)"
+                             % (out.stride(),))
+    e = _eps(eps)
+    _no_grad(torch, fn, x, weight, bias, residual)
+    x, weight, bias, residual = (None if t is None else t.contiguous()
+                                 for t in (x, weight, bias, residual))
+    _overlap(fn, out, (("x", x), ("weight", weight), ("bias", bias),
+                       ("residual", residual)))
+    y = out if out is not None else torch.empty(
+        x.shape, dtype=x.dtype, device=x.device)
+    h = None if residual is None else torch.empty(
+        x.shape, dtype=x.dtype, device=x.device)
+    rows, n = _rows(x)
+    return torch, x, weight, bias, residual, y, h, e, rows, n
+
+
+def _stat(torch, x):
+    return torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)
+
+
+def _result(*ts):
+    res = [t for t in ts if t is not None]
+    return res[0] if len(res) == 1 else tuple(res)
 
 
 def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
@@ -126,74 +244,136 @@ def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
     TypeError or ValueError before libfagen is called; what libfagen
     refuses raises fagen.FagenError.  There is no backward yet: with grad
     mode on, inputs that require grad raise RuntimeError."""
-    torch = _torch()
-    _check(torch, "x", x)
-    n = x.shape[-1]
-    if weight is not None:
-        _check(torch, "weight", weight, x, (n,))
-    if residual is not None:
-        _check(torch, "residual", residual, x)
-    if out is not None:
-        _check(torch, "out", out, x)
-        if not out.is_contiguous():
-            raise ValueError("out has strides %s: it must be contiguous "
-                             "(the kernel writes dense rows)"
-                             % (out.stride(),))
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        e = math.nan
-    if isinstance(eps, (bool, str, bytes)) or not 0 <= e <= _FLT_MAX:
-        raise ValueError("eps is %r: it must be a finite number >= 0 "
-                         "(that fits float32)" % (eps,))
-    if torch.is_grad_enabled() and any(
-            t is not None and t.requires_grad for t in (x, weight,
-                                                        residual)):
-        raise RuntimeError("fagen.rms_norm has no backward yet; call it "
-                           "under torch.no_grad() or "
-                           "torch.inference_mode()")
-    x, weight, residual = (None if t is None else t.contiguous()
-                           for t in (x, weight, residual))
-    rows = x.numel() // n if n else math.prod(x.shape[:-1])
-    y = out if out is not None else torch.empty(
-        x.shape, dtype=x.dtype, device=x.device)
-    h = None if residual is None else torch.empty(
-        x.shape, dtype=x.dtype, device=x.device)
-    rstd = torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)
-    if out is not None and out.numel():
-        for name, t in (("x", x), ("weight", weight),
-                        ("residual", residual)):
-            if t is None:
-                continue
-            (a, b), (c, d) = _span(out), _span(t)
-            if a < d and c < b:
-                raise ValueError("out overlaps %s: fagen.rms_norm does not "
-                                 "normalize in place" % name)
+    torch, x, weight, _, residual, y, h, e, rows, n = _norm(
+        "rms_norm", x, weight, None, eps, residual, out)
+    rstd = _stat(torch, x)
     if rows and n:
-        _launch(torch, x, weight, residual, y, h, rstd, rows, n, e)
+        a = _NormArgs(x=_desc(x, rows, n), out=_desc(y, rows, n),
+                      rstd=rstd.data_ptr(), dtype=_DTYPES[x.dtype], eps=e)
+        if weight is not None:
+            a.weight = _Tensor(ptr=weight.data_ptr())
+        if residual is not None:
+            a.residual = _desc(residual, rows, n)
+            a.residual_out = _desc(h, rows, n)
+        _run(torch, "fg_rms_norm", _NormArgs, a, x.device)
     elif rows:
         rstd.fill_(math.nan)    # the mean of no squares
-    res = [y] + ([h] if h is not None else []) + \
-        ([rstd] if return_rstd else [])
-    return res[0] if len(res) == 1 else tuple(res)
+    return _result(y, h, rstd if return_rstd else None)
 
 
-def _launch(torch, x, weight, residual, y, h, rstd, rows, n, eps):
-    lib = _lib()
-    device = x.device.index if x.device.index is not None else \
-        torch.cuda.current_device()
-    ctx = _ctx(lib, device)
-    a = _NormArgs(x=_desc(x, rows, n), out=_desc(y, rows, n),
-                  rstd=rstd.data_ptr(), dtype=_DTYPES[x.dtype],
-                  eps=float(eps))
-    if weight is not None:
-        a.weight = _Tensor(ptr=weight.data_ptr())
-    if residual is not None:
-        a.residual = _desc(residual, rows, n)
-        a.residual_out = _desc(h, rows, n)
-    stream = torch.cuda.current_stream(x.device).cuda_stream
-    st = lib.fg_rms_norm(ctx, ctypes.byref(a),
-                         stream or _CU_STREAM_PER_THREAD)
-    if st:
-        raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
-                         lib.fg_errmsg(ctx).decode(errors="replace"))
+def layer_norm(x, weight=None, bias=None, eps=1e-5, residual=None, out=None,
+               return_stats=False):
+    """LayerNorm of x's rows: y, or (y, residual_out) with a residual, and
+    (mean, rstd) appended with return_stats.
+
+    As rms_norm, with a bias: weight and bias are None or (N,) tensors of
+    x's dtype on its device.  Per row, in float32: s = x (+ residual),
+    mean = mean(s), rstd = 1 / sqrt(mean((s - mean)^2) + eps), y = (s -
+    mean) * rstd * weight + bias, rounded to x's dtype; residual_out = s
+    rounded to x's dtype.  mean and rstd are float32 of shape
+    x.shape[:-1].  The same rules and errors as rms_norm's; no backward
+    yet (inputs that require grad raise RuntimeError in grad mode)."""
+    torch, x, weight, bias, residual, y, h, e, rows, n = _norm(
+        "layer_norm", x, weight, bias, eps, residual, out)
+    mean, rstd = _stat(torch, x), _stat(torch, x)
+    if rows and n:
+        a = _LayerNormArgs(x=_desc(x, rows, n), out=_desc(y, rows, n),
+                           mean=mean.data_ptr(), rstd=rstd.data_ptr(),
+                           dtype=_DTYPES[x.dtype], eps=e)
+        if weight is not None:
+            a.weight = _Tensor(ptr=weight.data_ptr())
+        if bias is not None:
+            a.bias = _Tensor(ptr=bias.data_ptr())
+        if residual is not None:
+            a.residual = _desc(residual, rows, n)
+            a.residual_out = _desc(h, rows, n)
+        _run(torch, "fg_layer_norm", _LayerNormArgs, a, x.device)
+    elif rows:
+        mean.fill_(math.nan)    # the mean of nothing
+        rstd.fill_(math.nan)
+    return _result(y, h, *((mean, rstd) if return_stats else ()))
+
+
+def _softmax_fwd(torch, x):
+    """fg_softmax of a contiguous x: a new y."""
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    rows, n = _rows(x)
+    if rows and n:
+        a = _SoftmaxArgs(x=_desc(x, rows, n), out=_desc(y, rows, n),
+                         dtype=_DTYPES[x.dtype])
+        _run(torch, "fg_softmax", _SoftmaxArgs, a, x.device)
+    return y
+
+
+def _softmax_bwd(torch, y, dy):
+    """fg_softmax_backward: dx from the forward's y and dy, of y's dtype
+    (dy is cast and made contiguous: autograd may hand in any strides, an
+    expanded tensor of stride 0 for sum()'s)."""
+    dy = dy.to(y.dtype).contiguous()
+    dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    rows, n = _rows(y)
+    if rows and n:
+        a = _SoftmaxBwdArgs(y=_desc(y, rows, n), dy=_desc(dy, rows, n),
+                            dx=_desc(dx, rows, n), dtype=_DTYPES[y.dtype])
+        _run(torch, "fg_softmax_backward", _SoftmaxBwdArgs, a, y.device)
+    return dx
+
+
+_Function = None
+
+
+def _function(torch):
+    """softmax's torch.autograd.Function, made on first use (the package
+    imports without PyTorch)."""
+    global _Function
+    if _Function is not None:
+        return _Function
+    from torch.autograd.function import once_differentiable
+
+    class Softmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = _softmax_fwd(torch, x.contiguous())
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, dy):
+            y, = ctx.saved_tensors
+            return _softmax_bwd(torch, y, dy)
+
+    _Function = Softmax
+    return Softmax
+
+
+def softmax(x, dim=-1):
+    """The softmax of x along dim, as torch.softmax(x, dim): in float32,
+    exp(x - max) / sum(exp(x - max)), rounded to x's dtype.
+
+    x: a CUDA tensor of torch.bfloat16, float16 or float32 whose dim is
+    at most 32768 wide for 16-bit, 16384 for float32 elements (wider rows
+    need a cluster, issue #27).  The kernel takes the last dimension: x
+    is copied to be contiguous first where it is not, and a softmax over
+    another dim is one over the last of x.transpose(dim, -1), copied,
+    whose result is transposed back (a view, not contiguous).  Runs on
+    torch's current stream.  Differentiable: with grad mode on and x
+    requiring grad, it records a torch.autograd.Function whose backward is
+    fg_softmax_backward (dx = y * (dy - sum(dy * y)), in float32), so
+    y.sum().backward() gives x.grad.  Wrong types, devices or dtypes
+    raise TypeError or ValueError, a dim out of range IndexError, before
+    libfagen is called; what libfagen refuses raises fagen.FagenError."""
+    torch = _torch("softmax")
+    _check(torch, "softmax", "x", x)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError("dim must be an int, not %s" % type(dim).__name__)
+    if not -x.dim() <= dim < x.dim():
+        raise IndexError("dim is %d: x has %d dimensions, so it must be "
+                         "in [%d, %d]" % (dim, x.dim(), -x.dim(),
+                                          x.dim() - 1))
+    d = dim % x.dim()
+    if d != x.dim() - 1:
+        return softmax(x.transpose(d, -1), -1).transpose(d, -1)
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _function(torch).apply(x)
+    return _softmax_fwd(torch, x.contiguous())

@@ -5,7 +5,7 @@
  *
  *	runtime/api.c    the context's creation and teardown
  *	runtime/front/   fg_attention_forward, fg_attention_reference,
- *	                 fg_rms_norm
+ *	                 the row kernels (fg_rms_norm, fg_softmax, ...)
  *	runtime/jit/     compile, metadata, arguments, assembly, cache,
  *	                 kernels and launches
  *	runtime/driver/  the CUDA driver, loaded with dlopen
@@ -51,7 +51,7 @@ typedef struct Driver Driver;           /* driver/cuda.c */
 typedef struct Tools Tools;             /* jit/jit.c */
 typedef struct AttnVariant AttnVariant; /* front/attention.c */
 typedef struct RefModule RefModule;     /* front/reference.c */
-typedef struct NormVariant NormVariant; /* front/norm.c */
+typedef struct RowVariant RowVariant;   /* front/rows.c */
 
 struct fg_ctx {
 	fg_alloc alloc;
@@ -72,13 +72,14 @@ struct fg_ctx {
 	Driver *drv;          /* loaded on first use */
 	Tools *tools;         /* found on first use */
 	char *schedule_dir;   /* NULL: $FAGEN_SCHEDULE_DIR or the defaults */
-	pthread_mutex_t attn_mu;  /* guards attn and norm; held while one
+	pthread_mutex_t attn_mu;  /* guards attn and rows; held while one
 				   * compiles */
 	AttnVariant *attn;    /* fg_attention_forward's kernels */
-	NormVariant *norm;    /* fg_rms_norm's, under attn_mu */
+	RowVariant *rows;     /* the row kernels' (fg_rms_norm, ...), under
+			       * attn_mu */
 	RefModule *ref;       /* fg_attention_reference's, under attn_mu */
-	/* the scratch pool of fg_attention_backward and fg_rms_norm, under
-	 * attn_mu; NULL until first used */
+	/* the scratch pool of fg_attention_backward and the row kernels,
+	 * under attn_mu; NULL until first used */
 	struct CUmemPoolHandle_st *bwd_pool;
 };
 

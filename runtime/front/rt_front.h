@@ -3,8 +3,9 @@
  * Takes: runtime/jit (rt_jit.h) and the layers below it.  Gives:
  * fg_attention_forward and fg_attention_backward (backward.c) on the
  * shipped schedules and fg_attention_reference, the unfused baseline,
- * with their shared argument checks, and fg_rms_norm (norm.c).  Layer
- * above: runtime/api.c. */
+ * with their shared argument checks, and the row kernels (rows.c):
+ * fg_rms_norm, fg_layer_norm, fg_softmax and fg_softmax_backward
+ * (norm.c).  Layer above: runtime/api.c. */
 #ifndef RT_FRONT_H
 #define RT_FRONT_H
 
@@ -92,44 +93,106 @@ int flex_bind(const fg_attention_args *, const Attn *, fg_arg *args, int n);
  * cuMemFreeAsync), made on first use; attn_free destroys it. */
 fg_status attn_pool(fg_ctx *, const Driver *, CUmemoryPool *out);
 
-/* ---------------------------------------------------------------- norm.c
- * fg_rms_norm on rmsnorm.fa (issue #26): argument checks, the
- * configuration for the row width and alignment, kernels cached per
- * configuration in the context. */
-typedef struct NormCfg {
+/* ---------------------------------------------------------------- rows.c
+ * The row kernels (issue #26): rmsnorm.fa, layernorm.fa and softmax.fa
+ * take dense [rows, n] tensors a row per TPR threads, and share their
+ * argument checks, the configuration for the row width and alignment,
+ * kernels cached per configuration in the context, binding and
+ * launches.  norm.c's public calls describe their arguments as a
+ * RowArgs. */
+typedef enum RowKind {
+	ROW_RMS,          /* fg_rms_norm: rmsnorm.fa */
+	ROW_LAYER,        /* fg_layer_norm: layernorm.fa */
+	ROW_SOFTMAX,      /* fg_softmax: softmax.fa */
+	ROW_SOFTMAX_BWD,  /* fg_softmax_backward: softmax.fa -D BWD=true */
+	NROWKIND
+} RowKind;
+
+/* The schedules' switches, each a -D NAME=true|false. */
+enum {
+	RF_WEIGHT = 1,    /* the tensors that set a bit are given */
+	RF_BIAS = 2,
+	RF_RESID = 4,
+	RF_WHOLD = 8,     /* weight and bias kept in registers across rows */
+	RF_BWD = 16,      /* softmax's backward */
+};
+
+/* A tensor of a row problem: of the problem's shape, or [n]. */
+typedef struct RowTensor {
+	const char *name;      /* the argument's, "residual_out" */
+	const char *glob;      /* the schedule's global, "XO" */
+	const fg_tensor *t;
+	bool out;              /* written by the kernel */
+	bool vec;              /* [n] (weight, bias); else t[0]'s shape */
+	unsigned flag;         /* 0: required; else optional, and this RF_
+				* bit is on when it is given.  Tensors of
+				* one bit come together */
+} RowTensor;
+
+/* An f32 [rows] output, a norm's rstd or mean. */
+typedef struct RowStat {
+	const char *name, *glob;
+	uint64_t ptr;          /* 0: not wanted (the kernel writes scratch) */
+} RowStat;
+
+enum {
+	ROW_MAXT = 6, ROW_MAXSTAT = 2,
+	ROW_NARGS = 4 + ROW_MAXT + ROW_MAXSTAT,  /* M, NC, inv_n, eps, ... */
+};
+
+typedef struct RowArgs {
+	RowKind kind;
+	fg_dtype dtype;
+	double eps;                 /* the norms' */
+	int nt, nstat;
+	RowTensor t[ROW_MAXT];      /* t[0]: the input that gives the shape */
+	RowStat stat[ROW_MAXSTAT];
+} RowArgs;
+
+typedef struct RowCfg {
+	RowKind kind;
 	fg_dtype dt;
 	int n, vec, tpr, warps;  /* -D N (the layout's width), VEC, TPR,
 				  * WARPS */
-	bool weight, resid;      /* -D WEIGHT, RESID */
-	bool whold;              /* -D WHOLD: W kept in registers */
-} NormCfg;
+	unsigned flags;          /* the RF_ switches on */
+} RowCfg;
 
-typedef struct Norm {
-	int64_t rows, n;     /* x's outer dims' product and its last dim */
+typedef struct Rows {
+	int64_t rows, n;     /* t[0]'s outer dims' product and its last dim */
 	int esz;             /* bytes per element */
 	int64_t chunk;       /* rows per launch: the kernel indexes a launch's
 			      * elements in 32 bits */
-	NormCfg cfg;         /* meaningful when rows * n > 0 */
-} Norm;
-
-enum { NORM_NARGS = 10 };
+	RowCfg cfg;          /* meaningful when rows * n > 0 */
+} Rows;
 
 /* Check a for fn ("fg_rms_norm") and choose its configuration:
  * FG_ERR_INVALID naming the argument and the rule, FG_ERR_UNSUPPORTED for
  * rows too wide for one CTA; out->rows * out->n == 0 means nothing to
  * launch. */
-fg_status norm_check(fg_ctx *, const char *fn, const fg_rmsnorm_args *a,
-	CUstream, Norm *out);
-/* rmsnorm.fa's kernel for cfg on compute capability cc (90: sm_90a, 100:
- * sm_100a), compiled on first use and kept in the context;
- * FG_ERR_UNSUPPORTED for another arch. */
-fg_status norm_kernel(fg_ctx *, const char *fn, int cc, const NormCfg *cfg,
+fg_status rows_check(fg_ctx *, const char *fn, const RowArgs *a, CUstream,
+	Rows *out);
+/* cfg's kernel on compute capability cc (90: sm_90a, 100: sm_100a),
+ * compiled on first use and kept in the context, known by its schedule
+ * and its whole -D list; FG_ERR_UNSUPPORTED for another arch. */
+fg_status rows_kernel(fg_ctx *, const char *fn, int cc, const RowCfg *cfg,
 	fg_kernel **out);
 /* The kernel's arguments for rows row0 .. row0 + m - 1 of a checked
- * problem, RSTD at rstd (a->rstd or scratch); returns how many. */
-int norm_bind(const fg_rmsnorm_args *a, const Norm *, int64_t row0,
-	int64_t m, uint64_t rstd, fg_arg args[NORM_NARGS]);
-void norm_free(fg_ctx *);
+ * problem, the stats not wanted in turn at scratch (rows f32 each);
+ * returns how many. */
+int rows_bind(const RowArgs *a, const Rows *, int64_t row0, int64_t m,
+	uint64_t scratch, fg_arg args[ROW_NARGS]);
+/* Check a, compile its kernel on first use and launch it on the stream,
+ * as fg_rms_norm and the others do; a NULL a is "args is NULL". */
+fg_status rows_run(fg_ctx *, const char *fn, const RowArgs *a, CUstream);
+void rows_free(fg_ctx *);
+
+/* ---------------------------------------------------------------- norm.c
+ * fg_rms_norm, fg_layer_norm, fg_softmax and fg_softmax_backward: each
+ * public struct described as a RowArgs (into *out, which is returned). */
+const RowArgs *norm_rms(const fg_rmsnorm_args *, RowArgs *out);
+const RowArgs *norm_layer(const fg_layernorm_args *, RowArgs *out);
+const RowArgs *norm_softmax(const fg_softmax_args *, RowArgs *out);
+const RowArgs *norm_softmax_bwd(const fg_softmax_bwd_args *, RowArgs *out);
 
 /* ---------------------------------------------------------------- reference.c */
 const char *ref_source(void);  /* the reference kernels' CUDA C */

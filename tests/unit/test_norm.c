@@ -2,70 +2,22 @@
  * check and its message, empty problems, the configuration chosen for
  * each width and alignment, rows too wide for one CTA, the arch, and the
  * binding, checked by fg_kernel_check against a stand-in schedule with
- * rmsnorm.fa's interface (tests/unit/norm/rmsnorm.fa).  With the argument
- * "schedule" it runs only the check that schedules/rmsnorm.fa itself
- * compiles in the configurations fg_rms_norm picks and takes the same
- * binding (unit.norm_schedule).  Every context uses a counting allocator
- * and must give back every byte. */
+ * rmsnorm.fa's interface (tests/unit/norm/rmsnorm.fa), all through
+ * rows.c as fg_rms_norm describes its arguments (norm_rms; rowtest.h has
+ * the fixture test_rows.c shares).  With the argument "schedule" it runs
+ * only the check that schedules/rmsnorm.fa itself compiles in the
+ * configurations fg_rms_norm picks and takes the same binding
+ * (unit.norm_schedule).  Every context uses a counting allocator and
+ * must give back every byte. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <cmocka.h>
 
-#include "rt_front.h"
-#include "testalloc.h"
+#include "rowtest.h"
 
-#define X0 0x7f0000000000ull   /* a 16-byte aligned device address */
-#define FAKE_STREAM ((struct CUstream_st *)0x1234)
 #define FN "fg_rms_norm"
-#define STUB FAGEN_SRCDIR "/tests/unit/norm"
-#define SHIPPED FAGEN_SRCDIR "/schedules"
-
-typedef struct Fix {
-	TestAlloc ta;
-	fg_ctx *ctx;
-} Fix;
-
-static int
-fix_setup(void **state, const char *dir)
-{
-	Fix *f = calloc(1, sizeof *f);
-	fg_options o = {.alloc = test_alloc, .alloc_ud = &f->ta,
-		.cache_dir = "", .driver_lib = "/nonexistent/libcuda.so.1",
-		.schedule_dir = dir};
-
-	assert_int_equal(fg_ctx_create(&f->ctx, &o), FG_OK);
-	*state = f;
-	return 0;
-}
-
-static int
-setup(void **state)
-{
-	return fix_setup(state, STUB);
-}
-
-static int
-setup_shipped(void **state)
-{
-	return fix_setup(state, SHIPPED);
-}
-
-static int
-teardown(void **state)
-{
-	Fix *f = *state;
-
-	fg_ctx_destroy(f->ctx);
-	assert_int_equal(f->ta.live, 0);
-	assert_int_equal(f->ta.bytes, 0);
-	free(f);
-	return 0;
-}
 
 /* x [rows, n] of dt at X0, everything else 1 GiB apart; weight given,
  * no residual; rstd wanted. */
@@ -94,15 +46,16 @@ residual(fg_dtype dt, int64_t rows, int64_t n)
 static void
 status(Fix *f, const fg_rmsnorm_args *a, fg_status want, const char *msg)
 {
-	fg_status st = fg_rms_norm(f->ctx, a, FAKE_STREAM);
+	expect_status(f, FN, fg_rms_norm(f->ctx, a, FAKE_STREAM), want, msg);
+}
 
-	if (st != want || !strstr(fg_errmsg(f->ctx), msg))
-		fail_msg("want %s with '%s', got %s: %s", fg_status_name(want),
-			msg, fg_status_name(st), fg_errmsg(f->ctx));
-	if (want != FG_OK && want != FG_ERR_NO_DRIVER &&
-	    strncmp(fg_errmsg(f->ctx), FN ": ", strlen(FN) + 2))
-		fail_msg("the message does not name the function: %s",
-			fg_errmsg(f->ctx));
+/* rows_check of a as fg_rms_norm describes it. */
+static fg_status
+check(Fix *f, const fg_rmsnorm_args *a, Rows *nm)
+{
+	RowArgs r;
+
+	return rows_check(f->ctx, FN, norm_rms(a, &r), FAKE_STREAM, nm);
 }
 
 static void
@@ -347,15 +300,7 @@ empty_problems_launch_nothing(void **state)
 	invalid(f, &a, "eps is -1");
 }
 
-static const char *
-cfg_str(const NormCfg *g, char *buf, size_t n)
-{
-	snprintf(buf, n, "N=%d VEC=%d TPR=%d WARPS=%d", g->n, g->vec, g->tpr,
-		g->warps);
-	return buf;
-}
-
-/* The heuristic of docs/API.md ("Normalization"), row by row. */
+/* The heuristic of docs/API.md ("Row kernels"), row by row. */
 static void
 the_configuration_follows_the_width_and_alignment(void **state)
 {
@@ -365,39 +310,39 @@ the_configuration_follows_the_width_and_alignment(void **state)
 		uint64_t xoff, woff;  /* byte offsets of x and weight */
 		const char *want;
 	} t[] = {
-		{FG_DTYPE_BF16, 4096, 0, 0, "N=4096 VEC=8 TPR=128 WARPS=4"},
-		{FG_DTYPE_BF16, 1, 0, 0, "N=8 VEC=1 TPR=4 WARPS=4"},
-		{FG_DTYPE_BF16, 2, 0, 0, "N=8 VEC=2 TPR=4 WARPS=4"},
-		{FG_DTYPE_BF16, 7, 0, 0, "N=8 VEC=1 TPR=4 WARPS=4"},
-		{FG_DTYPE_BF16, 9, 0, 0, "N=16 VEC=1 TPR=4 WARPS=4"},
-		{FG_DTYPE_F32, 9, 0, 0, "N=12 VEC=1 TPR=4 WARPS=4"},
-		{FG_DTYPE_BF16, 64, 0, 0, "N=64 VEC=8 TPR=4 WARPS=4"},
-		{FG_DTYPE_BF16, 1000, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=4"},
-		{FG_DTYPE_BF16, 1024, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=4"},
+		{FG_DTYPE_BF16, 4096, 0, 0, "N=4096 VEC=8 TPR=128 WARPS=8"},
+		{FG_DTYPE_BF16, 1, 0, 0, "N=8 VEC=1 TPR=4 WARPS=8"},
+		{FG_DTYPE_BF16, 2, 0, 0, "N=8 VEC=2 TPR=4 WARPS=8"},
+		{FG_DTYPE_BF16, 7, 0, 0, "N=8 VEC=1 TPR=4 WARPS=8"},
+		{FG_DTYPE_BF16, 9, 0, 0, "N=16 VEC=1 TPR=4 WARPS=8"},
+		{FG_DTYPE_F32, 9, 0, 0, "N=12 VEC=1 TPR=4 WARPS=8"},
+		{FG_DTYPE_BF16, 64, 0, 0, "N=64 VEC=8 TPR=4 WARPS=8"},
+		{FG_DTYPE_BF16, 1000, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=8"},
+		{FG_DTYPE_BF16, 1024, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=8"},
 		{FG_DTYPE_BF16, 5120, 0, 0, "N=6144 VEC=8 TPR=256 WARPS=8"},
 		{FG_DTYPE_BF16, 8192, 0, 0, "N=8192 VEC=8 TPR=256 WARPS=8"},
 		{FG_DTYPE_BF16, 32768, 0, 0, "N=32768 VEC=8 TPR=1024 WARPS=32"},
 		{FG_DTYPE_F16, 4098, 0, 0, "N=6144 VEC=2 TPR=1024 WARPS=32"},
-		{FG_DTYPE_F16, 4100, 0, 0, "N=6144 VEC=4 TPR=512 WARPS=16"},
+		{FG_DTYPE_F16, 4100, 0, 0, "N=6144 VEC=4 TPR=512 WARPS=32"},
 		{FG_DTYPE_F32, 4096, 0, 0, "N=4096 VEC=4 TPR=256 WARPS=8"},
-		{FG_DTYPE_F32, 5120, 0, 0, "N=6144 VEC=4 TPR=512 WARPS=16"},
+		{FG_DTYPE_F32, 5120, 0, 0, "N=6144 VEC=4 TPR=512 WARPS=32"},
 		{FG_DTYPE_F32, 16384, 0, 0, "N=16384 VEC=4 TPR=1024 WARPS=32"},
-		{FG_DTYPE_F32, 7, 0, 0, "N=8 VEC=1 TPR=4 WARPS=4"},
+		{FG_DTYPE_F32, 7, 0, 0, "N=8 VEC=1 TPR=4 WARPS=8"},
 		/* an address that is not 16-byte aligned narrows VEC */
 		{FG_DTYPE_BF16, 4096, 2, 0, "N=4096 VEC=1 TPR=1024 WARPS=32"},
-		{FG_DTYPE_BF16, 4096, 0, 4, "N=4096 VEC=2 TPR=512 WARPS=16"},
+		{FG_DTYPE_BF16, 4096, 0, 4, "N=4096 VEC=2 TPR=512 WARPS=32"},
 		{FG_DTYPE_BF16, 4096, 8, 0, "N=4096 VEC=4 TPR=256 WARPS=8"},
 		{FG_DTYPE_F32, 4096, 4, 0, "N=4096 VEC=1 TPR=1024 WARPS=32"},
 	};
 	Fix *f = *state;
 	char got[64];
-	Norm nm;
+	Rows nm;
 
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		fg_rmsnorm_args a = problem(t[i].dt, 3, t[i].n);
 		a.x.ptr += t[i].xoff;
 		a.weight.ptr += t[i].woff;
-		if (norm_check(f->ctx, FN, &a, FAKE_STREAM, &nm) != FG_OK)
+		if (check(f, &a, &nm) != FG_OK)
 			fail_msg("row %zu: %s", i, fg_errmsg(f->ctx));
 		if (strcmp(cfg_str(&nm.cfg, got, sizeof got), t[i].want))
 			fail_msg("row %zu (n %lld): want %s, got %s", i,
@@ -405,23 +350,23 @@ the_configuration_follows_the_width_and_alignment(void **state)
 		assert_int_equal(nm.rows, 3);
 		assert_int_equal(nm.n, t[i].n);
 		assert_int_equal(nm.cfg.dt, t[i].dt);
-		assert_true(nm.cfg.weight);
-		assert_false(nm.cfg.resid);
+		assert_int_equal(nm.cfg.kind, ROW_RMS);
+		assert_int_equal(nm.cfg.flags & (RF_WEIGHT | RF_RESID |
+			RF_BIAS | RF_BWD), RF_WEIGHT);
 	}
 	/* a launch's element indices fit 32 bits */
 	fg_rmsnorm_args a = problem(FG_DTYPE_BF16, 5000, 32768);
-	assert_int_equal(norm_check(f->ctx, FN, &a, FAKE_STREAM, &nm), FG_OK);
+	assert_int_equal(check(f, &a, &nm), FG_OK);
 	assert_int_equal(nm.chunk, INT32_MAX / 32768 - 1);
-	assert_false(nm.cfg.whold);
-	a = problem(FG_DTYPE_BF16, 5000, 16384);
-	assert_int_equal(norm_check(f->ctx, FN, &a, FAKE_STREAM, &nm), FG_OK);
-	assert_true(nm.cfg.whold);
+	assert_false(nm.cfg.flags & RF_WHOLD);
+	a = problem(FG_DTYPE_BF16, 5000, 8192);
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	assert_true(nm.cfg.flags & RF_WHOLD);
 	a = residual(FG_DTYPE_F16, 5, 7);
 	a.weight.ptr = 0;
-	assert_int_equal(norm_check(f->ctx, FN, &a, FAKE_STREAM, &nm), FG_OK);
-	assert_false(nm.cfg.weight);
-	assert_true(nm.cfg.resid);
-	assert_int_equal(nm.chunk, INT32_MAX / 8 - 32);
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	assert_int_equal(nm.cfg.flags, RF_RESID | RF_WHOLD);
+	assert_int_equal(nm.chunk, INT32_MAX / 8 - 64);
 }
 
 static void
@@ -457,19 +402,19 @@ only_sm90_and_sm100_have_a_schedule(void **state)
 	fg_rmsnorm_args a = problem(FG_DTYPE_BF16, 4, 64);
 	fg_kernel_info info;
 	fg_kernel *k, *k100;
-	Norm nm;
+	Rows nm;
 
-	assert_int_equal(norm_check(f->ctx, FN, &a, FAKE_STREAM, &nm), FG_OK);
-	assert_int_equal(norm_kernel(f->ctx, FN, 89, &nm.cfg, &k),
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	assert_int_equal(rows_kernel(f->ctx, FN, 89, &nm.cfg, &k),
 		FG_ERR_UNSUPPORTED);
 	assert_string_equal(fg_errmsg(f->ctx), FN ": device 0 is sm_89; "
 		"fagen's RMSNorm (rmsnorm.fa) runs on sm_90a (H100, H200) and "
 		"sm_100a (B200) only");
-	assert_int_equal(norm_kernel(f->ctx, FN, 103, &nm.cfg, &k),
+	assert_int_equal(rows_kernel(f->ctx, FN, 103, &nm.cfg, &k),
 		FG_ERR_UNSUPPORTED);
 	/* one configuration, a kernel per arch */
-	assert_int_equal(norm_kernel(f->ctx, FN, 90, &nm.cfg, &k), FG_OK);
-	assert_int_equal(norm_kernel(f->ctx, FN, 100, &nm.cfg, &k100), FG_OK);
+	assert_int_equal(rows_kernel(f->ctx, FN, 90, &nm.cfg, &k), FG_OK);
+	assert_int_equal(rows_kernel(f->ctx, FN, 100, &nm.cfg, &k100), FG_OK);
 	assert_ptr_not_equal(k, k100);
 	fg_kernel_info_get(k, &info);
 	assert_string_equal(info.target, "sm_90a");
@@ -477,53 +422,15 @@ only_sm90_and_sm100_have_a_schedule(void **state)
 	assert_string_equal(info.target, "sm_100a");
 }
 
-static const fg_arg *
-arg(const fg_arg *args, int n, const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(args[i].name, name))
-			return &args[i];
-	return NULL;
-}
-
-/* a's kernel (from the context's schedule directory, for compute
- * capability cc) accepts its binding for rows row0 .. row0 + m - 1, with
- * the tile grid cdiv(m, ROWS): the kernel, or NULL with the reason in
- * the context's message. */
+/* a binds on sm_90a, with its 8 arguments, or 10 with a residual. */
 static fg_kernel *
-try_binds(Fix *f, const fg_rmsnorm_args *a, int cc, int64_t row0,
-	int64_t m)
+rms_binds(Fix *f, const fg_rmsnorm_args *a, int64_t row0, int64_t m)
 {
-	fg_arg args[NORM_NARGS];
-	fg_kernel_info info;
-	int64_t tiles[3];
-	fg_kernel *k;
-	Norm nm;
+	RowArgs r;
+	int na;
+	fg_kernel *k = binds(f, FN, norm_rms(a, &r), "rmsnorm", row0, m, &na);
 
-	if (norm_check(f->ctx, FN, a, FAKE_STREAM, &nm) != FG_OK ||
-	    norm_kernel(f->ctx, FN, cc, &nm.cfg, &k) != FG_OK)
-		return NULL;
-	int na = norm_bind(a, &nm, row0, m, a->rstd ? a->rstd : X0 +
-		0x200000000, args);
 	assert_int_equal(na, a->residual.ptr ? 10 : 8);
-	if (fg_kernel_check(k, args, na, tiles) != FG_OK)
-		return NULL;
-	int rows = nm.cfg.warps * 32 / nm.cfg.tpr;
-	assert_int_equal(tiles[0], (m + rows - 1) / rows);
-	assert_int_equal(tiles[1], 1);
-	fg_kernel_info_get(k, &info);
-	assert_int_equal(info.threads, nm.cfg.warps * 32);
-	assert_string_equal(info.name, "rmsnorm");
-	return k;
-}
-
-static fg_kernel *
-binds(Fix *f, const fg_rmsnorm_args *a, int64_t row0, int64_t m)
-{
-	fg_kernel *k = try_binds(f, a, 90, row0, m);
-
-	if (!k)
-		fail_msg("%s", fg_errmsg(f->ctx));
 	return k;
 }
 
@@ -531,31 +438,32 @@ static void
 the_binding_matches_the_schedules_interface(void **state)
 {
 	Fix *f = *state;
-	fg_arg args[NORM_NARGS];
+	fg_arg args[ROW_NARGS];
 	fg_rmsnorm_args a;
 	fg_kernel *k1, *k2;
-	Norm nm;
+	RowArgs r;
+	Rows nm;
 
 	a = problem(FG_DTYPE_BF16, 300, 4096);
-	k1 = binds(f, &a, 0, 300);
+	k1 = rms_binds(f, &a, 0, 300);
 	a = residual(FG_DTYPE_F16, 7, 1000);
-	binds(f, &a, 0, 7);
+	rms_binds(f, &a, 0, 7);
 	a.weight.ptr = 0;
-	binds(f, &a, 0, 7);
+	rms_binds(f, &a, 0, 7);
 	a = problem(FG_DTYPE_F32, 4099, 7);
 	a.rstd = 0;
-	binds(f, &a, 0, 4099);
+	rms_binds(f, &a, 0, 4099);
 	/* a configuration is compiled once; another is another kernel */
 	a = problem(FG_DTYPE_BF16, 5, 4096);
-	assert_ptr_equal(binds(f, &a, 0, 5), k1);
+	assert_ptr_equal(rms_binds(f, &a, 0, 5), k1);
 	a.x.ptr += 2;
-	k2 = binds(f, &a, 0, 5);
+	k2 = rms_binds(f, &a, 0, 5);
 	assert_ptr_not_equal(k2, k1);
 	/* the values: a later chunk's rows, W standing in for no weight */
 	a = residual(FG_DTYPE_BF16, 100, 64);
 	a.weight.ptr = 0;
-	assert_int_equal(norm_check(f->ctx, FN, &a, FAKE_STREAM, &nm), FG_OK);
-	int na = norm_bind(&a, &nm, 40, 60, a.rstd, args);
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	int na = rows_bind(norm_rms(&a, &r), &nm, 40, 60, SCRATCH, args);
 	assert_int_equal(arg(args, na, "M")->i, 60);
 	assert_int_equal(arg(args, na, "NC")->i, 64);
 	assert_true(arg(args, na, "inv_n")->f == 1.0 / 64);
@@ -569,17 +477,14 @@ the_binding_matches_the_schedules_interface(void **state)
 	assert_int_equal(arg(args, na, "RSTD")->t.ptr, a.rstd + 40 * 4);
 	a.residual.ptr = a.residual_out.ptr = 0;
 	a.weight.ptr = X0 + 0x40000000;
-	na = norm_bind(&a, &nm, 0, 100, a.rstd, args);
+	na = rows_bind(norm_rms(&a, &r), &nm, 0, 100, SCRATCH, args);
 	assert_int_equal(na, 8);
 	assert_int_equal(arg(args, na, "W")->t.ptr, X0 + 0x40000000);
 	assert_null(arg(args, na, "R"));
-}
-
-static const char *
-dt_str(fg_dtype dt)
-{
-	return dt == FG_DTYPE_F32 ? "f32" : dt == FG_DTYPE_F16 ? "f16" :
-		"bf16";
+	/* no rstd wanted: the kernel writes scratch */
+	a.rstd = 0;
+	na = rows_bind(norm_rms(&a, &r), &nm, 40, 60, SCRATCH, args);
+	assert_int_equal(arg(args, na, "RSTD")->t.ptr, SCRATCH + 40 * 4);
 }
 
 /* One configuration of schedules/rmsnorm.fa on sm_90a and sm_100a: v 0
@@ -591,24 +496,17 @@ shipped_case(Fix *f, fg_dtype dt, int64_t n, int v, bool misaligned)
 {
 	fg_rmsnorm_args a = v == 1 ? residual(dt, 4099, n) :
 		problem(dt, 4099, n);
-	int nfail = 0;
+	char what[96];
+	RowArgs r;
 
 	if (v == 2)
 		a.weight.ptr = 0;
 	if (misaligned)
 		a.x.ptr += dt == FG_DTYPE_F32 ? 4 : 2;  /* one element */
-	for (int cc = 90; cc <= 100; cc += 10) {
-		if (try_binds(f, &a, cc, 0, 4099))
-			continue;
-		const char *m = fg_errmsg(f->ctx), *e = strstr(m, "error: ");
-		e = e ? e : m;
-		fprintf(stderr, "FAIL %s n=%lld%s%s%s cc=%d: %.*s\n",
-			dt_str(dt), (long long)n, v == 2 ? "" : " weight",
-			v == 1 ? " residual" : "", misaligned ? " VEC 1" : "",
-			cc, (int)strcspn(e, "\n"), e);
-		nfail++;
-	}
-	return nfail;
+	snprintf(what, sizeof what, "%s n=%lld%s%s%s", dt_str(dt),
+		(long long)n, v == 2 ? "" : " weight", v == 1 ? " residual" :
+		"", misaligned ? " VEC 1" : "");
+	return shipped_try(f, FN, norm_rms(&a, &r), "rmsnorm", what);
 }
 
 /* schedules/rmsnorm.fa itself: it compiles in the configurations the

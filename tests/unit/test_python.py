@@ -2,14 +2,14 @@
 
 fagen imports without PyTorch and without a GPU; its ctypes structures
 have the C layouts (sizes and offsets of fg_attention_args,
-fg_attention_bwd_args, fg_rmsnorm_args and fg_options, as numbers and
-against offsetof in a C program compiled from include/fagen.h); it loads
-libfagen ($FAGEN_LIB) and reports its version;
-attention() and rms_norm() without PyTorch say they need it; with
-PyTorch, bad arguments (CPU tensors, wrong dtype, shapes, strides,
-gradients, sinks; rms_norm's weights, outputs and eps) are refused before
-libfagen is called.  Exits 77 (SKIP) after the checks that need no
-PyTorch when PyTorch is missing.
+fg_attention_bwd_args, the row kernels' args and fg_options, as numbers
+and against offsetof in a C program compiled from include/fagen.h); it
+loads libfagen ($FAGEN_LIB) and reports its version; attention(),
+rms_norm(), layer_norm() and softmax() without PyTorch say they need it;
+with PyTorch, bad arguments (CPU tensors, wrong dtype, shapes, strides,
+gradients, sinks; the norms' weights, biases, outputs and eps, softmax's
+dim) are refused before libfagen is called.  Exits 77 (SKIP) after the
+checks that need no PyTorch when PyTorch is missing.
 """
 import importlib
 import os
@@ -41,6 +41,10 @@ def without_torch():
                "fagen.attention needs PyTorch")
         expect(ImportError, lambda: fagen.rms_norm(1),
                "fagen.rms_norm needs PyTorch")
+        expect(ImportError, lambda: fagen.layer_norm(1),
+               "fagen.layer_norm needs PyTorch")
+        expect(ImportError, lambda: fagen.softmax(1),
+               "fagen.softmax needs PyTorch")
     finally:
         if saved is None:
             del sys.modules["torch"]
@@ -82,6 +86,16 @@ def layouts():
     assert n.weight.offset == 96 and n.out.offset == 288
     assert n.rstd.offset == 480 and n.dtype.offset == 488
     assert n.eps.offset == 496
+    n = fagen.norm._LayerNormArgs
+    assert ctypes.sizeof(n) == 608, ctypes.sizeof(n)
+    assert n.bias.offset == 192 and n.out.offset == 384
+    assert n.mean.offset == 576 and n.rstd.offset == 584
+    assert n.dtype.offset == 592 and n.eps.offset == 600
+    n = fagen.norm._SoftmaxArgs
+    assert ctypes.sizeof(n) == 200 and n.dtype.offset == 192
+    n = fagen.norm._SoftmaxBwdArgs
+    assert ctypes.sizeof(n) == 296 and n.dx.offset == 192
+    assert n.dtype.offset == 288
     assert fagen.version().count(".") == 2, fagen.version()
 
 
@@ -99,7 +113,10 @@ def c_layouts():
                ("fg_attention_bwd_args", fagen._BwdArgs),
                ("fg_options", fagen._Options),
                ("fg_tensor", fagen._Tensor), ("fg_arg", fagen._Arg),
-               ("fg_rmsnorm_args", fagen.norm._NormArgs))
+               ("fg_rmsnorm_args", fagen.norm._NormArgs),
+               ("fg_layernorm_args", fagen.norm._LayerNormArgs),
+               ("fg_softmax_args", fagen.norm._SoftmaxArgs),
+               ("fg_softmax_bwd_args", fagen.norm._SoftmaxBwdArgs))
     lines = ['#include <stddef.h>', '#include <stdio.h>',
              '#include "fagen.h"', 'int main(void) {']
     for name, st in structs:
@@ -139,6 +156,8 @@ def with_torch(torch):
            "needs CUDA tensors")
     expect(TypeError, lambda: fagen.rms_norm([1.0]), "x must be a "
            "torch.Tensor")
+    expect(ValueError, lambda: fagen.layer_norm(x), "x is on cpu")
+    expect(ValueError, lambda: fagen.softmax(x), "x is on cpu")
     if not torch.cuda.is_available():
         return
     norm_checks(torch)
@@ -239,6 +258,27 @@ def norm_checks(torch):
     expect(ValueError, lambda: rn(x, eps="1"), "eps is '1'")
     expect(RuntimeError, lambda: rn(x.float().requires_grad_()),
            "fagen.rms_norm has no backward yet")
+    # fagen.layer_norm and fagen.softmax
+    ln = fagen.layer_norm
+    expect(ValueError, lambda: ln(x, w, w[:32]), "bias has shape (32,); "
+           "it must be (N,) = (64,), N x's last dim")
+    expect(ValueError, lambda: ln(x, bias=w.half()), "bias is "
+           "torch.float16 and x torch.bfloat16")
+    expect(ValueError, lambda: ln(x.int()), "x is torch.int32: "
+           "fagen.layer_norm takes torch.bfloat16")
+    expect(ValueError, lambda: ln(x, out=x), "out overlaps x: "
+           "fagen.layer_norm does not normalize in place")
+    expect(ValueError, lambda: ln(x, eps=-1.0), "eps is -1.0")
+    expect(RuntimeError, lambda: ln(x, w.clone().requires_grad_()),
+           "fagen.layer_norm has no backward yet")
+    sm = fagen.softmax
+    expect(ValueError, lambda: sm(x.double()), "x is torch.float64: "
+           "fagen.softmax takes torch.bfloat16, torch.float16 or "
+           "torch.float32")
+    expect(ValueError, lambda: sm(x[0, 0]), "x is a 0-d tensor")
+    expect(IndexError, lambda: sm(x, 2), "dim is 2: x has 2 dimensions, "
+           "so it must be in [-2, 1]")
+    expect(TypeError, lambda: sm(x, 1.0), "dim must be an int")
 
 
 def main():

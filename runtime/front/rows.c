@@ -1,0 +1,645 @@
+/* rows.c: the row kernels (issue #26), rmsnorm.fa, layernorm.fa and
+ * softmax.fa: a dense [rows, n] problem, a row per TPR threads.  norm.c's
+ * fg_rms_norm, fg_layer_norm, fg_softmax and fg_softmax_backward describe
+ * their arguments as a RowArgs (its tensors, their globals and switches,
+ * and the f32 [rows] stats); the rest is here, the same for each.
+ *
+ * Every argument is checked before anything needs the GPU.  Then the
+ * schedule's configuration is chosen from the row width n and the
+ * tensors' addresses (docs/API.md, "Row kernels"):
+ *
+ *	VEC    elements per access: the largest power of 2 of at most 16
+ *	       bytes that divides n and every tensor's address (in elements)
+ *	TPR    threads per row: the smallest power of 2 from 4 up that
+ *	       leaves each thread at most 4 accesses a row, at most 1024,
+ *	       where a thread holds at most 64 bytes of a row (wider rows
+ *	       need a cluster, issue #27)
+ *	WARPS  8, or TPR / 32 when more, and 32 for TPR 512 (two rows a
+ *	       CTA): bench/tune_rows.py's best on an H200; a CTA holds
+ *	       WARPS * 32 / TPR rows
+ *	N      n rounded up to a multiple of TPR * VEC (of 2 * TPR for
+ *	       16-bit elements with VEC 1: a thread holds them in pairs)
+ *	WHOLD  (the norms) the weight and bias stay in registers across
+ *	       rows, unless a thread of a 1024-thread CTA (64 registers:
+ *	       TPR 512 or 1024)
+ *	       holds more than 32 bytes of a row: then they are read again
+ *	       for each row
+ *
+ * and compiled with DT and the schedule's switches (WEIGHT, BIAS, RESID:
+ * whether those tensors are given; BWD: softmax's backward) once per
+ * context (under ctx->attn_mu, so concurrent callers compile a
+ * configuration once), its kernel kept until fg_ctx_destroy.  A variant
+ * is known by its schedule and its whole -D list.  A launch covers at
+ * most Rows.chunk rows, so the kernel's 32-bit element indices cannot
+ * overflow; more rows take more launches on the stream.  The stats the
+ * caller does not want (rstd, mean) are written to scratch from the
+ * context's stream-ordered pool, freed on the stream after the last
+ * launch. */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt_front.h"
+
+enum {
+	MAXTPR = 1024,  /* threads per row: a whole CTA */
+	CHUNKS = 4,     /* accesses per thread and row the heuristic aims at */
+	MAXBYTES = 64,  /* of a row per thread at most: at MAXTPR a thread
+			 * has 64 registers */
+	MAXDEFS = 10,   /* N, DT, VEC, TPR, WARPS and the switches */
+	DEFLEN = 256,   /* their text: about 110 bytes at most */
+};
+
+/* Each kind's schedule and what it takes beyond N, DT, VEC, TPR, WARPS. */
+static const struct {
+	const char *file;
+	const char *what;      /* in messages: "fagen's RMSNorm" */
+	const char *inplace;   /* "no in-place normalization" */
+	unsigned defs;         /* the RF_ switches it takes */
+	unsigned fixed;        /* those always on */
+	bool eps;              /* params inv_n and eps */
+} kinds[] = {
+	[ROW_RMS] = {"rmsnorm.fa", "RMSNorm", "normalization",
+		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true},
+	[ROW_LAYER] = {"layernorm.fa", "LayerNorm", "normalization",
+		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true},
+	[ROW_SOFTMAX] = {"softmax.fa", "softmax", "softmax", RF_BWD, 0,
+		false},
+	[ROW_SOFTMAX_BWD] = {"softmax.fa", "softmax", "softmax", RF_BWD,
+		RF_BWD, false},
+};
+_Static_assert(COUNT(kinds) == NROWKIND, "a row per RowKind");
+
+/* The switches, in the order of the -D list. */
+static const struct {
+	unsigned bit;
+	const char *def;
+	const char *why;       /* its tensors come together: why */
+} switches[] = {
+	{RF_WEIGHT, "WEIGHT", ""},
+	{RF_BIAS, "BIAS", ""},
+	{RF_RESID, "RESID", "with a residual the kernel writes x + residual "
+		"to residual_out"},
+	{RF_WHOLD, "WHOLD", ""},
+	{RF_BWD, "BWD", ""},
+};
+
+struct RowVariant {
+	int cc;
+	const char *file;
+	char defs[DEFLEN];  /* "-D N=4096 -D DT=bf16 ...": the whole list */
+	fg_kernel *k;
+	RowVariant *next;
+};
+
+/* A tensor's bytes, for the overlap check. */
+typedef struct Range {
+	const char *name;
+	uint64_t lo, hi;
+	bool out;
+} Range;
+
+static fg_status FMT(3, 4)
+bad(fg_ctx *c, const char *fn, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n = snprintf(msg, sizeof msg, "%s: ", fn);
+
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	va_end(ap);
+	return rt_err(c, FG_ERR_INVALID, "%s", msg);
+}
+
+static const char *
+dt_name(fg_dtype dt)
+{
+	return dt == FG_DTYPE_F32 ? "f32" : dt == FG_DTYPE_F16 ? "f16" :
+		"bf16";
+}
+
+/* x's shape (x: the first tensor): rows, the product of its outer dims,
+ * and n, its last. */
+static fg_status
+x_shape(fg_ctx *c, const char *fn, const RowTensor *rx, Rows *t)
+{
+	const fg_tensor *x = rx->t;
+	const char *nm = rx->name;
+	int64_t bytes;
+
+	if (x->rank < 1 || x->rank > FG_MAX_RANK)
+		return bad(c, fn, "%s.rank is %d: give %s's rank, 1 to %d, and "
+			"its dims", nm, x->rank, nm, FG_MAX_RANK);
+	t->rows = 1;
+	for (int i = 0; i < x->rank; i++) {
+		if (x->dims[i] < 0)
+			return bad(c, fn, "%s.dims[%d] is %lld: extents must "
+				"be >= 0", nm, i, (long long)x->dims[i]);
+		if (i < x->rank - 1 && !ck_mul64(t->rows, x->dims[i],
+		    &t->rows))
+			return bad(c, fn, "%s: the product of its outer dims "
+				"(its rows) overflows 64 bits", nm);
+	}
+	t->n = x->dims[x->rank - 1];
+	if (!ck_mul64(t->rows, t->n, &bytes) || !ck_mul64(bytes, t->esz,
+	    &bytes))
+		return bad(c, fn, "%s: its %lld rows of %lld elements overflow "
+			"64-bit addressing", nm, (long long)t->rows,
+			(long long)t->n);
+	return FG_OK;
+}
+
+/* t's shape against the one it must have (rank r, dims d): given, or
+ * rank 0 with all dims 0, which means that shape. */
+static fg_status
+like(fg_ctx *c, const char *fn, const char *name, const fg_tensor *t,
+	int r, const int64_t *d, const char *what)
+{
+	if (t->rank == 0) {
+		for (int i = 0; i < FG_MAX_RANK; i++)
+			if (t->dims[i])
+				return bad(c, fn, "%s.rank is 0 but its dims "
+					"are not all 0: give its rank and "
+					"dims, or neither (for %s)", name,
+					what);
+		return FG_OK;
+	}
+	if (t->rank != r)
+		return bad(c, fn, "%s.rank is %d; it must be %d (%s)", name,
+			t->rank, r, what);
+	for (int i = 0; i < r; i++)
+		if (t->dims[i] != d[i])
+			return bad(c, fn, "%s.dims[%d] is %lld; it must be "
+				"%lld (%s)", name, i, (long long)t->dims[i],
+				(long long)d[i], what);
+	return FG_OK;
+}
+
+/* The rank and dims tensor i must have: x's, or [n]. */
+static int
+shape_of(const RowArgs *a, int i, const Rows *t, const int64_t **d)
+{
+	if (a->t[i].vec) {
+		*d = &t->n;
+		return 1;
+	}
+	*d = a->t[0].t->dims;
+	return a->t[0].t->rank;
+}
+
+/* Every tensor but x has the shape it must have. */
+static fg_status
+shapes(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
+{
+	const char *x = a->t[0].name;
+	char what[64];
+	fg_status st;
+
+	for (int i = 1; i < a->nt; i++) {
+		const RowTensor *r = &a->t[i];
+		const int64_t *d;
+		int rank = shape_of(a, i, t, &d);
+
+		if (r->vec)
+			snprintf(what, sizeof what, "%s is [n], n %s's last "
+				"dim", r->name, x);
+		else
+			snprintf(what, sizeof what, "%s's shape", x);
+		if ((st = like(c, fn, r->name, r->t, rank, d, what)))
+			return st;
+	}
+	return FG_OK;
+}
+
+/* Strides all 0, or a dense row-major tensor's (any stride where the
+ * extent is 1): the kernel addresses every tensor as dense rows. */
+static fg_status
+dense(fg_ctx *c, const char *fn, const char *name, const fg_tensor *t,
+	int r, const int64_t *d)
+{
+	int64_t want = 1;
+	bool given = false;
+
+	for (int i = 0; i < r; i++)
+		given |= t->strides[i] != 0;
+	for (int i = r - 1; given && i >= 0; i--) {
+		if (d[i] > 1 && t->strides[i] != want)
+			return bad(c, fn, "%s.strides[%d] is %lld, but the "
+				"kernel addresses %s as dense rows: it must be "
+				"%lld (or pass all strides 0)", name, i,
+				(long long)t->strides[i], name,
+				(long long)want);
+		want *= d[i];  /* x_shape bounded the product */
+	}
+	return FG_OK;
+}
+
+/* A given tensor's address, strides and bytes (into *rg). */
+static fg_status
+place(fg_ctx *c, const char *fn, const char *name, const fg_tensor *t,
+	int r, const int64_t *d, int esz, Range *rg)
+{
+	int64_t bytes = esz;
+	fg_status st;
+
+	for (int i = 0; i < r; i++)
+		bytes *= d[i];  /* x_shape bounded the product */
+	if (!t->ptr)
+		return bad(c, fn, "%s.ptr is NULL", name);
+	if (t->ptr % (uint64_t)esz)
+		return bad(c, fn, "%s.ptr = 0x%llx is not aligned to its "
+			"%d-byte elements", name, (unsigned long long)t->ptr,
+			esz);
+	if (t->ptr > UINT64_MAX - (uint64_t)bytes)
+		return bad(c, fn, "%s: 0x%llx plus its %lld bytes overflows "
+			"64-bit addressing", name, (unsigned long long)t->ptr,
+			(long long)bytes);
+	if ((st = dense(c, fn, name, t, r, d)))
+		return st;
+	*rg = (Range){name, t->ptr, t->ptr + (uint64_t)bytes, false};
+	return FG_OK;
+}
+
+/* An f32 [rows] stat: aligned and addressable when given. */
+static fg_status
+place_stat(fg_ctx *c, const char *fn, const RowStat *s, int64_t rows,
+	Range *rg)
+{
+	if (s->ptr % 4)
+		return bad(c, fn, "%s = 0x%llx is not aligned to its f32 "
+			"elements", s->name, (unsigned long long)s->ptr);
+	if (s->ptr > UINT64_MAX - (uint64_t)rows * 4)
+		return bad(c, fn, "%s: 0x%llx plus its %lld f32 elements "
+			"overflows 64-bit addressing", s->name,
+			(unsigned long long)s->ptr, (long long)rows);
+	*rg = (Range){s->name, s->ptr, s->ptr + (uint64_t)rows * 4, true};
+	return FG_OK;
+}
+
+/* Outputs overlap neither the inputs nor each other: the kernel reads
+ * its inputs through the non-coherent cache while it writes. */
+static fg_status
+disjoint(fg_ctx *c, const char *fn, const RowArgs *a, const Range *rg,
+	int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if ((rg[i].out || rg[j].out) && rg[i].lo < rg[j].hi &&
+			    rg[j].lo < rg[i].hi)
+				return bad(c, fn, "%s and %s overlap: outputs "
+					"must not overlap the inputs or each "
+					"other (no in-place %s)", rg[i].name,
+					rg[j].name, kinds[a->kind].inplace);
+	return FG_OK;
+}
+
+/* Tensors of one switch are given all or none. */
+static fg_status
+together(fg_ctx *c, const char *fn, const RowArgs *a)
+{
+	for (size_t k = 0; k < COUNT(switches); k++) {
+		const RowTensor *given = NULL, *absent = NULL;
+
+		for (int i = 0; i < a->nt; i++)
+			if (a->t[i].flag == switches[k].bit) {
+				if (a->t[i].t->ptr)
+					given = given ? given : &a->t[i];
+				else
+					absent = absent ? absent : &a->t[i];
+			}
+		if (given && absent)
+			return bad(c, fn, "%s is given but %s is NULL: %s",
+				given->name, absent->name, switches[k].why);
+	}
+	return FG_OK;
+}
+
+/* The tensors of a non-empty problem: given where required, aligned,
+ * dense, and no output overlapping another tensor. */
+static fg_status
+tensors(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
+{
+	Range rg[ROW_MAXT + ROW_MAXSTAT];
+	int nr = 0;
+	fg_status st;
+
+	if ((st = together(c, fn, a)))
+		return st;
+	for (int i = 0; i < a->nt; i++) {
+		const RowTensor *r = &a->t[i];
+		const int64_t *d;
+		int rank = shape_of(a, i, t, &d);
+
+		if (!r->t->ptr && r->flag)
+			continue;       /* optional and absent */
+		if ((st = place(c, fn, r->name, r->t, rank, d, t->esz,
+		    &rg[nr])))
+			return st;
+		rg[nr++].out = r->out;
+	}
+	for (int i = 0; i < a->nstat; i++)
+		if (a->stat[i].ptr && (st = place_stat(c, fn, &a->stat[i],
+		    t->rows, &rg[nr++])))
+			return st;
+	return disjoint(c, fn, a, rg, nr);
+}
+
+/* Every address divisible by vec elements, and n too. */
+static bool
+aligned(const RowArgs *a, int64_t n, int vec, int esz)
+{
+	uint64_t b = (uint64_t)vec * (uint64_t)esz;
+
+	for (int i = 0; i < a->nt; i++)
+		if (a->t[i].t->ptr % b)
+			return false;
+	return n % vec == 0;
+}
+
+/* The schedule's configuration for a checked, non-empty problem. */
+static fg_status
+config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
+{
+	RowCfg *g = &t->cfg;
+	int vec = 16 / t->esz;
+
+	while (vec > 1 && !aligned(a, t->n, vec, t->esz))
+		vec /= 2;
+	int64_t most = (int64_t)MAXTPR * MAXBYTES / t->esz;
+	if (t->n > most)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: rows of %lld "
+			"elements are wider than one CTA takes: %d threads "
+			"holding %d bytes of a row each, %lld elements; wider "
+			"rows need a cluster (issue #27)", fn, (long long)t->n,
+			MAXTPR, MAXBYTES, (long long)most);
+	g->kind = a->kind;
+	g->dt = a->dtype;
+	g->vec = vec;
+	g->tpr = 4;
+	while (g->tpr < MAXTPR && t->n > (int64_t)g->tpr * vec * CHUNKS)
+		g->tpr *= 2;
+	/* at least 8 warps, and 2 rows of 512 threads a CTA: the best of
+	 * bench/tune_rows.py's sweep on an H200 (docs/PERF.md) */
+	g->warps = g->tpr == 512 ? 32 : g->tpr / 32 > 8 ? g->tpr / 32 : 8;
+	/* a 16-bit tile holds an even count of elements per thread, N /
+	 * TPR: with VEC 1, an even count of accesses */
+	int64_t w = (int64_t)g->tpr * vec * (t->esz == 2 && vec == 1 ? 2 : 1);
+	g->n = (int)((t->n + w - 1) / w * w);
+	g->flags = kinds[a->kind].fixed;
+	for (int i = 0; i < a->nt; i++)
+		if (a->t[i].t->ptr)
+			g->flags |= a->t[i].flag;
+	if ((kinds[a->kind].defs & RF_WHOLD) &&
+	    !(g->warps == 32 && g->n / g->tpr * t->esz > 32))
+		g->flags |= RF_WHOLD;
+	/* element indices of a launch, (row + ROWS) * N at most, fit
+	 * 32 bits; N is at most 2^16, so a chunk has 32735 rows or more */
+	t->chunk = INT32_MAX / g->n - g->warps * 32 / g->tpr;
+	return FG_OK;
+}
+
+fg_status
+rows_check(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s, Rows *t)
+{
+	fg_status st;
+
+	memset(t, 0, sizeof *t);
+	if (!a)
+		return bad(c, fn, "args is NULL");
+	if (s == NULL || s == CU_STREAM_LEGACY)
+		return bad(c, fn, "fagen does not launch on the legacy "
+			"default stream (%s); pass a stream you created "
+			"(cuStreamCreate, best with CU_STREAM_NON_BLOCKING) or "
+			"CU_STREAM_PER_THREAD", s ? "CU_STREAM_LEGACY" :
+			"NULL");
+	if (a->dtype != FG_DTYPE_BF16 && a->dtype != FG_DTYPE_F16 &&
+	    a->dtype != FG_DTYPE_F32)
+		return bad(c, fn, "dtype is %d: use FG_DTYPE_BF16, "
+			"FG_DTYPE_F16 or FG_DTYPE_F32", (int)a->dtype);
+	if (kinds[a->kind].eps && (!isfinite(a->eps) || a->eps < 0 ||
+	    a->eps > FLT_MAX))
+		return bad(c, fn, "eps is %g: it must be finite, >= 0 and fit "
+			"f32", a->eps);
+	t->esz = a->dtype == FG_DTYPE_F32 ? 4 : 2;
+	if ((st = x_shape(c, fn, &a->t[0], t)) ||
+	    (st = shapes(c, fn, a, t)))
+		return st;
+	if (t->rows == 0 || t->n == 0)
+		return FG_OK;   /* nothing to launch */
+	if ((st = tensors(c, fn, a, t)))
+		return st;
+	return config(c, fn, a, t);
+}
+
+/* cfg's -D list, "-D N=4096 -D DT=bf16 ...", into list (MAXDEFS
+ * entries, each in d[i]); returns how many. */
+static int
+defines(const RowCfg *g, char d[MAXDEFS][24], char *list, size_t n)
+{
+	unsigned defs = kinds[g->kind].defs;
+	size_t at = 0;
+	int nd = 0;
+
+	snprintf(d[nd++], 24, "N=%d", g->n);
+	snprintf(d[nd++], 24, "DT=%s", dt_name(g->dt));
+	snprintf(d[nd++], 24, "VEC=%d", g->vec);
+	snprintf(d[nd++], 24, "TPR=%d", g->tpr);
+	snprintf(d[nd++], 24, "WARPS=%d", g->warps);
+	for (size_t i = 0; i < COUNT(switches); i++)
+		if (defs & switches[i].bit)
+			snprintf(d[nd++], 24, "%s=%s", switches[i].def,
+				g->flags & switches[i].bit ? "true" : "false");
+	list[0] = 0;
+	for (int i = 0; i < nd && at < n; i++)
+		at += (size_t)snprintf(list + at, n - at, "%s-D %s",
+			i ? " " : "", d[i]);
+	return nd;
+}
+
+/* Compile the kernel of file with the -D list (nd in d, list their
+ * text); called with c->attn_mu held. */
+static fg_status
+build(fg_ctx *c, const char *fn, int cc, const char *file,
+	char d[MAXDEFS][24], int nd, const char *list, fg_kernel **out)
+{
+	char path[4096];
+	const char *defs[MAXDEFS];
+	/* the schedules' target is sm_90a; they compile for sm_100a too */
+	fg_compile_options o = {.defines = defs, .ndefines = nd,
+		.arch = cc == 100 ? "sm_100a" : NULL};
+	const Shipped *in;
+	fg_program *p;
+	fg_status st;
+
+	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
+		return st;
+	for (int i = 0; i < nd; i++)
+		defs[i] = d[i];
+	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
+		&o, &p) : fg_compile_file(c, path, &o, &p);
+	if (st == FG_OK)
+		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
+	else if (st == FG_ERR_COMPILE)
+		st = rt_err(c, st, "%s: the schedule %s (%s%s) does not "
+			"compile:\n%s", fn, path, list, o.arch ?
+			" for sm_100a" : "", fg_program_diagnostics(p));
+	fg_program_free(p);
+	return st;
+}
+
+fg_status
+rows_kernel(fg_ctx *c, const char *fn, int cc, const RowCfg *cfg,
+	fg_kernel **out)
+{
+	const char *file = kinds[cfg->kind].file;
+	char d[MAXDEFS][24], list[DEFLEN];
+	int nd = defines(cfg, d, list, sizeof list);
+	RowVariant *v;
+	fg_kernel *k = NULL;
+	fg_status st = FG_OK;
+
+	if (cc != 90 && cc != 100)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
+			"fagen's %s (%s) runs on sm_90a (H100, H200) and "
+			"sm_100a (B200) only", fn, c->device, cc,
+			kinds[cfg->kind].what, file);
+	pthread_mutex_lock(&c->attn_mu);
+	for (v = c->rows; v; v = v->next)
+		if (v->cc == cc && !strcmp(v->file, file) &&
+		    !strcmp(v->defs, list))
+			break;
+	if (!v && !(st = build(c, fn, cc, file, d, nd, list, &k))) {
+		if ((v = rt_alloc(c, sizeof *v))) {
+			*v = (RowVariant){.cc = cc, .file = file, .k = k,
+				.next = c->rows};
+			memcpy(v->defs, list, sizeof list);
+			c->rows = v;
+		} else {
+			fg_kernel_free(k);
+			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
+		}
+	}
+	pthread_mutex_unlock(&c->attn_mu);
+	if (v)
+		*out = v->k;
+	return st;
+}
+
+int
+rows_bind(const RowArgs *a, const Rows *t, int64_t row0, int64_t m,
+	uint64_t scratch, fg_arg args[ROW_NARGS])
+{
+	/* a checked problem's offsets fit: x_shape bounded its bytes */
+	uint64_t off = (uint64_t)(row0 * t->n * t->esz);
+	int n = 0;
+
+	args[n++] = FG_INT("M", m);
+	args[n++] = FG_INT("NC", t->n);
+	if (kinds[a->kind].eps) {
+		args[n++] = FG_FLOAT("inv_n", 1.0 / (double)t->n);
+		args[n++] = FG_FLOAT("eps", a->eps);
+	}
+	for (int i = 0; i < a->nt; i++) {
+		const RowTensor *r = &a->t[i];
+		uint64_t p = r->t->ptr;
+
+		if (p)
+			p += r->vec ? 0 : off;
+		else if (r->vec)        /* never read, but must hold n
+					 * elements: x's row */
+			p = a->t[0].t->ptr + off;
+		else                    /* not declared without it */
+			continue;
+		args[n++] = FG_PTR(r->glob, p);
+	}
+	for (int i = 0; i < a->nstat; i++) {
+		uint64_t p = a->stat[i].ptr;
+
+		if (!p) {
+			p = scratch;
+			scratch += (uint64_t)t->rows * 4;
+		}
+		args[n++] = FG_PTR(a->stat[i].glob, p + (uint64_t)row0 * 4);
+	}
+	return n;
+}
+
+/* bytes of scratch on stream s, from the context's pool. */
+static fg_status
+scratch(fg_ctx *c, const Driver *d, CUstream s, const char *fn,
+	size_t bytes, CUdeviceptr *out)
+{
+	char what[96];
+	CUmemoryPool mp;
+	CUcontext prev;
+	fg_status st;
+
+	if ((st = attn_pool(c, d, &mp)) ||
+	    (st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
+	    "cuCtxPushCurrent")))
+		return st;
+	snprintf(what, sizeof what, "cuMemAllocFromPoolAsync (%s's stats)",
+		fn);
+	st = cuda_check(c, d, d->cu.MemAllocFromPoolAsync(out, bytes, mp, s),
+		what);
+	d->cu.CtxPopCurrent(&prev);
+	return st;
+}
+
+fg_status
+rows_run(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s)
+{
+	fg_arg args[ROW_NARGS];
+	CUdeviceptr tmp = 0;
+	CUcontext prev;
+	fg_kernel *k;
+	Driver *d;
+	Rows t;
+	fg_status st;
+	int unwanted = 0;
+
+	if (!c)
+		return FG_ERR_INVALID;
+	if ((st = rows_check(c, fn, a, s, &t)))
+		return st;
+	if (t.rows == 0 || t.n == 0) {
+		rt_clear(c);
+		return FG_OK;
+	}
+	for (int i = 0; i < a->nstat; i++)
+		unwanted += !a->stat[i].ptr;
+	if ((st = cuda_get(c, &d)) ||
+	    (st = rows_kernel(c, fn, d->cc_major * 10 + d->cc_minor, &t.cfg,
+	    &k)) ||
+	    (unwanted && (st = scratch(c, d, s, fn, (size_t)(unwanted *
+	    t.rows * 4), &tmp))))
+		return st;
+	for (int64_t r0 = 0; r0 < t.rows && !st; r0 += t.chunk) {
+		int64_t m = t.rows - r0 < t.chunk ? t.rows - r0 : t.chunk;
+		st = fg_launch(k, s, args, rows_bind(a, &t, r0, m, tmp, args));
+	}
+	if (!tmp)
+		return st;
+	/* freed after whatever was launched: stream order */
+	d->cu.CtxPushCurrent(d->pctx);
+	fg_status fst = cuda_check(c, d, d->cu.MemFreeAsync(tmp, s),
+		"cuMemFreeAsync");
+	d->cu.CtxPopCurrent(&prev);
+	return st ? st : fst;
+}
+
+void
+rows_free(fg_ctx *c)
+{
+	RowVariant *v, *next;
+
+	for (v = c->rows; v; v = next) {
+		next = v->next;
+		fg_kernel_free(v->k);
+		rt_free(c, v, sizeof *v);
+	}
+	c->rows = NULL;
+}

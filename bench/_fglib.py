@@ -39,8 +39,9 @@ def lib_ctx():
     return lib, fagen._ctx(lib, torch.cuda.current_device())
 
 
-def compile_kernel(path, defines):
-    """(kernel, "") or (None, the first diagnostic line)."""
+def compile_kernel(path, defines, ptx_filter=None):
+    """(kernel, "") or (None, the first diagnostic line); ptx_filter, if
+    given, rewrites the PTX text first (experiments)."""
     lib, ctx = lib_ctx()
     text = open(path, "rb").read()
     arr = (ctypes.c_char_p * len(defines))(*[d.encode() for d in defines])
@@ -52,8 +53,10 @@ def compile_kernel(path, defines):
         msg = lib.fg_program_diagnostics(prog) if prog else b""
         return None, ((msg or b"").decode().splitlines() or ["?"])[0]
     k = ctypes.c_void_p()
-    st = lib.fg_kernel_create(ctx, lib.fg_program_ptx(prog, None), 0,
-                              ctypes.byref(k))
+    ptx = lib.fg_program_ptx(prog, None)
+    if ptx_filter:
+        ptx = ptx_filter(ptx.decode()).encode()
+    st = lib.fg_kernel_create(ctx, ptx, 0, ctypes.byref(k))
     lib.fg_program_free(prog)
     return (k, "") if not st else (None, "fg_kernel_create: %d" % st)
 

@@ -56,6 +56,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=None)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--maxnreg", default="",
+                    help="also try each configuration with '.maxnreg R' "
+                    "added to its PTX, for each R of a comma list")
     a = ap.parse_args()
     shapes = SHAPES if not a.shapes else [
         tuple(int(v) for v in s.split(",")) for s in a.shapes.split(";")]
@@ -73,8 +76,14 @@ def main():
         ref = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + EPS) * \
             w.double()
         runs = {}
-        for name, d in configs(n):
-            k, why = _fglib.compile_kernel(path, d + ["DT=bf16"])
+        cfgs = [(nm, d, None) for nm, d in configs(n)]
+        for r in [int(v) for v in a.maxnreg.split(",") if v]:
+            cfgs += [("%s r%d" % (nm, r), d, r) for nm, d in configs(n)]
+        for name, d, r in cfgs:
+            flt = None if r is None else (
+                lambda t, r=r: t.replace(".maxntid", ".maxnreg %d\n.maxntid"
+                                         % r, 1))
+            k, why = _fglib.compile_kernel(path, d + ["DT=bf16"], flt)
             if not k:
                 print("  %s: %s" % (name, why))
                 continue

@@ -505,7 +505,8 @@ fused(Est *e, const SirPart *sp, const SirBlock *b, const int *uses)
 				e->size[in->dst] = 0;
 			/* a blocked tile's row reduction reads each element
 			 * once, in order (ptx/ptxblock.c): 'rowsum(x * x)' */
-			if ((u->op == SOP_rowsum || u->op == SOP_rowmax) &&
+			if ((u->op == SOP_rowsum || u->op == SOP_rowmax ||
+			    u->op == SOP_colsum) &&
 			    u->a[0] == in->dst && sp->vals[in->dst].lay &&
 			    sp->vals[in->dst].lay->kind == LK_BLOCKED)
 				e->size[in->dst] = 0;

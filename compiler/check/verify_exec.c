@@ -241,7 +241,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	case SOP_const_f: case SOP_cvt: case SOP_exp2: case SOP_log2:
 	case SOP_rcp: case SOP_tanh: case SOP_sqrt: case SOP_rsqrt:
-	case SOP_rowmax: case SOP_rowsum:
+	case SOP_rowmax: case SOP_rowsum: case SOP_colsum:
 	case SOP_convert: case SOP_mask_cols: case SOP_mask_causal:
 	case SOP_mask_below: case SOP_fill: case SOP_gstore: case SOP_gtload: case SOP_gscatter:
 		if (in->op == SOP_cvt && dv && ty_isint(dv->ty))
@@ -609,7 +609,7 @@ quick(const Sim *s, Proc *p, const SirIns *in)
 		return true;
 	case SOP_const_f: case SOP_exp2: case SOP_log2: case SOP_rcp:
 	case SOP_tanh: case SOP_sqrt: case SOP_rsqrt: case SOP_rowmax:
-	case SOP_rowsum: case SOP_convert:
+	case SOP_rowsum: case SOP_colsum: case SOP_convert:
 	case SOP_mask_cols: case SOP_mask_causal: case SOP_mask_below:
 	case SOP_fill: case SOP_gstore: case SOP_gtload: case SOP_gscatter:
 		return true;

@@ -16,7 +16,8 @@
  * lower is an internal error there, and a call it lowers that is not
  * here is an unknown function, so the two lists cannot drift apart. */
 const char *const builtin_names[] = {
-	"abs", "all_eq", "cdiv", "colid", "convert", "cvt", "dmod", "exp2",
+	"abs", "all_eq", "cdiv", "colid", "colsum", "convert", "cvt", "dmod",
+	"exp2",
 	"log2",
 	"mask_below", "mask_causal", "mask_cols", "max", "min", "rcp",
 	"rowid", "rowmax", "rowsum", "rsqrt", "select", "sizeof", "sqrt",

@@ -351,6 +351,29 @@ across(PG *g, const SirIns *in)
 	}
 }
 
+/* colsum(x) of a tile of one row group: column j of the vector is the
+ * sum of the thread's RK rows' element j, in row order. */
+static void
+colsum(PG *g, const SirIns *in)
+{
+	const SirVal *xv = &g->sp->vals[in->a[0]];
+	int n, nd;
+	PReg *x = pg_frag(g, in->a[0], &n), *d = pg_frag(g, in->dst, &nd);
+
+	if (!x || !d || xv->lay->kind != LK_BLOCKED || xv->ety != TY_F32) {
+		pg_unsupported(g, in);
+		return;
+	}
+	Geo b = geo(xv->lay);
+	int per = b.C * b.V;
+	for (int j = 0; j < per && j < nd; j++) {
+		ptx_emit(g->f, "mov.f32 %R, %R;", d[j], x[j]);
+		for (int k = 1; k < b.RK; k++)
+			ptx_emit(g->f, "add.f32 %R, %R, %R;", d[j], d[j],
+				x[k * per + j]);
+	}
+}
+
 /* rowid(x), colid(x): row(k) and col(c, e) of each element. */
 static void
 index_tile(PG *g, const SirIns *in)
@@ -594,6 +617,42 @@ gstore_rows(PG *g, const SirIns *in)
 	}
 }
 
+/* global_load v, G[i] [limit=L] of a row vector of a blocked tile
+ * (a[0] the linear index, a[1] the limit, a[2] the last index): row(k)
+ * from the index plus row(k), 0 where the last index plus row(k) is >=
+ * L; the threads of a row group read the same address. */
+static void
+gload_rows(PG *g, const SirIns *in)
+{
+	const Res *r = in->r[0];
+	int n, esz = ty_bytes(r->ety);
+	PReg *x = pg_frag(g, in->dst, &n);
+
+	if (!x || r->ety != TY_F32) {
+		pg_unsupported(g, in);
+		return;
+	}
+	Geo b = geo(g->sp->vals[in->dst].lay);
+	PReg ptr = gptr(g, r), grp, pl;
+	PReg ri = ptx_reg(g->f, RB32), li = ptx_reg(g->f, RB32);
+	PReg q = ptx_reg(g->f, RP), at = ptx_reg(g->f, RB64);
+	place(g, &b, &grp, &pl);
+	for (int k = 0; k < b.RK; k++) {
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", ri, grp,
+			(int64_t)k * (b.P / b.T));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", li, ri,
+			pg_u32(g, in->a[2]));
+		ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", q, li,
+			pg_u32(g, in->a[1]));
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", li, ri,
+			pg_u32(g, in->a[0]));
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, li,
+			(int64_t)esz, ptr);
+		ptx_emit(g->f, "mov.b32 %R, 0;", x[k]);
+		ptx_emit(g->f, "@!%R ld.global.nc.f32 %R, [%R];", q, x[k], at);
+	}
+}
+
 /* Whether in is an op on a blocked tile, row or column vector (after
  * ptxtile.c took those of i32 and bool tiles). */
 static bool
@@ -605,7 +664,7 @@ mine(const PG *g, const SirIns *in)
 		return in->na > 1 && g->sp->vals[in->a[1]].ty == TY_FRAG &&
 			blocked_of(g->sp->vals[in->a[1]].lay);
 	if (in->op == SOP_rowid || in->op == SOP_colid || in->op == SOP_rowmax ||
-	    in->op == SOP_rowsum)
+	    in->op == SOP_rowsum || in->op == SOP_colsum)
 		return blocked_of(g->sp->vals[in->a[0]].lay) != NULL;
 	return in->dst && g->sp->vals[in->dst].ty == TY_FRAG &&
 		blocked_of(g->sp->vals[in->dst].lay);
@@ -632,11 +691,17 @@ pg_blocked_op(PG *g, const SirIns *in)
 	case SOP_rowred_put: case SOP_rowred_get:
 		across(g, in);
 		return true;
+	case SOP_colsum:
+		colsum(g, in);
+		return true;
 	case SOP_rowid: case SOP_colid:
 		index_tile(g, in);
 		return true;
 	case SOP_gtload:
-		gtile(g, in);
+		if (g->sp->vals[in->dst].lay->kind == LK_ROWS)
+			gload_rows(g, in);
+		else
+			gtile(g, in);
 		return true;
 	case SOP_gstore:
 		if (g->sp->vals[in->a[1]].lay->kind == LK_ROWS)

@@ -89,3 +89,5 @@ SOP(  rowred_put,   1,     E_MEM,   T_ALL  )   /* a blocked row vector's
 SOP(  rowred_get,   -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0] reduced
 						  * (imm 1: max), a0 partials
 						  * [, a1 init] */
+SOP(  colsum,       1,     E_PURE,  T_ALL  )   /* blocked tile -> its column
+						  * sums, cols(L) */

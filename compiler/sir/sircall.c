@@ -204,6 +204,54 @@ reduce(G *g, const Node *n, SirOp op)
 	return r;
 }
 
+/* colsum(x): the sums of a blocked tile's columns, a column vector
+ * cols(L).  Each thread adds its rows; a tile spread over several row
+ * groups would need their partials combined across threads, which the
+ * language does not do yet: the layout must have one row group (tpr ==
+ * threads). */
+static Ref
+colsum(G *g, const Node *n)
+{
+	if (!nargs(g, n, "colsum", 1, 1))
+		return sg_err(g);
+	Ref x = sg_expr(g, n->kids.v[0]);
+	const SirVal *v = sg_val(g, x);
+	if (v->ty == TY_ERR)
+		return x;
+	if (v->ty != TY_FRAG || v->lay->kind != LK_BLOCKED ||
+	    v->ety != TY_F32) {
+		diag_error(g->ctx, n->kids.v[0]->span, "'colsum' adds the "
+			"columns of an f32 tile of a 'blocked' layout");
+		return sg_err(g);
+	}
+	const Layout *l = v->lay;
+	if (l->tpr != l->threads) {
+		diag_error(g->ctx, n->span, "'colsum' of '%s' would add the "
+			"partial sums of its %d row groups across threads, which "
+			"it does not do: it needs one row group, tpr equal to "
+			"threads (here %d and %d)", sg_layname(l), l->threads / l->tpr,
+			l->tpr, l->threads);
+		return sg_err(g);
+	}
+	Layout *cl = NEW(&g->ctx->perm, Layout);
+	*cl = (Layout){.kind = LK_COLS, .parent = l, .m = l->m, .n = l->n};
+	Buf b;
+	buf_init(&b, &g->ctx->perm);
+	buf_printf(&b, "cols(%s)", sg_layname(l));
+	cl->name = b.p;
+	Ref r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
+	SirVal *rv = sg_val(g, r);
+	rv->ety = TY_F32;
+	rv->lay = cl;
+	rv->m = 1;
+	rv->n = l->n;
+	SirIns *i = sg_emit(g, SOP_colsum, n->span);
+	i->dst = r;
+	i->a[0] = x;
+	i->na = 1;
+	return r;
+}
+
 static const Layout *
 layout_arg(G *g, const Node *e)
 {
@@ -696,6 +744,8 @@ sg_call(G *g, const Node *n)
 		return reduce(g, n, SOP_rowmax);
 	if (!strcmp(f, "rowsum"))
 		return reduce(g, n, SOP_rowsum);
+	if (!strcmp(f, "colsum"))
+		return colsum(g, n);
 	if (!strcmp(f, "convert"))
 		return sg_convert(g, n);
 	if (!strcmp(f, "cvt"))

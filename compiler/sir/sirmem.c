@@ -112,6 +112,53 @@ width_of(G *g, const Node *n, const SirVal *v, Ref *wv)
 	return *wv != 0;
 }
 
+/* store G[i0, ...], c [width=W] of a column vector: column j at the
+ * indices with j added to the last one, each column by the thread that
+ * holds it, so the layout may have one row group only (several would
+ * each write their copy).  SIR: the blocked tile's gstore with a[0] the
+ * linear index, a[1] the vector, a[5] the width (a[2..4] unused). */
+static void
+store_cols(G *g, const Node *n, Res *r, Ref lin, Ref v, const Node *red)
+{
+	const SirVal *sv = sg_val(g, v);
+	const Layout *p = sv->lay->parent;
+	Ref wv;
+
+	if (red) {
+		diag_error(g->ctx, red->span, "'reduce=add' adds a 2-D tile "
+			"into global memory; this value is a column vector");
+		return;
+	}
+	if (p->tpr != p->threads) {
+		diag_error(g->ctx, n->kids.v[1]->span, "each of the %d row "
+			"groups of '%s' holds every column of this vector, and "
+			"would store its own copy: a column vector is stored from "
+			"a layout of one row group, tpr equal to threads (here %d "
+			"and %d)",
+			p->threads / p->tpr, sg_layname(p), p->tpr, p->threads);
+		return;
+	}
+	if (sv->ety != r->ety) {
+		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
+			"vector is %s; write 'cvt(%s, %s)'", r->name,
+			ty_name(r->ety), ty_name(sv->ety), sg_text(g,
+			n->kids.v[1]->span, "x"), ty_name(r->ety));
+		return;
+	}
+	if (!width_of(g, n, sv, &wv))
+		return;
+	Ref one = sg_const_i(g, 1, TY_I32, n->span);
+	SirIns *i = sg_emit(g, SOP_gstore, n->span);
+	r->direct = true;
+	i->a[0] = lin;
+	i->a[1] = v;
+	i->a[2] = i->a[3] = lin;
+	i->a[4] = one;
+	i->a[5] = wv;
+	i->na = 6;
+	i->r[0] = r;
+}
+
 /* store G[i0, ...], t [rowdim=K] [limit=L]: element (r, c) of a 2-D tile
  * goes to the indices given with r added to index K and c to the last;
  * rows whose index K is >= L are skipped.  SIR: a[0] the linear index,
@@ -128,9 +175,7 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	if (red && !red->a)
 		return;
 	if (sv->lay->kind == LK_COLS) {
-		diag_error(g->ctx, n->kids.v[1]->span, "'store' writes scalars, "
-			"row vectors and 2-D tiles; a column vector is not "
-			"stored (multiply it into a tile first)");
+		store_cols(g, n, r, lin, v, red);
 		return;
 	}
 	if (red && (red->a->kind != N_NAME || strcmp(red->a->name, "add"))) {

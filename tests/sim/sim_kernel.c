@@ -30,6 +30,9 @@
  *                                             schedules/rmsnorm.fa (issue
  *                                             #26): Y, RSTD (and XO) of
  *                                             16-bit rows against float64
+ *   sim_kernel rmsnorm_bwd PTX M NC [noweight] schedules/rmsnorm_bwd.fa:
+ *                                             DX and the sum of the DW
+ *                                             partials against float64
  *   sim_kernel layernorm PTX M NC [resid] [noweight]
  *                                             schedules/layernorm.fa: Y,
  *                                             MEAN, RSTD (and XO) of
@@ -405,6 +408,79 @@ rmsnorm(long m, long nc, bool resid, bool weight, bool f16)
 	printf("rmsnorm M=%ld NC=%ld%s%s: rstd rel err %.2e, %ld values "
 		"differ -> %s\n", m, nc, resid ? " resid" : "", weight ? "" :
 		" noweight", worst, bad, bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
+/* schedules/rmsnorm_bwd.fa: DX = rstd (g - x rstd^2 mean(g x)), g = dy
+ * w, and DW = sum over rows of dy x rstd (the sum of the CTAs' DWP
+ * rows, zeroed first), against float64 with RSTD the forward's (in
+ * f32); DX and DW within 2^-7 (bf16) or 2^-10 (f16) of their rows'
+ * scale. */
+static int
+rmsnorm_bwd(long m, long nc, bool weight, bool f16)
+{
+	uint16_t *x, *w, *dy, *dx;
+	float *rs, *dwp;
+	long bad = 0, p = m;
+	double worst = 0;
+	SimVal v[10] = {{.i = m}, {.i = nc}, {.f = 1.0 / (double)nc},
+		{.i = p}};
+
+	v[4].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
+	v[5].ptr = buffer((size_t)nc * 2, 0, (void **)&w);
+	v[6].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&dy);
+	v[7].ptr = buffer((size_t)m * 4, 0, (void **)&rs);
+	v[8].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&dx);
+	v[9].ptr = buffer((size_t)(p * nc) * 4, 0, (void **)&dwp);
+	for (long i = 0; i < m * nc; i++) {
+		x[i] = to16(urand() * 3, f16);
+		dy[i] = to16(urand(), f16);
+	}
+	for (long j = 0; j < nc; j++)
+		w[j] = to16(urand() + 1.0, f16);
+	for (long i = 0; i < m; i++) {
+		double ss = 0;
+		for (long j = 0; j < nc; j++)
+			ss += from16(x[i * nc + j], f16) * from16(x[i * nc + j],
+				f16);
+		rs[i] = (float)(1 / sqrt(ss / (double)nc + 1e-5));
+	}
+	launch(v, 10);
+	double tol = f16 ? 0x1p-10 : 0x1p-7;
+	for (long i = 0; i < m; i++) {
+		double gx = 0, big = 0;
+		for (long j = 0; j < nc; j++) {
+			double g = from16(dy[i * nc + j], f16) * (weight ?
+				from16(w[j], f16) : 1);
+			gx += g * from16(x[i * nc + j], f16);
+		}
+		for (long j = 0; j < nc; j++) {
+			double g = from16(dy[i * nc + j], f16) * (weight ?
+				from16(w[j], f16) : 1);
+			double want = rs[i] * (g - from16(x[i * nc + j], f16) *
+				rs[i] * rs[i] * gx / (double)nc);
+			big = fmax(big, fabs(want));
+			double e = fabs(from16(dx[i * nc + j], f16) - want);
+			bad += !(e <= (fabs(want) + 0.01 * big + 1e-3) * tol);
+		}
+	}
+	for (long j = 0; weight && j < nc; j++) {
+		double want = 0, mag = 0, got = 0;
+		for (long i = 0; i < m; i++) {
+			double t = from16(dy[i * nc + j], f16) *
+				from16(x[i * nc + j], f16) * rs[i];
+			want += t;
+			mag += fabs(t);
+		}
+		for (long i = 0; i < p; i++)
+			got += dwp[i * nc + j];
+		double e = fabs(got - want);
+		worst = e > worst ? e : worst;
+		bad += !(e <= mag * 0x1p-20 + 1e-6);
+	}
+	printf("rmsnorm_bwd M=%ld NC=%ld%s: dw max abs err %.2e, %ld values "
+		"differ -> %s\n", m, nc, weight ? "" : " noweight", worst, bad,
+		bad ? "FAIL" : "ok");
 	return bad != 0;
 }
 
@@ -834,6 +910,9 @@ main(int argc, char **argv)
 			weight &= strcmp(argv[a], "noweight") != 0;
 		}
 		rc = rmsnorm(atol(argv[3]), atol(argv[4]), resid, weight, f16);
+	} else if (!strcmp(argv[1], "rmsnorm_bwd")) {
+		rc = rmsnorm_bwd(atol(argv[3]), atol(argv[4]), !(argc > 5 &&
+			!strcmp(argv[5], "noweight")), f16);
 	} else if (!strcmp(argv[1], "layernorm")) {
 		bool resid = false, weight = true;
 		for (int a = 5; a < argc; a++) {

@@ -8,7 +8,7 @@ unfused baseline, side by side in one process (issue 7's grid).
         [--heads H] [--gqa G]
     python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
     python3 bench/bench.py --bwd [bench_bwd.py's arguments]  # backward
-    python3 bench/bench.py --kernels [bench_kernels.py's]    # norms, softmax
+    python3 bench/bench.py --kernels [bench_kernels.py's]    # norms, ..., xent
 
 For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
 16k; batch 16384/S, heads 2048/D or --heads; bf16; with --gqa G, k and v

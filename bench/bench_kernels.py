@@ -4,14 +4,14 @@ QuACK, as fractions of a device-to-device copy's bandwidth measured in
 the same run (issue #26).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so \\
-        python3 bench/bench_kernels.py [--kernel rmsnorm|layernorm|softmax|all]
-        [--reps N] [--per N] [--shapes M,N;M,N...] [--dtype bf16|f16|f32]
-        [--eps E] [--csv FILE]
+        python3 bench/bench_kernels.py
+        [--kernel rmsnorm|layernorm|softmax|xent|all] [--reps N] [--per N]
+        [--shapes M,N;M,N...] [--dtype bf16|f16|f32] [--eps E] [--csv FILE]
     python3 bench/bench.py --kernels [the same arguments]
 
-Each kernel (--kernel all, the default, runs the three in turn) over
+Each kernel (--kernel all, the default, runs the four in turn) over
 (M, N) = (32768, 4096), (16384, 8192), (8192, 16384), (4096, 32768), bf16
-(each x 256 MiB, far past L2):
+(each x 256 MiB, far past L2), xent over its own shapes (below):
 
   rmsnorm    RMSNorm with a weight, eps 1e-6
     fagen    fagen.rms_norm(x, w, eps)
@@ -30,6 +30,18 @@ Each kernel (--kernel all, the default, runs the three in turn) over
     fagen    fagen.softmax(x)
     eager    torch.softmax(x, -1)
     quack    QuACK's softmax(x) (quack.softmax)
+  xent       cross-entropy of each row against an int64 target (every
+             16th -100, ignored), the per-row loss (reduction 'none',
+             forward), over (M, C) = (4096, 32000), (4096, 128256),
+             (1024, 262144), (16384, 50257): vocabularies of 32k to 256k
+             classes, rows wider than a CTA holds (fagen walks them in
+             chunks)
+    fagen    fagen.cross_entropy(x, t, reduction="none"): the int32
+             targets, the kernel's float32 loss, rounded to x's dtype
+    eager    torch.nn.functional.cross_entropy(x, t, reduction="none")
+    quack    QuACK's cross-entropy forward, float32 loss:
+             quack.cross_entropy.cross_entropy_fwd(x, t), else its
+             cross_entropy(x, t, reduction="none") where it takes that
 
 and for each, compile: torch.compile(eager, dynamic=False), compiled per
 shape; copy: y.copy_(x) for a tensor of x's size, the yardstick.  QuACK
@@ -37,21 +49,25 @@ is used where it imports; otherwise its column is skipped with the
 reason.
 
 GB/s counts the bytes a kernel must move: x read (and w, b), y written
-(fagen's rstd and mean, 4 bytes a row, are not counted); the copy's, x
-read and y written.  Each method's output is checked first against
-float64 (its buffer filled with NaN before): max |y - ref| / (|ref| +
-0.01) (LayerNorm: + |b|, where the bias cancels; softmax, whose values
-are small: max (|y - ref| - atol) / |ref|, atol 1e-7 for f16's
-subnormals, 1e-37 otherwise) must be at most 2e-2 for bf16 (2e-3 f16,
-1e-5 f32, as tests/gpu/test_python_norm.py), else its column is marked
-'!'.  Timing: CUDA
-events around --per back-to-back calls, the median over --reps runs
-(20 at least), the methods interleaved round-robin with the first one
-rotating, warm-up runs excluded.  Prints a table per kernel with each
+(fagen's rstd and mean, 4 bytes a row, are not counted); for xent the
+logits read, the int64 targets read and a float32 loss written (8 + 4
+bytes a row, whatever each method's own types); the copy's, x read and y
+written (for xent a copy of the logits).  Each method's output is
+checked first against float64 (its buffer filled with NaN before): max
+|y - ref| / (|ref| + 0.01) (LayerNorm: + |b|, where the bias cancels;
+softmax, whose values are small: max (|y - ref| - atol) / |ref|, atol
+1e-7 for f16's subnormals, 1e-37 otherwise; xent: max |loss - ref| /
+(|ref| + 1), in whatever floating dtype the method returns) must be at
+most 2e-2 for bf16 (2e-3 f16, 1e-5 f32, as
+tests/gpu/test_python_norm.py), else its column is marked '!'.  Timing:
+CUDA events around --per back-to-back calls, the median over --reps
+runs (20 at least), the methods interleaved round-robin with the first
+one rotating, warm-up runs excluded.  Prints a table per kernel with each
 method's GB/s and its fraction of the copy's.
 """
 import argparse
 import csv
+import inspect
 import statistics
 import sys
 
@@ -61,6 +77,8 @@ import torch.nn.functional as F
 import fagen
 
 SHAPES = [(32768, 4096), (16384, 8192), (8192, 16384), (4096, 32768)]
+XENT_SHAPES = [(4096, 32000), (4096, 128256), (1024, 262144), (16384, 50257)]
+IGNORE = -100
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16,
           "f32": torch.float32}
 TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float32: 1e-5}
@@ -153,10 +171,61 @@ def sm_quack(eps):
     return (lambda x: lambda: fn(x)), None
 
 
+# ---------------------------------------------------------------- xent
+
+def xent_eager(x, t):
+    return F.cross_entropy(x, t, ignore_index=IGNORE, reduction="none")
+
+
+def xent_reference(x, t):
+    """float64 per-row loss, a block of rows at a time (the float64
+    logits of 16384 x 50257 would be 6.6 GB)."""
+    out = []
+    for i in range(0, x.shape[0], 1024):
+        out.append(F.cross_entropy(x[i:i + 1024].double(), t[i:i + 1024],
+                                   ignore_index=IGNORE, reduction="none"))
+    return torch.cat(out)
+
+
+def xent_quack(eps):
+    """QuACK's per-row forward: cross_entropy_fwd(x, t, ignore_index=),
+    else cross_entropy(x, t, reduction="none", ignore_index=); one that
+    takes no ignore_index would read the logit at -100, so it is
+    skipped."""
+    whys = []
+    for tries, kw in (((("quack.cross_entropy", "cross_entropy_fwd"),), {}),
+                      ((("quack.cross_entropy", "cross_entropy"),
+                        ("quack", "cross_entropy")),
+                       {"reduction": "none"})):
+        fn, why = attempt(tries)
+        if fn is None:
+            whys.append(why)
+            continue
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        missing = [p for p in list(kw) + ["ignore_index"]
+                   if p not in params]
+        if missing:
+            whys.append("%s takes no %s (an older QuACK)" % (
+                fn.__name__, "= or ".join(missing) + "="))
+            continue
+        kw = dict(kw, ignore_index=IGNORE)
+
+        def make(x, t, fn=fn, kw=kw):
+            def call():
+                y = fn(x, t, **kw)
+                return y[0] if isinstance(y, tuple) else y
+            return call
+        return make, None
+    return None, "; ".join(whys)
+
+
 # Each kernel: its default eps (None: none), its inputs beyond x (w, b:
-# 1 + randn / 2 and randn, of x's dtype), fagen's call, the eager math,
-# the float64 reference, QuACK's factory, and the bytes it moves beyond
-# x and y.
+# 1 + randn / 2 and randn, of x's dtype; t: int64 targets), fagen's call,
+# the eager math, the float64 reference, QuACK's factory, and the bytes
+# it moves beyond x and y (xent: its own, and its own shapes).
 KERNELS = {
     "rmsnorm": {
         "title": "RMSNorm with a weight", "eps": 1e-6, "extra": "w",
@@ -176,6 +245,14 @@ KERNELS = {
         "eager": sm_eager,
         "reference": lambda x: torch.softmax(x.double(), -1),
         "quack": sm_quack,
+    },
+    "xent": {
+        "title": "cross-entropy per row (reduction 'none')", "eps": None,
+        "extra": "t",
+        "fagen": lambda x, t: fagen.cross_entropy(x, t, reduction="none"),
+        "eager": xent_eager, "reference": xent_reference,
+        "quack": xent_quack, "shapes": XENT_SHAPES,
+        "bytes": lambda m, n, esz: m * n * esz + m * (8 + 4),
     },
 }
 
@@ -203,6 +280,8 @@ def methods(k, eps):
 def error(kernel, y, ref, inputs, dtype):
     """max |y - ref| over |ref| and the kernel's floor."""
     d = (y.double() - ref).abs()
+    if kernel == "xent":        # losses of about log(C)
+        return (d / (ref.abs() + 1)).max().item()
     if kernel == "softmax":     # small values: atol, then relative
         d = d - ATOL[dtype]                         # NaN stays NaN
         return torch.where(d <= 0, torch.zeros_like(d),
@@ -217,7 +296,11 @@ def check(kernel, name, call, x, ref, inputs, tol):
     """call's output against float64 (NaN-filled memory handed back
     first): (error, ok), or None when it raised."""
     try:
-        torch.empty_like(x).fill_(float("nan"))     # freed: reused next
+        # freed: reused next (xent's loss may be float32 or x's dtype)
+        for dt in {x.dtype, torch.float32 if kernel == "xent" else
+                   x.dtype}:
+            torch.empty(ref.shape, dtype=dt, device=x.device).fill_(
+                float("nan"))
         y = call()
         torch.cuda.synchronize()
     except Exception as e:                          # noqa: BLE001
@@ -225,9 +308,10 @@ def check(kernel, name, call, x, ref, inputs, tol):
               file=sys.stderr)
         torch.cuda.synchronize()
         return None
-    if y.shape != x.shape or y.dtype != x.dtype:
+    # xent's loss: float32 (QuACK's) or x's dtype (PyTorch's)
+    if y.shape != ref.shape or (y.dtype != x.dtype and kernel != "xent"):
         print("  %s: returned %s %s, not %s %s" % (
-            name, tuple(y.shape), y.dtype, tuple(x.shape), x.dtype),
+            name, tuple(y.shape), y.dtype, tuple(ref.shape), x.dtype),
             file=sys.stderr)
         return float("inf"), False
     err = error(kernel, y, ref, inputs, x.dtype)
@@ -259,6 +343,10 @@ def inputs_for(k, m, n, dtype):
                       2).to(dtype))
     if "b" in k["extra"]:
         extra.append(torch.randn(n, device="cuda", generator=gen).to(dtype))
+    if "t" in k["extra"]:
+        t = torch.randint(0, n, (m,), device="cuda", generator=gen)
+        t[::16] = IGNORE
+        extra.append(t)
     return [x] + extra
 
 
@@ -293,7 +381,8 @@ def point(kernel, m, n, dtype, fns, args):
         for j in range(len(names)):
             nm = names[(r + j) % len(names)]
             times[nm].append(events(runs[nm], args.per))
-    moved = {nm: (2 * m * n + len(k["extra"]) * n) * esz for nm in names}
+    moved = {nm: k["bytes"](m, n, esz) if "bytes" in k else
+             (2 * m * n + len(k["extra"]) * n) * esz for nm in names}
     moved["copy"] = 2 * m * n * esz
     for nm in names:
         t = statistics.median(times[nm])
@@ -345,8 +434,9 @@ def main():
     ap.add_argument("--per", type=int, default=10,
                     help="back-to-back calls per run")
     ap.add_argument("--shapes", default=None,
-                    help="M,N;M,N... (default: %s)" % ";".join(
-                        "%d,%d" % s for s in SHAPES))
+                    help="M,N;M,N... (default: %s; xent: %s)" % tuple(
+                        ";".join("%d,%d" % s for s in shapes)
+                        for shapes in (SHAPES, XENT_SHAPES)))
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     ap.add_argument("--eps", type=float, default=None,
                     help="the norms' eps (default: 1e-6 for RMSNorm, 1e-5 "
@@ -358,7 +448,7 @@ def main():
     if not torch.cuda.is_available():
         print("bench_kernels.py needs a CUDA GPU", file=sys.stderr)
         return 77
-    shapes = SHAPES if not args.shapes else [
+    given = None if not args.shapes else [
         tuple(int(v) for v in s.split(",")) for s in args.shapes.split(";")]
     dtype = DTYPES[args.dtype]
     kernels = list(KERNELS) if args.kernel == "all" else [args.kernel]
@@ -367,6 +457,7 @@ def main():
         for i, kernel in enumerate(kernels):
             if i:
                 print()
+            shapes = given or KERNELS[kernel].get("shapes", SHAPES)
             krows, cols = table(kernel, shapes, dtype, args)
             rows += krows
             bad += [r for r in krows for c in cols

@@ -311,7 +311,8 @@ typedef enum fg_dtype {
 	FG_DTYPE_BF16 = 1,
 	FG_DTYPE_F16,
 	FG_DTYPE_F32,           /* the row kernels only (fg_rms_norm,
-				 * fg_layer_norm, fg_softmax*) */
+				 * fg_layer_norm, fg_softmax*,
+				 * fg_cross_entropy) */
 } fg_dtype;
 
 /* One attention problem: O = softmax(Q K^T * scale) V and, per query row,
@@ -578,6 +579,31 @@ typedef struct fg_softmax_bwd_args {
 
 /* Validate *a and launch softmax.fa -D BWD=true as fg_softmax does. */
 FG_API fg_status fg_softmax_backward(fg_ctx *, const fg_softmax_bwd_args *a,
+	struct CUstream_st *stream);
+
+/* Cross-entropy of each row of logits against its target class: per row
+ * i, in f32, lse_i = log(sum(exp(logits_i))) and loss_i = lse_i -
+ * logits_i[target_i], or loss_i = 0 where target_i is not in [0, n)
+ * (PyTorch's ignore_index -100).  logits is [..., n] of dtype, dense and
+ * row-major, as fg_rmsnorm_args's x; target is int32 of logits' outer
+ * shape [...] (rank 0 with all dims 0: that shape); loss and lse are f32
+ * [rows], dense, and may not overlap the inputs or each other.  Rows of
+ * any width: the kernel walks them in chunks. */
+typedef struct fg_cross_entropy_args {
+	fg_tensor logits;         /* input: rank 1 to FG_MAX_RANK */
+	fg_tensor target;         /* input: int32 class indices, one a row */
+	uint64_t loss;            /* output: f32 [rows], dense */
+	uint64_t lse;             /* output: f32 [rows], dense; 0: not
+				   * wanted (then scratch, as fg_rms_norm's
+				   * rstd) */
+	fg_dtype dtype;           /* of logits: FG_DTYPE_BF16, _F16 or _F32 */
+} fg_cross_entropy_args;
+
+/* Validate *a and launch cross_entropy.fa as fg_rms_norm launches
+ * rmsnorm.fa (the same rules and errors), its chunk at most 16384
+ * columns wide; FG_ERR_UNSUPPORTED only for rows too wide for 32-bit
+ * element indices (about 2^30 elements). */
+FG_API fg_status fg_cross_entropy(fg_ctx *, const fg_cross_entropy_args *a,
 	struct CUstream_st *stream);
 
 #ifdef __cplusplus

@@ -44,7 +44,9 @@ fagen.flex_attention, fagen.create_block_mask and fagen.BlockMask
 (flex.py) take FlexAttention's score_mod and mask_mod, traced into
 fagen's schedule language (_flextrace.py; issue #22).  fagen.rms_norm and
 fagen.layer_norm (norm.py) are RMSNorm and LayerNorm with an optional
-fused residual add, fagen.softmax a differentiable softmax (issue #26).
+fused residual add, fagen.softmax a differentiable softmax, and
+fagen.cross_entropy (xent.py) the cross-entropy loss of rows of any width
+(issue #26).
 """
 
 import ctypes
@@ -57,7 +59,8 @@ from .flex import BlockMask, create_block_mask, flex_attention
 __all__ = ["attention", "attention_varlen", "reference", "reference_varlen",
            "version",
            "FagenError", "flex_attention", "create_block_mask",
-           "BlockMask", "rms_norm", "layer_norm", "softmax"]
+           "BlockMask", "rms_norm", "layer_norm", "softmax",
+           "cross_entropy"]
 
 _STATUS = [
     "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",
@@ -846,10 +849,11 @@ def _varlen_function(torch):
     return VarlenAttention
 
 
-# fagen.rms_norm, layer_norm and softmax (issue #26); norm.py takes
-# _Tensor, _load and _ctx from here, so it is imported once they are
-# defined
+# fagen.rms_norm, layer_norm, softmax and cross_entropy (issue #26);
+# norm.py and xent.py take _Tensor, _load and _ctx from here, so they are
+# imported once those are defined
 from .norm import layer_norm, rms_norm, softmax  # noqa: E402
+from .xent import cross_entropy  # noqa: E402
 
 
 def __getattr__(name):

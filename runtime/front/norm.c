@@ -1,18 +1,20 @@
-/* norm.c: fg_rms_norm, fg_layer_norm, fg_softmax and fg_softmax_backward
- * (issue #26), on the shipped schedules rmsnorm.fa, layernorm.fa and
- * softmax.fa.  Each describes its public struct as a RowArgs: the tensors
- * in the order they are checked, with the global each binds, whether it
- * is written, [n] or of x's shape, and the -D switch that says it is
- * given; then rows.c checks, configures, compiles and launches, the same
- * for all four. */
+/* norm.c: fg_rms_norm, fg_layer_norm, fg_softmax, fg_softmax_backward
+ * and fg_cross_entropy (issue #26), on the shipped schedules rmsnorm.fa,
+ * layernorm.fa, softmax.fa and cross_entropy.fa.  Each describes its
+ * public struct as a RowArgs: the tensors in the order they are checked,
+ * with the global each binds, whether it is written, its shape (x's, [n]
+ * or a value per row) and the -D switch that says it is given, and the
+ * f32 [rows] outputs; then rows.c checks, configures, compiles and
+ * launches, the same for all five. */
 #include "rt_front.h"
 
 /* A required tensor of x's shape. */
 #define ROWT(nm, g, tp, o) \
 	((RowTensor){.name = (nm), .glob = (g), .t = (tp), .out = (o)})
-/* An optional one, of x's shape or [n], its -D switch flag. */
-#define OPTT(nm, g, tp, o, v, fl) ((RowTensor){.name = (nm), .glob = (g), \
-	.t = (tp), .out = (o), .vec = (v), .flag = (fl)})
+/* An optional one, of x's shape (RS_X) or [n] (RS_N), its -D switch
+ * flag. */
+#define OPTT(nm, g, tp, o, sh, fl) ((RowTensor){.name = (nm), .glob = (g), \
+	.t = (tp), .out = (o), .shape = (sh), .flag = (fl)})
 
 const RowArgs *
 norm_rms(const fg_rmsnorm_args *a, RowArgs *r)
@@ -20,12 +22,12 @@ norm_rms(const fg_rmsnorm_args *a, RowArgs *r)
 	*r = (RowArgs){.kind = ROW_RMS, .dtype = a->dtype, .eps = a->eps,
 		.nt = 5, .nstat = 1};
 	r->t[0] = ROWT("x", "X", &a->x, false);
-	r->t[1] = OPTT("weight", "W", &a->weight, false, true, RF_WEIGHT);
-	r->t[2] = OPTT("residual", "R", &a->residual, false, false, RF_RESID);
+	r->t[1] = OPTT("weight", "W", &a->weight, false, RS_N, RF_WEIGHT);
+	r->t[2] = OPTT("residual", "R", &a->residual, false, RS_X, RF_RESID);
 	r->t[3] = ROWT("out", "Y", &a->out, true);
-	r->t[4] = OPTT("residual_out", "XO", &a->residual_out, true, false,
+	r->t[4] = OPTT("residual_out", "XO", &a->residual_out, true, RS_X,
 		RF_RESID);
-	r->stat[0] = (RowStat){"rstd", "RSTD", a->rstd};
+	r->stat[0] = (RowStat){"rstd", "RSTD", a->rstd, false};
 	return r;
 }
 
@@ -35,14 +37,14 @@ norm_layer(const fg_layernorm_args *a, RowArgs *r)
 	*r = (RowArgs){.kind = ROW_LAYER, .dtype = a->dtype, .eps = a->eps,
 		.nt = 6, .nstat = 2};
 	r->t[0] = ROWT("x", "X", &a->x, false);
-	r->t[1] = OPTT("weight", "W", &a->weight, false, true, RF_WEIGHT);
-	r->t[2] = OPTT("bias", "B", &a->bias, false, true, RF_BIAS);
-	r->t[3] = OPTT("residual", "R", &a->residual, false, false, RF_RESID);
+	r->t[1] = OPTT("weight", "W", &a->weight, false, RS_N, RF_WEIGHT);
+	r->t[2] = OPTT("bias", "B", &a->bias, false, RS_N, RF_BIAS);
+	r->t[3] = OPTT("residual", "R", &a->residual, false, RS_X, RF_RESID);
 	r->t[4] = ROWT("out", "Y", &a->out, true);
-	r->t[5] = OPTT("residual_out", "XO", &a->residual_out, true, false,
+	r->t[5] = OPTT("residual_out", "XO", &a->residual_out, true, RS_X,
 		RF_RESID);
-	r->stat[0] = (RowStat){"mean", "MEAN", a->mean};
-	r->stat[1] = (RowStat){"rstd", "RSTD", a->rstd};
+	r->stat[0] = (RowStat){"mean", "MEAN", a->mean, false};
+	r->stat[1] = (RowStat){"rstd", "RSTD", a->rstd, false};
 	return r;
 }
 
@@ -62,6 +64,19 @@ norm_softmax_bwd(const fg_softmax_bwd_args *a, RowArgs *r)
 	r->t[0] = ROWT("y", "Y", &a->y, false);
 	r->t[1] = ROWT("dy", "DY", &a->dy, false);
 	r->t[2] = ROWT("dx", "DX", &a->dx, true);
+	return r;
+}
+
+const RowArgs *
+norm_xent(const fg_cross_entropy_args *a, RowArgs *r)
+{
+	*r = (RowArgs){.kind = ROW_XENT, .dtype = a->dtype, .nt = 2,
+		.nstat = 2};
+	r->t[0] = ROWT("logits", "X", &a->logits, false);
+	r->t[1] = (RowTensor){.name = "target", .glob = "TGT",
+		.t = &a->target, .shape = RS_OUTER, .esz = 4};
+	r->stat[0] = (RowStat){"loss", "LOSS", a->loss, true};
+	r->stat[1] = (RowStat){"lse", "LSE", a->lse, false};
 	return r;
 }
 
@@ -96,4 +111,12 @@ fg_softmax_backward(fg_ctx *c, const fg_softmax_bwd_args *a, CUstream s)
 
 	return rows_run(c, "fg_softmax_backward", a ? norm_softmax_bwd(a, &r) :
 		NULL, s);
+}
+
+fg_status
+fg_cross_entropy(fg_ctx *c, const fg_cross_entropy_args *a, CUstream s)
+{
+	RowArgs r;
+
+	return rows_run(c, "fg_cross_entropy", a ? norm_xent(a, &r) : NULL, s);
 }

@@ -1,8 +1,9 @@
-/* rows.c: the row kernels (issue #26), rmsnorm.fa, layernorm.fa and
- * softmax.fa: a dense [rows, n] problem, a row per TPR threads.  norm.c's
- * fg_rms_norm, fg_layer_norm, fg_softmax and fg_softmax_backward describe
- * their arguments as a RowArgs (its tensors, their globals and switches,
- * and the f32 [rows] stats); the rest is here, the same for each.
+/* rows.c: the row kernels (issue #26), rmsnorm.fa, layernorm.fa,
+ * softmax.fa and cross_entropy.fa: a dense [rows, n] problem, a row per
+ * TPR threads.  norm.c's fg_rms_norm, fg_layer_norm, fg_softmax,
+ * fg_softmax_backward and fg_cross_entropy describe their arguments as a
+ * RowArgs (its tensors, their globals, shapes and switches, and the f32
+ * [rows] stats); the rest is here, the same for each.
  *
  * Every argument is checked before anything needs the GPU.  Then the
  * schedule's configuration is chosen from the row width n and the
@@ -18,7 +19,12 @@
  *	       CTA): bench/tune_rows.py's best on an H200; a CTA holds
  *	       WARPS * 32 / TPR rows
  *	N      n rounded up to a multiple of TPR * VEC (of 2 * TPR for
- *	       16-bit elements with VEC 1: a thread holds them in pairs)
+ *	       16-bit elements with VEC 1: a thread holds them in pairs).
+ *	       cross_entropy.fa walks a row in chunks of N columns, so its
+ *	       rows may be of any width: where a thread of a 1024-thread
+ *	       CTA would hold more than ONLINE elements (wider rows
+ *	       included), it takes TPR 1024 and N at most 1024 * ONLINE,
+ *	       the rest of the row in further chunks
  *	WHOLD  (the norms) the weight and bias stay in registers across
  *	       rows, unless a thread of a 1024-thread CTA (64 registers:
  *	       TPR 512 or 1024)
@@ -48,6 +54,9 @@ enum {
 	CHUNKS = 4,     /* accesses per thread and row the heuristic aims at */
 	MAXBYTES = 64,  /* of a row per thread at most: at MAXTPR a thread
 			 * has 64 registers */
+	ONLINE = 16,    /* elements of a chunk a thread of a 1024-thread CTA
+			 * holds at most (cross_entropy.fa): ptxas spills
+			 * past them for 16-bit ones */
 	MAXDEFS = 10,   /* N, DT, VEC, TPR, WARPS and the switches */
 	DEFLEN = 256,   /* their text: about 110 bytes at most */
 };
@@ -60,15 +69,18 @@ static const struct {
 	unsigned defs;         /* the RF_ switches it takes */
 	unsigned fixed;        /* those always on */
 	bool eps;              /* params inv_n and eps */
+	bool online;           /* walks a row in chunks of N: any width */
 } kinds[] = {
 	[ROW_RMS] = {"rmsnorm.fa", "RMSNorm", "normalization",
-		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true},
+		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true, false},
 	[ROW_LAYER] = {"layernorm.fa", "LayerNorm", "normalization",
-		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true},
+		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true, false},
 	[ROW_SOFTMAX] = {"softmax.fa", "softmax", "softmax", RF_BWD, 0,
-		false},
+		false, false},
 	[ROW_SOFTMAX_BWD] = {"softmax.fa", "softmax", "softmax", RF_BWD,
-		RF_BWD, false},
+		RF_BWD, false, false},
+	[ROW_XENT] = {"cross_entropy.fa", "cross-entropy", "cross-entropy",
+		0, 0, false, true},
 };
 _Static_assert(COUNT(kinds) == NROWKIND, "a row per RowKind");
 
@@ -144,8 +156,10 @@ x_shape(fg_ctx *c, const char *fn, const RowTensor *rx, Rows *t)
 				"(its rows) overflows 64 bits", nm);
 	}
 	t->n = x->dims[x->rank - 1];
+	/* its bytes fit, and those of the [rows] tensors of 4-byte elements
+	 * (stats, targets) */
 	if (!ck_mul64(t->rows, t->n, &bytes) || !ck_mul64(bytes, t->esz,
-	    &bytes))
+	    &bytes) || !ck_mul64(t->rows, 4, &bytes))
 		return bad(c, fn, "%s: its %lld rows of %lld elements overflow "
 			"64-bit addressing", nm, (long long)t->rows,
 			(long long)t->n);
@@ -178,16 +192,23 @@ like(fg_ctx *c, const char *fn, const char *name, const fg_tensor *t,
 	return FG_OK;
 }
 
-/* The rank and dims tensor i must have: x's, or [n]. */
+/* The rank and dims tensor i must have: x's, [n], or x's outer dims. */
 static int
 shape_of(const RowArgs *a, int i, const Rows *t, const int64_t **d)
 {
-	if (a->t[i].vec) {
+	if (a->t[i].shape == RS_N) {
 		*d = &t->n;
 		return 1;
 	}
 	*d = a->t[0].t->dims;
-	return a->t[0].t->rank;
+	return a->t[0].t->rank - (a->t[i].shape == RS_OUTER);
+}
+
+/* Bytes per element of tensor r. */
+static int
+esz_of(const RowTensor *r, const Rows *t)
+{
+	return r->esz ? r->esz : t->esz;
 }
 
 /* Every tensor but x has the shape it must have. */
@@ -203,9 +224,12 @@ shapes(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
 		const int64_t *d;
 		int rank = shape_of(a, i, t, &d);
 
-		if (r->vec)
+		if (r->shape == RS_N)
 			snprintf(what, sizeof what, "%s is [n], n %s's last "
 				"dim", r->name, x);
+		else if (r->shape == RS_OUTER)
+			snprintf(what, sizeof what, "%s has the outer dims of "
+				"%s, all but the last", r->name, x);
 		else
 			snprintf(what, sizeof what, "%s's shape", x);
 		if ((st = like(c, fn, r->name, r->t, rank, d, what)))
@@ -335,26 +359,31 @@ tensors(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
 
 		if (!r->t->ptr && r->flag)
 			continue;       /* optional and absent */
-		if ((st = place(c, fn, r->name, r->t, rank, d, t->esz,
+		if ((st = place(c, fn, r->name, r->t, rank, d, esz_of(r, t),
 		    &rg[nr])))
 			return st;
 		rg[nr++].out = r->out;
 	}
-	for (int i = 0; i < a->nstat; i++)
-		if (a->stat[i].ptr && (st = place_stat(c, fn, &a->stat[i],
-		    t->rows, &rg[nr++])))
+	for (int i = 0; i < a->nstat; i++) {
+		const RowStat *s = &a->stat[i];
+
+		if (!s->ptr && s->required)
+			return bad(c, fn, "%s is NULL", s->name);
+		if (s->ptr && (st = place_stat(c, fn, s, t->rows, &rg[nr++])))
 			return st;
+	}
 	return disjoint(c, fn, a, rg, nr);
 }
 
-/* Every address divisible by vec elements, and n too. */
+/* Every address of a tensor of dtype divisible by vec elements, and n
+ * too (those of their own element type are read one at a time). */
 static bool
 aligned(const RowArgs *a, int64_t n, int vec, int esz)
 {
 	uint64_t b = (uint64_t)vec * (uint64_t)esz;
 
 	for (int i = 0; i < a->nt; i++)
-		if (a->t[i].t->ptr % b)
+		if (!a->t[i].esz && a->t[i].t->ptr % b)
 			return false;
 	return n % vec == 0;
 }
@@ -364,12 +393,13 @@ static fg_status
 config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
 {
 	RowCfg *g = &t->cfg;
+	bool online = kinds[a->kind].online;
 	int vec = 16 / t->esz;
 
 	while (vec > 1 && !aligned(a, t->n, vec, t->esz))
 		vec /= 2;
 	int64_t most = (int64_t)MAXTPR * MAXBYTES / t->esz;
-	if (t->n > most)
+	if (t->n > most && !online)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: rows of %lld "
 			"elements are wider than one CTA takes: %d threads "
 			"holding %d bytes of a row each, %lld elements; wider "
@@ -386,8 +416,16 @@ config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
 	g->warps = g->tpr == 512 ? 32 : g->tpr / 32 > 8 ? g->tpr / 32 : 8;
 	/* a 16-bit tile holds an even count of elements per thread, N /
 	 * TPR: with VEC 1, an even count of accesses */
-	int64_t w = (int64_t)g->tpr * vec * (t->esz == 2 && vec == 1 ? 2 : 1);
-	g->n = (int)((t->n + w - 1) / w * w);
+	int pair = t->esz == 2 && vec == 1 ? 2 : 1;
+	int64_t w = (int64_t)g->tpr * vec * pair;
+	int64_t n = (t->n + w - 1) / w * w;   /* x_shape bounded t->n */
+	if (online && g->warps == 32 && n / g->tpr > ONLINE) {
+		g->tpr = MAXTPR;
+		w = (int64_t)MAXTPR * vec * pair;
+		n = (t->n + w - 1) / w * w;
+		n = n < MAXTPR * ONLINE ? n : MAXTPR * ONLINE;
+	}
+	g->n = (int)n;
 	g->flags = kinds[a->kind].fixed;
 	for (int i = 0; i < a->nt; i++)
 		if (a->t[i].t->ptr)
@@ -395,9 +433,18 @@ config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
 	if ((kinds[a->kind].defs & RF_WHOLD) &&
 	    !(g->warps == 32 && g->n / g->tpr * t->esz > 32))
 		g->flags |= RF_WHOLD;
-	/* element indices of a launch, (row + ROWS) * N at most, fit
-	 * 32 bits; N is at most 2^16, so a chunk has 32735 rows or more */
-	t->chunk = INT32_MAX / g->n - g->warps * 32 / g->tpr;
+	/* element indices of a launch, (row + ROWS) * w at most, w the
+	 * row's chunks' width, fit 32 bits: w is N, at most 2^16, so a
+	 * launch has 32735 rows or more, but for cross-entropy, whose rows
+	 * may be as wide as that allows for one */
+	int rows = g->warps * 32 / g->tpr;
+	w = (t->n + g->n - 1) / g->n * g->n;
+	t->chunk = INT32_MAX / w - rows;
+	if (t->chunk < 1)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: rows of %lld "
+			"elements are too wide for the kernel's 32-bit element "
+			"indices: %lld at most", fn, (long long)t->n,
+			(long long)(INT32_MAX / (rows + 1) / g->n * g->n));
 	return FG_OK;
 }
 
@@ -528,12 +575,25 @@ rows_kernel(fg_ctx *c, const char *fn, int cc, const RowCfg *cfg,
 	return st;
 }
 
+/* Where row row0 of tensor r is, bytes past its address: a checked
+ * problem's offsets fit, as x_shape bounded its bytes. */
+static uint64_t
+row_off(const RowTensor *r, const Rows *t, int64_t row0)
+{
+	switch (r->shape) {
+	case RS_N:
+		return 0;
+	case RS_OUTER:
+		return (uint64_t)(row0 * esz_of(r, t));
+	default:
+		return (uint64_t)(row0 * t->n * esz_of(r, t));
+	}
+}
+
 int
 rows_bind(const RowArgs *a, const Rows *t, int64_t row0, int64_t m,
 	uint64_t scratch, fg_arg args[ROW_NARGS])
 {
-	/* a checked problem's offsets fit: x_shape bounded its bytes */
-	uint64_t off = (uint64_t)(row0 * t->n * t->esz);
 	int n = 0;
 
 	args[n++] = FG_INT("M", m);
@@ -547,10 +607,10 @@ rows_bind(const RowArgs *a, const Rows *t, int64_t row0, int64_t m,
 		uint64_t p = r->t->ptr;
 
 		if (p)
-			p += r->vec ? 0 : off;
-		else if (r->vec)        /* never read, but must hold n
-					 * elements: x's row */
-			p = a->t[0].t->ptr + off;
+			p += row_off(r, t, row0);
+		else if (r->shape == RS_N)  /* never read, but must hold n
+					     * elements: x's row */
+			p = a->t[0].t->ptr + row_off(&a->t[0], t, row0);
 		else                    /* not declared without it */
 			continue;
 		args[n++] = FG_PTR(r->glob, p);

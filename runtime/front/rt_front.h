@@ -4,8 +4,8 @@
  * fg_attention_forward and fg_attention_backward (backward.c) on the
  * shipped schedules and fg_attention_reference, the unfused baseline,
  * with their shared argument checks, and the row kernels (rows.c):
- * fg_rms_norm, fg_layer_norm, fg_softmax and fg_softmax_backward
- * (norm.c).  Layer above: runtime/api.c. */
+ * fg_rms_norm, fg_layer_norm, fg_softmax, fg_softmax_backward and
+ * fg_cross_entropy (norm.c).  Layer above: runtime/api.c. */
 #ifndef RT_FRONT_H
 #define RT_FRONT_H
 
@@ -94,17 +94,19 @@ int flex_bind(const fg_attention_args *, const Attn *, fg_arg *args, int n);
 fg_status attn_pool(fg_ctx *, const Driver *, CUmemoryPool *out);
 
 /* ---------------------------------------------------------------- rows.c
- * The row kernels (issue #26): rmsnorm.fa, layernorm.fa and softmax.fa
- * take dense [rows, n] tensors a row per TPR threads, and share their
- * argument checks, the configuration for the row width and alignment,
- * kernels cached per configuration in the context, binding and
- * launches.  norm.c's public calls describe their arguments as a
- * RowArgs. */
+ * The row kernels (issue #26): rmsnorm.fa, layernorm.fa, softmax.fa and
+ * cross_entropy.fa take dense [rows, n] tensors a row per TPR threads,
+ * and share their argument checks, the configuration for the row width
+ * and alignment, kernels cached per configuration in the context,
+ * binding and launches.  norm.c's public calls describe their arguments
+ * as a RowArgs. */
 typedef enum RowKind {
 	ROW_RMS,          /* fg_rms_norm: rmsnorm.fa */
 	ROW_LAYER,        /* fg_layer_norm: layernorm.fa */
 	ROW_SOFTMAX,      /* fg_softmax: softmax.fa */
 	ROW_SOFTMAX_BWD,  /* fg_softmax_backward: softmax.fa -D BWD=true */
+	ROW_XENT,         /* fg_cross_entropy: cross_entropy.fa, a row in
+			   * chunks of N columns */
 	NROWKIND
 } RowKind;
 
@@ -117,22 +119,36 @@ enum {
 	RF_BWD = 16,      /* softmax's backward */
 };
 
-/* A tensor of a row problem: of the problem's shape, or [n]. */
+/* The shape a tensor of a row problem must have. */
+typedef enum RowShape {
+	RS_X,             /* t[0]'s, [..., n] */
+	RS_N,             /* [n] (weight, bias) */
+	RS_OUTER,         /* t[0]'s outer dims, [...]: a value per row
+			   * (cross-entropy's target) */
+} RowShape;
+
+/* A tensor of a row problem: of the problem's shape, [n] or a value per
+ * row. */
 typedef struct RowTensor {
 	const char *name;      /* the argument's, "residual_out" */
 	const char *glob;      /* the schedule's global, "XO" */
 	const fg_tensor *t;
 	bool out;              /* written by the kernel */
-	bool vec;              /* [n] (weight, bias); else t[0]'s shape */
+	RowShape shape;
+	int esz;               /* bytes per element: 0, dtype's; else an
+				* element type of its own (4: the target's
+				* int32), never read in VEC accesses */
 	unsigned flag;         /* 0: required; else optional, and this RF_
 				* bit is on when it is given.  Tensors of
 				* one bit come together */
 } RowTensor;
 
-/* An f32 [rows] output, a norm's rstd or mean. */
+/* An f32 [rows] output, a norm's rstd or mean, cross-entropy's loss and
+ * lse. */
 typedef struct RowStat {
 	const char *name, *glob;
 	uint64_t ptr;          /* 0: not wanted (the kernel writes scratch) */
+	bool required;         /* 0 is an error (cross-entropy's loss) */
 } RowStat;
 
 enum {
@@ -159,7 +175,7 @@ typedef struct RowCfg {
 
 typedef struct Rows {
 	int64_t rows, n;     /* t[0]'s outer dims' product and its last dim */
-	int esz;             /* bytes per element */
+	int esz;             /* bytes per element of dtype */
 	int64_t chunk;       /* rows per launch: the kernel indexes a launch's
 			      * elements in 32 bits */
 	RowCfg cfg;          /* meaningful when rows * n > 0 */
@@ -167,8 +183,8 @@ typedef struct Rows {
 
 /* Check a for fn ("fg_rms_norm") and choose its configuration:
  * FG_ERR_INVALID naming the argument and the rule, FG_ERR_UNSUPPORTED for
- * rows too wide for one CTA; out->rows * out->n == 0 means nothing to
- * launch. */
+ * rows too wide for one CTA (cross-entropy: for 32-bit indices);
+ * out->rows * out->n == 0 means nothing to launch. */
 fg_status rows_check(fg_ctx *, const char *fn, const RowArgs *a, CUstream,
 	Rows *out);
 /* cfg's kernel on compute capability cc (90: sm_90a, 100: sm_100a),
@@ -187,12 +203,14 @@ fg_status rows_run(fg_ctx *, const char *fn, const RowArgs *a, CUstream);
 void rows_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- norm.c
- * fg_rms_norm, fg_layer_norm, fg_softmax and fg_softmax_backward: each
- * public struct described as a RowArgs (into *out, which is returned). */
+ * fg_rms_norm, fg_layer_norm, fg_softmax, fg_softmax_backward and
+ * fg_cross_entropy: each public struct described as a RowArgs (into
+ * *out, which is returned). */
 const RowArgs *norm_rms(const fg_rmsnorm_args *, RowArgs *out);
 const RowArgs *norm_layer(const fg_layernorm_args *, RowArgs *out);
 const RowArgs *norm_softmax(const fg_softmax_args *, RowArgs *out);
 const RowArgs *norm_softmax_bwd(const fg_softmax_bwd_args *, RowArgs *out);
+const RowArgs *norm_xent(const fg_cross_entropy_args *, RowArgs *out);
 
 /* ---------------------------------------------------------------- reference.c */
 const char *ref_source(void);  /* the reference kernels' CUDA C */

@@ -5,10 +5,11 @@ have the C layouts (sizes and offsets of fg_attention_args,
 fg_attention_bwd_args, the row kernels' args and fg_options, as numbers
 and against offsetof in a C program compiled from include/fagen.h); it
 loads libfagen ($FAGEN_LIB) and reports its version; attention(),
-rms_norm(), layer_norm() and softmax() without PyTorch say they need it;
-with PyTorch, bad arguments (CPU tensors, wrong dtype, shapes, strides,
-gradients, sinks; the norms' weights, biases, outputs and eps, softmax's
-dim) are refused before libfagen is called.  Exits 77 (SKIP) after the
+rms_norm(), layer_norm(), softmax() and cross_entropy() without PyTorch
+say they need it; with PyTorch, bad arguments (CPU tensors, wrong dtype,
+shapes, strides, gradients, sinks; the norms' weights, biases, outputs
+and eps, softmax's dim, cross_entropy's target, ignore_index and
+reduction) are refused before libfagen is called.  Exits 77 (SKIP) after the
 checks that need no PyTorch when PyTorch is missing.
 """
 import importlib
@@ -45,6 +46,8 @@ def without_torch():
                "fagen.layer_norm needs PyTorch")
         expect(ImportError, lambda: fagen.softmax(1),
                "fagen.softmax needs PyTorch")
+        expect(ImportError, lambda: fagen.cross_entropy(1, 2),
+               "fagen.cross_entropy needs PyTorch")
     finally:
         if saved is None:
             del sys.modules["torch"]
@@ -96,6 +99,10 @@ def layouts():
     n = fagen.norm._SoftmaxBwdArgs
     assert ctypes.sizeof(n) == 296 and n.dx.offset == 192
     assert n.dtype.offset == 288
+    n = fagen.xent._XentArgs
+    assert ctypes.sizeof(n) == 216 and n.target.offset == 96
+    assert n.loss.offset == 192 and n.lse.offset == 200
+    assert n.dtype.offset == 208
     assert fagen.version().count(".") == 2, fagen.version()
 
 
@@ -116,7 +123,8 @@ def c_layouts():
                ("fg_rmsnorm_args", fagen.norm._NormArgs),
                ("fg_layernorm_args", fagen.norm._LayerNormArgs),
                ("fg_softmax_args", fagen.norm._SoftmaxArgs),
-               ("fg_softmax_bwd_args", fagen.norm._SoftmaxBwdArgs))
+               ("fg_softmax_bwd_args", fagen.norm._SoftmaxBwdArgs),
+               ("fg_cross_entropy_args", fagen.xent._XentArgs))
     lines = ['#include <stddef.h>', '#include <stdio.h>',
              '#include "fagen.h"', 'int main(void) {']
     for name, st in structs:
@@ -158,6 +166,8 @@ def with_torch(torch):
            "torch.Tensor")
     expect(ValueError, lambda: fagen.layer_norm(x), "x is on cpu")
     expect(ValueError, lambda: fagen.softmax(x), "x is on cpu")
+    expect(ValueError, lambda: fagen.cross_entropy(
+        x[0, 0], torch.zeros(8, dtype=torch.long)), "logits is on cpu")
     if not torch.cuda.is_available():
         return
     norm_checks(torch)
@@ -279,6 +289,25 @@ def norm_checks(torch):
     expect(IndexError, lambda: sm(x, 2), "dim is 2: x has 2 dimensions, "
            "so it must be in [-2, 1]")
     expect(TypeError, lambda: sm(x, 1.0), "dim must be an int")
+    # fagen.cross_entropy
+    ce = fagen.cross_entropy
+    t = torch.zeros(8, dtype=torch.long, device="cuda")
+    expect(ValueError, lambda: ce(x.double(), t), "logits is torch.float64: "
+           "fagen.cross_entropy takes torch.bfloat16")
+    expect(ValueError, lambda: ce(x, t.float()), "target is torch.float32: "
+           "fagen.cross_entropy takes class indices of torch.int64 or "
+           "torch.int32 (class probabilities are not supported)")
+    expect(ValueError, lambda: ce(x, t.cpu()), "target is on cpu")
+    expect(ValueError, lambda: ce(x, t[:4]), "target has shape (4,); it "
+           "must be logits' without its last dim (the classes), (8,)")
+    expect(TypeError, lambda: ce(x, t.tolist()), "target must be a "
+           "torch.Tensor, not list")
+    expect(ValueError, lambda: ce(x, t, reduction="avg"), "reduction is "
+           "'avg': use 'none', 'mean' or 'sum'")
+    expect(TypeError, lambda: ce(x, t, ignore_index=1.5), "ignore_index "
+           "must be an int, not float")
+    expect(ValueError, lambda: ce(x[:, :0], t), "logits has shape (8, 0): "
+           "it must have a class")
 
 
 def main():

@@ -1,9 +1,9 @@
 /* test_xent.c: fg_cross_entropy without a GPU (issue #26), on rows.c's
  * shared machinery: its argument checks and their messages (an int32
  * target of logits' outer shape, a required f32 loss, an optional lse),
- * empty problems, the configuration (fg_rms_norm's where a thread of a
- * 1024-thread CTA holds at most 16 elements, else chunks of at most
- * 16384 columns, so rows of any width up to the 32-bit indices' limit),
+ * empty problems, the configuration (fg_rms_norm's VEC, a row in one
+ * warp at most, 16 warps, chunks of 4 accesses a thread, so rows of any
+ * width up to the 32-bit indices' limit),
  * the arch, a kernel per -D list, and the bindings, checked by
  * fg_kernel_check against a stand-in with cross_entropy.fa's interface
  * (tests/unit/norm/cross_entropy.fa).  With the argument "schedule" it
@@ -244,10 +244,9 @@ empty_problems_launch_nothing(void **state)
 	invalid(f, &a, "target.dims[0] is 4; it must be 5");
 }
 
-/* The configuration for each width and alignment: fg_rms_norm's where a
- * thread of a 1024-thread CTA holds at most 16 elements, else TPR 1024
- * and chunks of at most 16384 columns; a misaligned target does not
- * narrow VEC. */
+/* The configuration for each width and alignment: fg_rms_norm's VEC,
+ * its TPR up to 32, 16 warps, chunks of at most 4 accesses a thread; a
+ * misaligned target does not narrow VEC. */
 static void
 the_configuration_chunks_wide_rows(void **state)
 {
@@ -258,48 +257,55 @@ the_configuration_chunks_wide_rows(void **state)
 		const char *want;
 		int64_t chunk;        /* rows per launch */
 	} t[] = {
-		{FG_DTYPE_BF16, 1, 0, 0, "N=8 VEC=1 TPR=4 WARPS=8",
-			INT32_MAX / 8 - 64},
-		{FG_DTYPE_BF16, 64, 0, 0, "N=64 VEC=8 TPR=4 WARPS=8",
-			INT32_MAX / 64 - 64},
-		{FG_DTYPE_BF16, 1000, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=8", 0},
-		{FG_DTYPE_BF16, 4096, 0, 0, "N=4096 VEC=8 TPR=128 WARPS=8", 0},
-		{FG_DTYPE_BF16, 8192, 0, 0, "N=8192 VEC=8 TPR=256 WARPS=8", 0},
-		{FG_DTYPE_F16, 4098, 0, 0, "N=6144 VEC=2 TPR=1024 WARPS=32", 0},
-		{FG_DTYPE_F32, 8192, 0, 0, "N=8192 VEC=4 TPR=512 WARPS=32", 0},
-		{FG_DTYPE_F32, 16384, 0, 0, "N=16384 VEC=4 TPR=1024 WARPS=32",
-			INT32_MAX / 16384 - 1},
-		/* where fg_rms_norm's thread would hold 24 or 32 elements */
-		{FG_DTYPE_BF16, 8200, 0, 0, "N=16384 VEC=8 TPR=1024 WARPS=32",
-			0},
-		{FG_DTYPE_BF16, 16000, 0, 0, "N=16384 VEC=8 TPR=1024 WARPS=32",
-			0},
-		{FG_DTYPE_F16, 16384, 0, 0, "N=16384 VEC=8 TPR=1024 WARPS=32",
-			0},
-		/* wider rows: chunks of 16384 */
-		{FG_DTYPE_BF16, 32000, 0, 0, "N=16384 VEC=8 TPR=1024 WARPS=32",
-			INT32_MAX / 32768 - 1},
-		{FG_DTYPE_F16, 32767, 0, 0, "N=16384 VEC=1 TPR=1024 WARPS=32",
-			0},
-		{FG_DTYPE_BF16, 50257, 0, 0, "N=16384 VEC=1 TPR=1024 WARPS=32",
-			INT32_MAX / 65536 - 1},
-		{FG_DTYPE_BF16, 128256, 0, 0, "N=16384 VEC=8 TPR=1024 WARPS=32",
-			INT32_MAX / 131072 - 1},
-		{FG_DTYPE_BF16, 262144, 0, 0, "N=16384 VEC=8 TPR=1024 WARPS=32",
-			INT32_MAX / 262144 - 1},
-		{FG_DTYPE_F32, 262144, 0, 0, "N=16384 VEC=4 TPR=1024 WARPS=32",
-			0},
-		{FG_DTYPE_BF16, 1000000, 0, 0, "N=16384 VEC=8 TPR=1024 "
-			"WARPS=32", 2113},
-		{FG_DTYPE_F32, 1000001, 0, 0, "N=16384 VEC=1 TPR=1024 WARPS=32",
-			2113},
-		/* logits' alignment narrows VEC; the target's does not */
-		{FG_DTYPE_BF16, 4096, 2, 0, "N=4096 VEC=1 TPR=1024 WARPS=32",
-			0},
-		{FG_DTYPE_BF16, 4096, 8, 0, "N=4096 VEC=4 TPR=256 WARPS=8", 0},
-		{FG_DTYPE_BF16, 4096, 0, 4, "N=4096 VEC=8 TPR=128 WARPS=8", 0},
-		{FG_DTYPE_BF16, 32000, 4, 4, "N=16384 VEC=2 TPR=1024 WARPS=32",
-			0},
+		/* a row in one warp at most, 16 warps, chunks of 4
+		 * accesses a thread; unaligned logits narrow VEC, an
+		 * unaligned target does not */
+		{FG_DTYPE_BF16, 1, 0, 0, "N=8 VEC=1 TPR=4 WARPS=16",
+			268435327},
+		{FG_DTYPE_BF16, 64, 0, 0, "N=64 VEC=8 TPR=4 WARPS=16",
+			33554303},
+		{FG_DTYPE_BF16, 1000, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			2097135},
+		{FG_DTYPE_BF16, 4096, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			524271},
+		{FG_DTYPE_BF16, 8192, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			262127},
+		{FG_DTYPE_F16, 4098, 0, 0, "N=256 VEC=2 TPR=32 WARPS=16",
+			493431},
+		{FG_DTYPE_F32, 8192, 0, 0, "N=512 VEC=4 TPR=32 WARPS=16",
+			262127},
+		{FG_DTYPE_F32, 16384, 0, 0, "N=512 VEC=4 TPR=32 WARPS=16",
+			131055},
+		{FG_DTYPE_BF16, 8200, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			233000},
+		{FG_DTYPE_BF16, 16000, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			131055},
+		{FG_DTYPE_F16, 16384, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			131055},
+		{FG_DTYPE_BF16, 32000, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			65519},
+		{FG_DTYPE_F16, 32767, 0, 0, "N=128 VEC=1 TPR=32 WARPS=16",
+			65519},
+		{FG_DTYPE_BF16, 50257, 0, 0, "N=128 VEC=1 TPR=32 WARPS=16",
+			42674},
+		{FG_DTYPE_BF16, 128256, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			16628},
+		{FG_DTYPE_BF16, 262144, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			8175},
+		{FG_DTYPE_F32, 262144, 0, 0, "N=512 VEC=4 TPR=32 WARPS=16",
+			8175},
+		{FG_DTYPE_BF16, 1000000, 0, 0, "N=1024 VEC=8 TPR=32 WARPS=16",
+			2130},
+		{FG_DTYPE_F32, 1000001, 0, 0, "N=128 VEC=1 TPR=32 WARPS=16",
+			2131},
+		{FG_DTYPE_BF16, 4096, 2, 0, "N=128 VEC=1 TPR=32 WARPS=16",
+			524271},
+		{FG_DTYPE_BF16, 4096, 8, 0, "N=512 VEC=4 TPR=32 WARPS=16",
+			524271},
+		{FG_DTYPE_BF16, 4096, 0, 4, "N=1024 VEC=8 TPR=32 WARPS=16",
+			524271},
+		{FG_DTYPE_BF16, 32000, 4, 4, "N=256 VEC=2 TPR=32 WARPS=16",
+			67092},
 	};
 	Fix *f = *state;
 	char got[64];
@@ -326,8 +332,8 @@ the_configuration_chunks_wide_rows(void **state)
 	}
 }
 
-/* Below 16 elements a thread, fg_rms_norm's configuration, rows a
- * launch included. */
+/* Every width from 1 to 16384: fg_rms_norm's VEC, its TPR up to 32,
+ * 16 warps, the row or a chunk of 4 accesses a thread. */
 static void
 narrow_rows_take_fg_rms_norms_configuration(void **state)
 {
@@ -351,15 +357,18 @@ narrow_rows_take_fg_rms_norms_configuration(void **state)
 			assert_int_equal(check(f, &a, &got), FG_OK);
 			cfg_str(&want.cfg, w, sizeof w);
 			cfg_str(&got.cfg, g, sizeof g);
-			if (want.cfg.warps == 32 &&
-			    want.cfg.n / want.cfg.tpr > 16) {
-				/* chunked: one row of 16 elements a thread */
-				assert_int_equal(got.cfg.tpr, 1024);
-				assert_true(got.cfg.n / 1024 <= 16);
-				continue;
-			}
-			if (strcmp(g, w) || got.chunk != want.chunk)
-				fail_msg("%s n=%lld: want %s, got %s",
+			/* fg_rms_norm's VEC; its TPR up to 32; 16 warps;
+			 * the row, or a chunk of 4 accesses a thread */
+			int pair = dts[d] == FG_DTYPE_F32 || want.cfg.vec > 1 ?
+				1 : 2;
+			int tpr = want.cfg.tpr < 32 ? want.cfg.tpr : 32;
+			int64_t wd = (int64_t)tpr * want.cfg.vec * pair;
+			int64_t row = (n + wd - 1) / wd * wd;
+			int64_t chunk = (int64_t)tpr * want.cfg.vec * 4;
+			if (got.cfg.vec != want.cfg.vec || got.cfg.tpr != tpr ||
+			    got.cfg.warps != 16 || got.cfg.n != (row < chunk ?
+			    row : chunk))
+				fail_msg("%s n=%lld: fg_rms_norm's %s, got %s",
 					dt_str(dts[d]), (long long)n, w, g);
 			nsame++;
 		}
@@ -374,16 +383,16 @@ rows_past_the_32_bit_indices_are_unsupported(void **state)
 	fg_cross_entropy_args a;
 	Rows nm;
 
-	a = problem(FG_DTYPE_BF16, 2, 1073725440);
+	a = problem(FG_DTYPE_BF16, 2, 126321664);
 	valid(f, &a);
 	assert_int_equal(check(f, &a, &nm), FG_OK);
 	assert_int_equal(nm.chunk, 1);
-	a = problem(FG_DTYPE_BF16, 2, 1073725441);
-	status(f, &a, FG_ERR_UNSUPPORTED, FN ": rows of 1073725441 elements "
+	a = problem(FG_DTYPE_BF16, 2, 126321672);
+	status(f, &a, FG_ERR_UNSUPPORTED, FN ": rows of 126321672 elements "
 		"are too wide for the kernel's 32-bit element indices: "
-		"1073725440 at most");
+		"126321664 at most");
 	a = problem(FG_DTYPE_BF16, 1, (int64_t)1 << 39);
-	status(f, &a, FG_ERR_UNSUPPORTED, "1073725440 at most");
+	status(f, &a, FG_ERR_UNSUPPORTED, "126321664 at most");
 	/* an argument error comes first */
 	a.loss = 0;
 	invalid(f, &a, "loss is NULL");
@@ -421,7 +430,7 @@ a_variant_is_its_every_define(void **state)
 		problem(FG_DTYPE_BF16, 7, 32000),
 		problem(FG_DTYPE_F16, 7, 32000),
 		problem(FG_DTYPE_BF16, 7, 32001),       /* VEC 1 */
-		problem(FG_DTYPE_BF16, 7, 4096),
+		problem(FG_DTYPE_BF16, 7, 100),         /* one chunk */
 		problem(FG_DTYPE_F32, 7, 32000),
 	};
 	fg_kernel *k[COUNT(a)];

@@ -1,7 +1,10 @@
-"""fagen's attention as a PyTorch custom op, for torch.compile.
+"""fagen's attention and row kernels as PyTorch custom ops, for
+torch.compile.
 
     from fagen import ops
     out, lse = ops.attention(q, k, v, causal=True)   # torch.ops.fagen.attention
+    y = ops.softmax(x)                               # torch.ops.fagen.softmax
+    y = ops.layer_norm(x, w, b, eps=1e-5)            # torch.ops.fagen.layer_norm
 
 fagen.attention calls libfagen through ctypes, which torch.compile cannot
 trace: a graph break, and an error under fullgraph=True.  Importing this
@@ -30,7 +33,9 @@ except ImportError as e:
 
 import fagen
 
-__all__ = ["attention"]
+from fagen import norm as _norm
+
+__all__ = ["attention", "softmax", "layer_norm"]
 
 
 @torch.library.custom_op("fagen::attention", mutates_args=(),
@@ -126,3 +131,75 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return torch.ops.fagen.attention(q, k, v, causal, scale,
                                      window is not None, wl, wr,
                                      float(softcap or 0.0), sinks)
+
+
+# ------------------------------------------------------------ row kernels
+# Issue #26: the row kernels of fagen.norm as custom ops, each with a
+# fake implementation (the output's shape and dtype), so that a compiled
+# graph keeps the call as one node.  softmax is differentiable through a
+# second op, torch.ops.fagen.softmax_backward (fg_softmax_backward).
+
+
+@torch.library.custom_op("fagen::softmax", mutates_args=(),
+                         device_types="cuda")
+def _softmax(x: torch.Tensor) -> torch.Tensor:
+    # _torch sets up the dtype table the internals read
+    return _norm._softmax_fwd(_norm._torch("softmax"), x.contiguous())
+
+
+@_softmax.register_fake
+def _(x):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+@torch.library.custom_op("fagen::softmax_backward", mutates_args=(),
+                         device_types="cuda")
+def _softmax_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    return _norm._softmax_bwd(_norm._torch("softmax"), y, dy)
+
+
+@_softmax_backward.register_fake
+def _(y, dy):
+    return torch.empty(y.shape, dtype=y.dtype, device=y.device)
+
+
+def _softmax_setup(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+def _softmax_grad(ctx, dy):
+    y, = ctx.saved_tensors
+    return torch.ops.fagen.softmax_backward(y, dy)
+
+
+_softmax.register_autograd(_softmax_grad, setup_context=_softmax_setup)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """fagen.softmax over the last dimension through
+    torch.ops.fagen.softmax: differentiable, traceable by torch.compile
+    (fullgraph=True).  x's other checks are fagen.softmax's (run
+    eagerly, before the op)."""
+    _norm._check(torch, "softmax", "x", x)
+    return torch.ops.fagen.softmax(x)
+
+
+@torch.library.custom_op("fagen::layer_norm", mutates_args=(),
+                         device_types="cuda")
+def _layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor],
+                bias: Optional[torch.Tensor], eps: float) -> torch.Tensor:
+    return fagen.layer_norm(x, weight, bias, eps=eps)
+
+
+@_layer_norm.register_fake
+def _(x, weight, bias, eps):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
+               bias: Optional[torch.Tensor] = None,
+               eps: float = 1e-5) -> torch.Tensor:
+    """fagen.layer_norm (no residual, no stats) through
+    torch.ops.fagen.layer_norm: for inference under torch.compile; it
+    has no backward yet, as fagen.layer_norm."""
+    return torch.ops.fagen.layer_norm(x, weight, bias, float(eps))

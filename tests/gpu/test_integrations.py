@@ -7,7 +7,10 @@ fagen.attention gives.  fagen.integrations.transformers: after
 register(), a transformers Llama (random weights, 8 query heads over 2
 K/V heads, D 128) with attn_implementation="fagen" gives logits close to
 a float64 eager copy (within 2x SDPA's error), and so does a decoding
-step through the KV cache (1 query against 64 keys).  Exit 77 (SKIP)
+step through the KV cache (1 query against 64 keys).  Issue #26's row
+ops: torch.ops.fagen.softmax (and its backward) and layer_norm pass
+opcheck, and a function of them compiles with fullgraph=True and gives
+eager fagen's values and softmax's gradient, bit for bit.  Exit 77 (SKIP)
 without PyTorch or a Hopper GPU; the transformers part is skipped
 without transformers 4.53 or later.
 """
@@ -107,8 +110,46 @@ def transformers_check():
             failures.append("transformers " + what)
 
 
+def rows_check():
+    torch.manual_seed(2)
+    x = torch.randn(37, 1000, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(1000, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(1000, device=dev, dtype=torch.bfloat16)
+    try:
+        torch.library.opcheck(torch.ops.fagen.softmax.default,
+                              (x.clone().requires_grad_(),))
+        torch.library.opcheck(torch.ops.fagen.softmax_backward.default,
+                              (torch.softmax(x.float(), -1).to(x.dtype),
+                               torch.randn_like(x)))
+        torch.library.opcheck(torch.ops.fagen.layer_norm.default,
+                              (x, w, b, 1e-5))
+        print("row ops opcheck: ok")
+    except Exception as e:      # opcheck raises what it found
+        print("row ops opcheck: FAIL: %s" % e)
+        failures.append("row ops opcheck")
+
+    def f(x, w, b):
+        return ops.softmax(ops.layer_norm(x, w, b, eps=1e-5) * 2.0)
+
+    xe = x.clone().requires_grad_()
+    ye = fagen.softmax(fagen.layer_norm(x, w, b, eps=1e-5) * 2.0)
+    xg = x.clone().requires_grad_()
+    yg = torch.compile(lambda t: ops.softmax(t * 2.0), fullgraph=True)(xg)
+    yr = fagen.softmax(xe * 2.0)
+    yc = torch.compile(f, fullgraph=True)(x, w, b)
+    g = torch.randn_like(x)
+    yg.backward(g)
+    yr.backward(g)
+    ok = torch.equal(yc, ye) and torch.equal(xg.grad, xe.grad)
+    print("row ops under torch.compile(fullgraph=True): %s" % (
+        "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("row ops compile")
+
+
 def main():
     compile_check()
+    rows_check()
     transformers_check()
     if failures:
         print("FAILED: %s" % ", ".join(failures))

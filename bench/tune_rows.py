@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""tune_rows.py: sweep the configurations of schedules/rmsnorm.fa (the
--D consts the runtime's heuristic picks: TPR, WARPS, WHOLD) at given
-shapes, to choose and check that heuristic (issue #26).
+"""tune_rows.py: sweep the configurations of schedules/rmsnorm.fa,
+softmax.fa or layernorm.fa (--kernel; the -D consts the runtime's
+heuristic picks: TPR, WARPS, WHOLD) at given shapes, to choose and check
+that heuristic (issue #26).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so FAGEN_SCHEDULE_DIR=schedules \\
         python3 bench/tune_rows.py [--shapes 'M,N;M,N'] [--reps 30]
@@ -28,26 +29,42 @@ SHAPES = [(131072, 1024), (65536, 2048), (32768, 4096), (16384, 8192),
 EPS = 1e-6
 
 
-def launcher(k, x, w, y, rstd):
+def launcher(kind, k, x, w, b, y, st):
     m, n = x.shape
-    return _fglib.launcher(k, {"M": m, "NC": n, "inv_n": 1.0 / n,
-                               "eps": EPS, "X": x, "W": w, "Y": y,
-                               "RSTD": rstd})
+    args = {"M": m, "NC": n, "X": x, "Y": y}
+    if kind != "softmax":
+        args.update({"inv_n": 1.0 / n, "eps": EPS, "W": w, "RSTD": st})
+    if kind == "layernorm":
+        args.update({"B": b, "MEAN": st})
+    return _fglib.launcher(k, args)
 
 
-def configs(n):
+def reference(kind, x, w, b):
+    """float64 of the first rows."""
+    xd = x[:64].double()
+    if kind == "softmax":
+        return torch.softmax(xd, -1)
+    if kind == "layernorm":
+        return torch.nn.functional.layer_norm(xd, (x.shape[1],),
+                                              w.double(), b.double(), EPS)
+    return xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + EPS) * \
+        w.double()
+
+
+def configs(kind, n, most):
     """(name, defines) of the configurations worth trying at width n."""
     out = []
     for tpr in (32, 64, 128, 256, 512, 1024):
         per = n // tpr                     # elements of a row a thread holds
-        if n % (tpr * 8) or per > 32:
+        if n % (tpr * 8) or per > most:
             continue
         for warps in sorted({max(4, tpr // 32), 8, 16, 32}):
             if warps * 32 < tpr or warps > 32:
                 continue
-            whold = tpr < 1024 or per * 2 <= 32
-            d = ["N=%d" % n, "TPR=%d" % tpr, "WARPS=%d" % warps,
-                 "WHOLD=%s" % ("true" if whold else "false")]
+            whold = warps < 32 or per * 2 <= 32
+            d = ["N=%d" % n, "TPR=%d" % tpr, "WARPS=%d" % warps]
+            if kind != "softmax":
+                d.append("WHOLD=%s" % ("true" if whold else "false"))
             out.append(("tpr%d w%d" % (tpr, warps), d))
     return out
 
@@ -56,6 +73,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=None)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--kernel", default="rmsnorm",
+                    choices=["rmsnorm", "softmax", "layernorm"])
+    ap.add_argument("--most", type=int, default=32,
+                    help="elements of a row a thread may hold")
     ap.add_argument("--maxnreg", default="",
                     help="also try each configuration with '.maxnreg R' "
                     "added to its PTX, for each R of a comma list")
@@ -63,7 +84,7 @@ def main():
     shapes = SHAPES if not a.shapes else [
         tuple(int(v) for v in s.split(",")) for s in a.shapes.split(";")]
     path = os.path.join(os.environ.get("FAGEN_SCHEDULE_DIR", "schedules"),
-                        "rmsnorm.fa")
+                        a.kernel + ".fa")
     # libfagen refuses the legacy default stream: work on a stream of ours
     torch.cuda.set_stream(torch.cuda.Stream())
     print("%s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
@@ -71,14 +92,14 @@ def main():
         x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
         y = torch.empty_like(x)
+        b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
         rstd = torch.empty(m, device="cuda", dtype=torch.float32)
-        xd = x[:64].double()
-        ref = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + EPS) * \
-            w.double()
+        ref = reference(a.kernel, x, w, b)
         runs = {}
-        cfgs = [(nm, d, None) for nm, d in configs(n)]
+        cands = configs(a.kernel, n, a.most)
+        cfgs = [(nm, d, None) for nm, d in cands]
         for r in [int(v) for v in a.maxnreg.split(",") if v]:
-            cfgs += [("%s r%d" % (nm, r), d, r) for nm, d in configs(n)]
+            cfgs += [("%s r%d" % (nm, r), d, r) for nm, d in cands]
         for name, d, r in cfgs:
             flt = None if r is None else (
                 lambda t, r=r: t.replace(".maxntid", ".maxnreg %d\n.maxntid"
@@ -87,7 +108,7 @@ def main():
             if not k:
                 print("  %s: %s" % (name, why))
                 continue
-            go = launcher(k, x, w, y, rstd)
+            go = launcher(a.kernel, k, x, w, b, y, rstd)
             y.fill_(float("nan"))
             go()
             err = ((y[:64].double() - ref).abs() / (ref.abs() + 1e-2)).max()
@@ -111,7 +132,7 @@ def main():
                 ev[1].record()
                 ev[1].synchronize()
                 times[nm].append(ev[0].elapsed_time(ev[1]) / 5)
-        byts = 2 * m * n * 2 + n * 2
+        byts = 2 * m * n * 2 + (0 if a.kernel == "softmax" else n * 2)
         gbs = {nm: byts / statistics.median(t) / 1e6 for nm, t in
                times.items()}
         cp_gbs = gbs.pop("copy")

@@ -5,13 +5,15 @@ the same run (issue #26).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so \\
         python3 bench/bench_kernels.py
-        [--kernel rmsnorm|layernorm|softmax|xent|all] [--reps N] [--per N]
+        [--kernel rmsnorm|rmsnorm_bwd|layernorm|softmax|xent|all]
+        [--reps N] [--per N]
         [--shapes M,N;M,N...] [--dtype bf16|f16|f32] [--eps E] [--csv FILE]
     python3 bench/bench.py --kernels [the same arguments]
 
-Each kernel (--kernel all, the default, runs the four in turn) over
+Each kernel (--kernel all, the default, runs the five in turn) over
 (M, N) = (32768, 4096), (16384, 8192), (8192, 16384), (4096, 32768), bf16
-(each x 256 MiB, far past L2), xent over its own shapes (below):
+(each x 256 MiB, far past L2), rmsnorm_bwd and xent over their own shapes
+(below):
 
   rmsnorm    RMSNorm with a weight, eps 1e-6
     fagen    fagen.rms_norm(x, w, eps)
@@ -19,6 +21,19 @@ Each kernel (--kernel all, the default, runs the four in turn) over
              eps) * w).to(x.dtype): the usual formula, its result in x's
              dtype like the others'
     quack    QuACK's rmsnorm(x, w, eps=eps) (quack.rmsnorm)
+  rmsnorm_bwd  RMSNorm's backward with a weight, eps 1e-6: dx and dW from
+             x, w and dy, over (M, N) = (65536, 2048), (32768, 4096),
+             (16384, 8192), (4096, 8192) (fagen's backward takes rows of
+             8192 at most); each method's forward runs once, untimed,
+             and the timed call is torch.autograd.grad(y, (x, w), dy,
+             retain_graph=True) on its graph
+    fagen    through fagen.rms_norm(x, w, eps)'s autograd Function:
+             fg_rms_norm_backward_partials, fg_rms_norm_backward (dx and
+             dW's partial sums, a row per CTA) and their sum by PyTorch
+    eager    through the rmsnorm eager formula's autograd
+    quack    QuACK's quack.rmsnorm.rmsnorm_bwd(x, w, dy, rstd) where it
+             has one and takes those (rstd from PyTorch, untimed), else
+             through its rmsnorm's autograd
   layernorm  LayerNorm with a weight and a bias, eps 1e-5
     fagen    fagen.layer_norm(x, w, b, eps)
     eager    torch.nn.functional.layer_norm(x, (N,), w, b, eps)
@@ -44,28 +59,36 @@ Each kernel (--kernel all, the default, runs the four in turn) over
              cross_entropy(x, t, reduction="none") where it takes that
 
 and for each, compile: torch.compile(eager, dynamic=False), compiled per
-shape; copy: y.copy_(x) for a tensor of x's size, the yardstick.  QuACK
-is used where it imports; otherwise its column is skipped with the
-reason.
+shape (for rmsnorm_bwd: its backward, through autograd, with
+torch._functorch.config.donated_buffer off, as retain_graph needs);
+copy: y.copy_(x) for a tensor of x's size, the yardstick.  QuACK is used
+where it imports; otherwise its column is skipped with the reason.
 
 GB/s counts the bytes a kernel must move: x read (and w, b), y written
 (fagen's rstd and mean, 4 bytes a row, are not counted); for xent the
 logits read, the int64 targets read and a float32 loss written (8 + 4
-bytes a row, whatever each method's own types); the copy's, x read and y
-written (for xent a copy of the logits).  Each method's output is
-checked first against float64 (its buffer filled with NaN before): max
+bytes a row, whatever each method's own types); for rmsnorm_bwd x, dy and
+w read, dx and dW written, and dW's partial sums, fagen's, written and
+read, min(M, 2 x SMs) rows of N float32 (counted for every method); the
+copy's, x read and y written (for xent a copy of the logits).  Each
+method's output is checked first against float64 (its buffer filled
+with NaN before): max
 |y - ref| / (|ref| + 0.01) (LayerNorm: + |b|, where the bias cancels;
 softmax, whose values are small: max (|y - ref| - atol) / |ref|, atol
 1e-7 for f16's subnormals, 1e-37 otherwise; xent: max |loss - ref| /
 (|ref| + 1), in whatever floating dtype the method returns) must be at
 most 2e-2 for bf16 (2e-3 f16, 1e-5 f32, as
-tests/gpu/test_python_norm.py), else its column is marked '!'.  Timing:
-CUDA events around --per back-to-back calls, the median over --reps
+tests/gpu/test_python_norm.py; rmsnorm_bwd: dx's error over its row's
+largest |rstd * dy * w| and dW's over its column's norm of dy * x *
+rstd plus |dW|, at most 3e-2, 5e-3, 1e-4, as that test's backward), else
+its column is marked '!'.  Timing: CUDA events around --per
+back-to-back calls, the median over --reps
 runs (20 at least), the methods interleaved round-robin with the first
 one rotating, warm-up runs excluded.  Prints a table per kernel with each
 method's GB/s and its fraction of the copy's.
 """
 import argparse
+import contextlib
 import csv
 import inspect
 import statistics
@@ -77,11 +100,13 @@ import torch.nn.functional as F
 import fagen
 
 SHAPES = [(32768, 4096), (16384, 8192), (8192, 16384), (4096, 32768)]
+BWD_SHAPES = [(65536, 2048), (32768, 4096), (16384, 8192), (4096, 8192)]
 XENT_SHAPES = [(4096, 32000), (4096, 128256), (1024, 262144), (16384, 50257)]
 IGNORE = -100
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16,
           "f32": torch.float32}
 TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float32: 1e-5}
+BWD_TOL = {torch.bfloat16: 3e-2, torch.float16: 5e-3, torch.float32: 1e-4}
 ATOL = {torch.bfloat16: 1e-37, torch.float16: 1e-7, torch.float32: 1e-37}
 METHODS = ["fagen", "compile", "eager", "quack"]
 
@@ -126,6 +151,71 @@ def rms_quack(eps):
             return y[0] if isinstance(y, tuple) else y
         return call
     return make, None
+
+
+# ---------------------------------------------------------------- rmsnorm_bwd
+
+def bwd_make(forward):
+    """make(x, w, dy) for a differentiable forward(x, w): its graph built
+    once on leaf copies, untimed; the call is its backward,
+    torch.autograd.grad(y, (x, w), dy, retain_graph=True): (dx, dW)."""
+    def make(x, w, dy):
+        xl, wl = x.detach().requires_grad_(), w.detach().requires_grad_()
+        y = forward(xl, wl)
+        y = y[0] if isinstance(y, tuple) else y
+
+        def call():
+            return torch.autograd.grad(y, (xl, wl), dy, retain_graph=True)
+        return call
+    return make
+
+
+def bwd_reference(x, w, dy, eps):
+    """float64 autograd: (dx, dW, the rows' scale, the columns')."""
+    xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
+    rstd = torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps)
+    dx, dw = torch.autograd.grad(xd * rstd * wd, (xd, wd), dy.double())
+    rstd = rstd.detach()
+    row = (rstd * dy.double() * w.double()).abs().amax(-1, keepdim=True)
+    col = (dy.double() * x.double() * rstd).norm(dim=0) + dw.abs()
+    return dx, dw, row, col
+
+
+def bwd_quack(eps):
+    """QuACK's rmsnorm_bwd(x, w, dy, rstd), tried once when made (a
+    signature it does not take falls back), else its rmsnorm's
+    autograd."""
+    fwd, why_f = attempt((("quack", "rmsnorm"), ("quack.rmsnorm",
+                                                  "rmsnorm")))
+    bwd, why_b = attempt((("quack.rmsnorm", "rmsnorm_bwd"),))
+    if fwd is None and bwd is None:
+        return None, "%s; %s" % (why_b, why_f)
+
+    def make(x, w, dy):
+        if bwd is not None:
+            rstd = torch.rsqrt(x.float().pow(2).mean(-1) + eps)
+            try:
+                bwd(x, w, dy, rstd)
+
+                def call():
+                    r = bwd(x, w, dy, rstd)
+                    return r[0], r[1]
+                return call
+            except Exception as e:          # noqa: BLE001 -- fall back
+                if fwd is None:
+                    raise
+                print("  quack: rmsnorm_bwd(x, w, dy, rstd): %s; through "
+                      "its rmsnorm's autograd" % str(e).splitlines()[0],
+                      file=sys.stderr)
+        return bwd_make(lambda xl, wl: fwd(xl, wl, eps=eps))(x, w, dy)
+    return make, None
+
+
+def bwd_bytes(m, n, esz):
+    """x, dy, w read, dx and dW written; fagen's partial sums written and
+    read."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    return (3 * m * n + 2 * n) * esz + 2 * min(m, 2 * sms) * n * 4
 
 
 # ---------------------------------------------------------------- layernorm
@@ -232,6 +322,13 @@ KERNELS = {
         "fagen": lambda x, w, eps: fagen.rms_norm(x, w, eps=eps),
         "eager": rms_eager, "reference": rms_reference, "quack": rms_quack,
     },
+    "rmsnorm_bwd": {
+        "title": "RMSNorm's backward (dx, dW) with a weight", "eps": 1e-6,
+        "extra": "wd", "backward": True,
+        "fagen": lambda x, w, eps: fagen.rms_norm(x, w, eps=eps),
+        "eager": rms_eager, "reference": bwd_reference, "quack": bwd_quack,
+        "shapes": BWD_SHAPES, "bytes": bwd_bytes,
+    },
     "layernorm": {
         "title": "LayerNorm with a weight and a bias", "eps": 1e-5,
         "extra": "wb",
@@ -263,12 +360,27 @@ def bind(fn, eps):
 
 
 def methods(k, eps):
-    """Method name -> make(*inputs) -> a call with no arguments."""
-    fns = {name: (lambda f: lambda *t: lambda: f(*t))(bind(k[name], eps))
-           for name in ("fagen", "eager")}
+    """Method name -> make(*inputs) -> a call with no arguments (for a
+    backward, the call is the backward of a forward made once)."""
+    if k.get("backward"):
+        # a compiled backward that donates its buffers refuses
+        # retain_graph=True, which the timed calls need
+        try:
+            import torch._functorch.config as functorch_config
+            functorch_config.donated_buffer = False
+        except (ImportError, AttributeError):
+            pass
     compiled = torch.compile(k["eager"], dynamic=False)
-    fns["compile"] = (lambda f: lambda *t: lambda: f(*t))(bind(compiled,
+    if k.get("backward"):
+        fns = {"fagen": bwd_make(bind(k["fagen"], eps)),
+               "eager": bwd_make(bind(k["eager"], eps)),
+               "compile": bwd_make(bind(compiled, eps))}
+    else:
+        fns = {name: (lambda f: lambda *t: lambda: f(*t))(bind(k[name],
                                                                eps))
+               for name in ("fagen", "eager")}
+        fns["compile"] = (lambda f: lambda *t: lambda: f(*t))(
+            bind(compiled, eps))
     q, why = k["quack"](eps)
     if q is None:
         print("quack: not importable, skipped (%s)" % why, file=sys.stderr)
@@ -279,6 +391,10 @@ def methods(k, eps):
 
 def error(kernel, y, ref, inputs, dtype):
     """max |y - ref| over |ref| and the kernel's floor."""
+    if kernel == "rmsnorm_bwd":     # (dx, dW) over their scales
+        dx, dw, row, col = ref
+        return max(((y[0].double() - dx).abs() / row).max().item(),
+                   ((y[1].double() - dw).abs() / col).max().item())
     d = (y.double() - ref).abs()
     if kernel == "xent":        # losses of about log(C)
         return (d / (ref.abs() + 1)).max().item()
@@ -299,7 +415,8 @@ def check(kernel, name, call, x, ref, inputs, tol):
         # freed: reused next (xent's loss may be float32 or x's dtype)
         for dt in {x.dtype, torch.float32 if kernel == "xent" else
                    x.dtype}:
-            torch.empty(ref.shape, dtype=dt, device=x.device).fill_(
+            torch.empty(x.shape if kernel == "rmsnorm_bwd" else
+                        ref.shape, dtype=dt, device=x.device).fill_(
                 float("nan"))
         y = call()
         torch.cuda.synchronize()
@@ -309,7 +426,14 @@ def check(kernel, name, call, x, ref, inputs, tol):
         torch.cuda.synchronize()
         return None
     # xent's loss: float32 (QuACK's) or x's dtype (PyTorch's)
-    if y.shape != ref.shape or (y.dtype != x.dtype and kernel != "xent"):
+    if kernel == "rmsnorm_bwd":
+        if tuple(y[0].shape) != tuple(x.shape) or \
+                tuple(y[1].shape) != (x.shape[-1],):
+            print("  %s: returned shapes %s" % (
+                name, [tuple(t.shape) for t in y]), file=sys.stderr)
+            return float("inf"), False
+    elif y.shape != ref.shape or (y.dtype != x.dtype and
+                                  kernel != "xent"):
         print("  %s: returned %s %s, not %s %s" % (
             name, tuple(y.shape), y.dtype, tuple(ref.shape), x.dtype),
             file=sys.stderr)
@@ -347,6 +471,9 @@ def inputs_for(k, m, n, dtype):
         t = torch.randint(0, n, (m,), device="cuda", generator=gen)
         t[::16] = IGNORE
         extra.append(t)
+    if "d" in k["extra"]:           # the backward's dy
+        extra.append(torch.randn(m, n, device="cuda",
+                                 generator=gen).to(dtype))
     return [x] + extra
 
 
@@ -365,7 +492,8 @@ def point(kernel, m, n, dtype, fns, args):
             print("  %s: %s" % (name, str(e).splitlines()[0][:200]),
                   file=sys.stderr)
             continue
-        c = check(kernel, name, call, x, ref, inputs, TOL[dtype])
+        c = check(kernel, name, call, x, ref, inputs,
+                  (BWD_TOL if k.get("backward") else TOL)[dtype])
         if c is None:
             continue
         row[name + "_err"], row[name + "_ok"] = c
@@ -383,6 +511,7 @@ def point(kernel, m, n, dtype, fns, args):
             times[nm].append(events(runs[nm], args.per))
     moved = {nm: k["bytes"](m, n, esz) if "bytes" in k else
              (2 * m * n + len(k["extra"]) * n) * esz for nm in names}
+    runs.clear()                    # the backward's graphs
     moved["copy"] = 2 * m * n * esz
     for nm in names:
         t = statistics.median(times[nm])
@@ -434,9 +563,10 @@ def main():
     ap.add_argument("--per", type=int, default=10,
                     help="back-to-back calls per run")
     ap.add_argument("--shapes", default=None,
-                    help="M,N;M,N... (default: %s; xent: %s)" % tuple(
+                    help="M,N;M,N... (default: %s; rmsnorm_bwd: %s; "
+                    "xent: %s)" % tuple(
                         ";".join("%d,%d" % s for s in shapes)
-                        for shapes in (SHAPES, XENT_SHAPES)))
+                        for shapes in (SHAPES, BWD_SHAPES, XENT_SHAPES)))
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     ap.add_argument("--eps", type=float, default=None,
                     help="the norms' eps (default: 1e-6 for RMSNorm, 1e-5 "
@@ -453,11 +583,13 @@ def main():
     dtype = DTYPES[args.dtype]
     kernels = list(KERNELS) if args.kernel == "all" else [args.kernel]
     rows, bad = [], []
-    with torch.inference_mode():
-        for i, kernel in enumerate(kernels):
-            if i:
-                print()
-            shapes = given or KERNELS[kernel].get("shapes", SHAPES)
+    for i, kernel in enumerate(kernels):
+        if i:
+            print()
+        shapes = given or KERNELS[kernel].get("shapes", SHAPES)
+        # a backward needs autograd
+        with contextlib.nullcontext() if KERNELS[kernel].get("backward") \
+                else torch.inference_mode():
             krows, cols = table(kernel, shapes, dtype, args)
             rows += krows
             bad += [r for r in krows for c in cols

@@ -526,6 +526,54 @@ typedef struct fg_rmsnorm_args {
 FG_API fg_status fg_rms_norm(fg_ctx *, const fg_rmsnorm_args *a,
 	struct CUstream_st *stream);
 
+/* RMSNorm's backward (issue #26), from the forward's s and rstd: per row
+ * i, in f32, with g_i = dy_i * weight (dy_i without a weight), dx_i =
+ * rstd_i * (g_i - s_i * rstd_i^2 * mean(g_i * s_i)), the gradient of s_i
+ * (with a fused residual, of x and of the residual both, once the
+ * gradient of residual_out is added); and the weight's gradient dW = the
+ * sum over rows of dy_i * s_i * rstd_i, as partial sums, a row of
+ * dw_partial per CTA, that the caller adds up (no launch of fagen's sums
+ * them).  x, dy and dx have x's shape and weight is [n], all of dtype,
+ * dense and row-major, as fg_rmsnorm_args's; rstd and dw_partial are
+ * f32 and dense.  Outputs may not overlap the inputs or each other. */
+typedef struct fg_rmsnorm_bwd_args {
+	fg_tensor x;              /* input: the forward's s, its x (its
+				   * residual_out with a residual): rank 1
+				   * to FG_MAX_RANK */
+	fg_tensor weight;         /* [n]; ptr 0: none (the forward had
+				   * none) */
+	fg_tensor dy;             /* input: the gradient of y, like x */
+	uint64_t rstd;            /* input: the forward's rstd, f32 [rows],
+				   * dense; required */
+	fg_tensor dx;             /* output: the gradient of s, like x */
+	uint64_t dw_partial;      /* output: f32 [dw_partial_rows, n],
+				   * dense: dW's partial sums, their rows
+				   * past those written zeroed; 0: dW not
+				   * wanted (scratch memory).  Only with a
+				   * weight */
+	int64_t dw_partial_rows;  /* at least what
+				   * fg_rms_norm_backward_partials says */
+	fg_dtype dtype;           /* FG_DTYPE_BF16, _F16 or _F32 */
+} fg_rmsnorm_bwd_args;
+
+/* Validate *a and launch schedules/rmsnorm_bwd.fa as fg_rms_norm
+ * launches rmsnorm.fa (one row a CTA); dw_partial's rows are zeroed
+ * first where no CTA writes them, so dW is the sum of all its
+ * dw_partial_rows rows.  FG_ERR_UNSUPPORTED for rows wider than 8192
+ * elements. */
+FG_API fg_status fg_rms_norm_backward(fg_ctx *,
+	const fg_rmsnorm_bwd_args *a, struct CUstream_st *stream);
+
+/* The rows of dw_partial that fg_rms_norm_backward(ctx, a, ...) writes
+ * on ctx's device, into *rows: a row per CTA of its launches, about
+ * min(rows, 2 x the device's SMs); 0 without a weight or for an empty
+ * problem.  a is checked as fg_rms_norm_backward checks it, but for
+ * dw_partial and dw_partial_rows, which are not looked at.  Needs the
+ * driver (but for an empty problem) and compiles the kernel on first
+ * use, as the launch would. */
+FG_API fg_status fg_rms_norm_backward_partials(fg_ctx *,
+	const fg_rmsnorm_bwd_args *a, int64_t *rows);
+
 /* LayerNorm (issue #26), fg_rms_norm's rules and fused residual add: per
  * row i, in f32, mean_i = mean(s_i), rstd_i = 1 / sqrt(mean((s_i -
  * mean_i)^2) + eps) and y_i = (s_i - mean_i) * rstd_i * weight + bias,

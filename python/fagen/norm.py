@@ -1,7 +1,7 @@
 """fagen.rms_norm, fagen.layer_norm and fagen.softmax: libfagen's row
 kernels (issue #26).
 
-    y = fagen.rms_norm(x, weight, eps=1e-6)
+    y = fagen.rms_norm(x, weight, eps=1e-6)        # differentiable
     y, h = fagen.rms_norm(x, weight, residual=h)   # h = x + h; y = norm(h)
     y = fagen.layer_norm(x, weight, bias, eps=1e-5)
     p = fagen.softmax(x)                           # differentiable
@@ -13,9 +13,11 @@ x + residual with a residual, whose sum (rounded to x's dtype) is returned
 too, as the pre-norm transformer's next residual stream; softmax's y =
 exp(x - max) / sum(exp(x - max)).  The kernels are schedules/rmsnorm.fa,
 layernorm.fa and softmax.fa, compiled for the row width and dtype on
-first use; they run asynchronously on torch's current stream.  softmax
-is a torch.autograd.Function whose backward is fg_softmax_backward; the
-norms have no backward yet.
+first use; they run asynchronously on torch's current stream.  rms_norm
+and softmax record a torch.autograd.Function where a gradient is
+needed, whose backward is fg_rms_norm_backward (rmsnorm_bwd.fa: dx, and
+dW as a row of partial sums per CTA, added up here) and
+fg_softmax_backward; layer_norm has no backward yet.
 """
 
 import ctypes
@@ -37,6 +39,15 @@ class _NormArgs(ctypes.Structure):  # fg_rmsnorm_args
         ("out", _Tensor), ("residual_out", _Tensor),
         ("rstd", ctypes.c_uint64), ("dtype", ctypes.c_int),
         ("eps", ctypes.c_double),
+    ]
+
+
+class _NormBwdArgs(ctypes.Structure):       # fg_rmsnorm_bwd_args
+    _fields_ = [
+        ("x", _Tensor), ("weight", _Tensor), ("dy", _Tensor),
+        ("rstd", ctypes.c_uint64), ("dx", _Tensor),
+        ("dw_partial", ctypes.c_uint64), ("dw_partial_rows", ctypes.c_int64),
+        ("dtype", ctypes.c_int),
     ]
 
 
@@ -70,8 +81,9 @@ def _torch(fn):
     return torch
 
 
-def _lib(cfn, args):
-    """libfagen, cfn's argument types set for its struct args."""
+def _lib(cfn, args, last=ctypes.c_void_p):
+    """libfagen, cfn's argument types set for its struct args (and last,
+    the stream's place)."""
     lib = _load()
     if cfn not in _ready:
         try:
@@ -80,8 +92,7 @@ def _lib(cfn, args):
             raise FagenError("FG_ERR_NO_LIBRARY", "this libfagen has no "
                              "%s: it is older than the fagen package; set "
                              "FAGEN_LIB to a newer one" % cfn) from None
-        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(args),
-                       ctypes.c_void_p]
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(args), last]
         _ready.add(cfn)
     return lib
 
@@ -129,6 +140,16 @@ def _eps(eps):
     return e
 
 
+def _grad_needed(*ts):
+    """A gradient is needed for one of ts: grad mode is on and one that
+    is a tensor requires grad (without importing torch: a tensor that
+    requires grad means torch is imported)."""
+    if not any(getattr(t, "requires_grad", False) is True for t in ts):
+        return False
+    import torch
+    return torch.is_grad_enabled()
+
+
 def _no_grad(torch, fn, *ts):
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad
                                        for t in ts):
@@ -168,24 +189,30 @@ def _rows(x):
     return (x.numel() // n if n else math.prod(x.shape[:-1])), n
 
 
-def _run(torch, cfn, args, a, device):
-    """libfagen's cfn on a (an args struct) on torch's current stream."""
-    lib = _lib(cfn, args)
+def _run(torch, cfn, args, a, device, out=None):
+    """libfagen's cfn on a (an args struct) on torch's current stream, or
+    with out (a ctypes.c_int64 it writes) in the stream's place."""
+    lib = _lib(cfn, args, ctypes.c_void_p if out is None else
+               ctypes.POINTER(ctypes.c_int64))
     dev = device.index if device.index is not None else \
         torch.cuda.current_device()
     ctx = _ctx(lib, dev)
-    stream = torch.cuda.current_stream(device).cuda_stream
-    st = getattr(lib, cfn)(ctx, ctypes.byref(a),
-                           stream or _CU_STREAM_PER_THREAD)
+    if out is None:
+        stream = torch.cuda.current_stream(device).cuda_stream
+        last = stream or _CU_STREAM_PER_THREAD
+    else:
+        last = ctypes.byref(out)
+    st = getattr(lib, cfn)(ctx, ctypes.byref(a), last)
     if st:
         raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
                          lib.fg_errmsg(ctx).decode(errors="replace"))
 
 
-def _norm(fn, x, weight, bias, eps, residual, out):
+def _norm(fn, x, weight, bias, eps, residual, out, grad=False):
     """The norms' checks and outputs: (torch, x, weight, bias, residual,
     y, residual_out or None, eps as a float, rows, n), the inputs made
-    contiguous."""
+    contiguous; with grad (a gradient is needed: the autograd Function
+    makes its outputs) y and residual_out are None."""
     torch = _torch(fn)
     _check(torch, fn, "x", x)
     n = x.shape[-1]
@@ -201,16 +228,23 @@ def _norm(fn, x, weight, bias, eps, residual, out):
                              "(the kernel writes dense rows)"
                              % (out.stride(),))
     e = _eps(eps)
-    _no_grad(torch, fn, x, weight, bias, residual)
+    if not grad:
+        _no_grad(torch, fn, x, weight, bias, residual)
+    elif out is not None:
+        raise RuntimeError("fagen.%s: out= is not differentiable (as "
+                           "PyTorch's out= arguments are not); drop it, or "
+                           "call under torch.no_grad()" % fn)
     x, weight, bias, residual = (None if t is None else t.contiguous()
                                  for t in (x, weight, bias, residual))
+    rows, n = _rows(x)
+    if grad:
+        return torch, x, weight, bias, residual, None, None, e, rows, n
     _overlap(fn, out, (("x", x), ("weight", weight), ("bias", bias),
                        ("residual", residual)))
     y = out if out is not None else torch.empty(
         x.shape, dtype=x.dtype, device=x.device)
     h = None if residual is None else torch.empty(
         x.shape, dtype=x.dtype, device=x.device)
-    rows, n = _rows(x)
     return torch, x, weight, bias, residual, y, h, e, rows, n
 
 
@@ -221,6 +255,102 @@ def _stat(torch, x):
 def _result(*ts):
     res = [t for t in ts if t is not None]
     return res[0] if len(res) == 1 else tuple(res)
+
+
+def _rms_fwd(torch, x, weight, residual, e, y, h, rstd):
+    """fg_rms_norm of contiguous inputs into y, h (with a residual) and
+    rstd."""
+    rows, n = _rows(x)
+    if rows and n:
+        a = _NormArgs(x=_desc(x, rows, n), out=_desc(y, rows, n),
+                      rstd=rstd.data_ptr(), dtype=_DTYPES[x.dtype], eps=e)
+        if weight is not None:
+            a.weight = _Tensor(ptr=weight.data_ptr())
+        if residual is not None:
+            a.residual = _desc(residual, rows, n)
+            a.residual_out = _desc(h, rows, n)
+        _run(torch, "fg_rms_norm", _NormArgs, a, x.device)
+    elif rows:
+        rstd.fill_(math.nan)    # the mean of no squares
+
+
+def _rms_bwd(torch, s, weight, rstd, dy, want_dw):
+    """fg_rms_norm_backward: (dx, dW) from the forward's s (x, or x +
+    residual), weight, rstd and dy; dW (weight's dtype) when want_dw,
+    summed here in float32 from the kernel's partial sums, a row per CTA
+    (a fixed order for a fixed shape and device: repeatable).  dy is cast
+    and made contiguous: autograd may hand in any strides."""
+    dy = dy.to(s.dtype).contiguous()
+    dx = torch.empty(s.shape, dtype=s.dtype, device=s.device)
+    rows, n = _rows(s)
+    if not (rows and n):
+        return dx, (torch.zeros_like(weight) if want_dw else None)
+    a = _NormBwdArgs(x=_desc(s, rows, n), dy=_desc(dy, rows, n),
+                     dx=_desc(dx, rows, n), rstd=rstd.data_ptr(),
+                     dtype=_DTYPES[s.dtype])
+    dwp = None
+    if weight is not None:
+        a.weight = _Tensor(ptr=weight.data_ptr())
+    if want_dw:
+        p = ctypes.c_int64()
+        _run(torch, "fg_rms_norm_backward_partials", _NormBwdArgs, a,
+             s.device, out=p)
+        dwp = torch.empty((p.value, n), dtype=torch.float32,
+                          device=s.device)
+        a.dw_partial, a.dw_partial_rows = dwp.data_ptr(), p.value
+    _run(torch, "fg_rms_norm_backward", _NormBwdArgs, a, s.device)
+    return dx, (None if dwp is None else dwp.sum(0).to(weight.dtype))
+
+
+_RMSFunction = None
+
+
+def _rms_function(torch):
+    """rms_norm's torch.autograd.Function, made on first use (the package
+    imports without PyTorch).  Its outputs: y, (residual_out,) rstd; the
+    backward's: the gradients of x, weight and residual (with a residual
+    both x's and residual's are that of s = x + residual: dx from the
+    kernel plus residual_out's gradient)."""
+    global _RMSFunction
+    if _RMSFunction is not None:
+        return _RMSFunction
+    from torch.autograd.function import once_differentiable
+
+    class RMSNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, residual, e):
+            y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+            h = None if residual is None else torch.empty_like(y)
+            rstd = torch.empty(x.shape[:-1], dtype=torch.float32,
+                               device=x.device)
+            _rms_fwd(torch, x, weight, residual, e, y, h, rstd)
+            ctx.save_for_backward(x if h is None else h, weight, rstd)
+            ctx.mark_non_differentiable(rstd)
+            ctx.set_materialize_grads(False)
+            return (y, rstd) if h is None else (y, h, rstd)
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, dy, *rest):
+            s, weight, rstd = ctx.saved_tensors
+            dh = rest[0] if len(rest) == 2 else None
+            want_dw = ctx.needs_input_grad[1]
+            if dy is None:          # y not used: only residual_out's
+                dx, dw = None, (torch.zeros_like(weight) if want_dw
+                                else None)
+            else:
+                dx, dw = _rms_bwd(torch, s, weight, rstd, dy, want_dw)
+            if dh is not None:
+                dh = dh.to(s.dtype)
+                dx = dh if dx is None else dx.add_(dh)
+            if dx is None and (ctx.needs_input_grad[0] or
+                               ctx.needs_input_grad[2]):
+                dx = torch.zeros_like(s)
+            return (dx if ctx.needs_input_grad[0] else None, dw,
+                    dx if ctx.needs_input_grad[2] else None, None)
+
+    _RMSFunction = RMSNorm
+    return RMSNorm
 
 
 def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
@@ -242,22 +372,29 @@ def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
     kernel reads dense rows).  Runs on torch's current stream.  Wrong
     types, devices, dtypes, shapes or an out that overlaps an input raise
     TypeError or ValueError before libfagen is called; what libfagen
-    refuses raises fagen.FagenError.  There is no backward yet: with grad
-    mode on, inputs that require grad raise RuntimeError."""
+    refuses raises fagen.FagenError.
+
+    Differentiable in x, weight and residual: with grad mode on and one
+    of them requiring grad, it records a torch.autograd.Function whose
+    backward is fg_rms_norm_backward (schedules/rmsnorm_bwd.fa, rows of
+    N at most 8192: wider ones raise FagenError FG_ERR_UNSUPPORTED when
+    the backward runs): per row, in float32, g = dy * weight, ds = rstd *
+    (g - s * rstd^2 * mean(g * s)), rounded to x's dtype, and dW = the
+    sum over rows of dy * s * rstd, in float32 (partial sums of the
+    kernel's CTAs added up by PyTorch, in a fixed order: repeatable),
+    rounded to weight's dtype.  With a residual, x and residual both get
+    ds plus residual_out's gradient.  rstd has no gradient.  out= is
+    refused there (RuntimeError), as PyTorch refuses out= under
+    autograd."""
+    if _grad_needed(x, weight, residual):
+        torch, x, weight, _, residual, _, _, e, rows, n = _norm(
+            "rms_norm", x, weight, None, eps, residual, out, grad=True)
+        res = _rms_function(torch).apply(x, weight, residual, e)
+        return res if return_rstd else _result(*res[:-1])
     torch, x, weight, _, residual, y, h, e, rows, n = _norm(
         "rms_norm", x, weight, None, eps, residual, out)
     rstd = _stat(torch, x)
-    if rows and n:
-        a = _NormArgs(x=_desc(x, rows, n), out=_desc(y, rows, n),
-                      rstd=rstd.data_ptr(), dtype=_DTYPES[x.dtype], eps=e)
-        if weight is not None:
-            a.weight = _Tensor(ptr=weight.data_ptr())
-        if residual is not None:
-            a.residual = _desc(residual, rows, n)
-            a.residual_out = _desc(h, rows, n)
-        _run(torch, "fg_rms_norm", _NormArgs, a, x.device)
-    elif rows:
-        rstd.fill_(math.nan)    # the mean of no squares
+    _rms_fwd(torch, x, weight, residual, e, y, h, rstd)
     return _result(y, h, rstd if return_rstd else None)
 
 

@@ -51,6 +51,7 @@ syms(Driver *d, char *why, size_t whylen)
 		{(void **)&cu->MemAllocFromPoolAsync,
 			"cuMemAllocFromPoolAsync"},
 		{(void **)&cu->MemFreeAsync, "cuMemFreeAsync"},
+		{(void **)&cu->MemsetD32Async, "cuMemsetD32Async"},
 	};
 
 	for (size_t i = 0; i < COUNT(tab); i++)

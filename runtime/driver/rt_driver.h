@@ -48,6 +48,8 @@ typedef struct CudaApi {
 	CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *, size_t,
 		CUmemoryPool, CUstream);
 	CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
+	/* zeroing the rows of partial sums no CTA writes (rows.c) */
+	CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
 } CudaApi;
 
 struct Driver {

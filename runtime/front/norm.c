@@ -1,11 +1,12 @@
-/* norm.c: fg_rms_norm, fg_layer_norm, fg_softmax, fg_softmax_backward
- * and fg_cross_entropy (issue #26), on the shipped schedules rmsnorm.fa,
- * layernorm.fa, softmax.fa and cross_entropy.fa.  Each describes its
- * public struct as a RowArgs: the tensors in the order they are checked,
- * with the global each binds, whether it is written, its shape (x's, [n]
- * or a value per row) and the -D switch that says it is given, and the
- * f32 [rows] outputs; then rows.c checks, configures, compiles and
- * launches, the same for all five. */
+/* norm.c: fg_rms_norm, fg_rms_norm_backward, fg_layer_norm, fg_softmax,
+ * fg_softmax_backward and fg_cross_entropy (issue #26), on the shipped
+ * schedules rmsnorm.fa, rmsnorm_bwd.fa, layernorm.fa, softmax.fa and
+ * cross_entropy.fa.  Each describes its public struct as a RowArgs: the
+ * tensors in the order they are checked, with the global each binds,
+ * whether it is written, its shape (x's, [n] or a value per row) and the
+ * -D switch that says it is given, the f32 [rows] stats, and the
+ * backward's partial sums; then rows.c checks, configures, compiles and
+ * launches, the same for all six. */
 #include "rt_front.h"
 
 /* A required tensor of x's shape. */
@@ -27,7 +28,22 @@ norm_rms(const fg_rmsnorm_args *a, RowArgs *r)
 	r->t[3] = ROWT("out", "Y", &a->out, true);
 	r->t[4] = OPTT("residual_out", "XO", &a->residual_out, true, RS_X,
 		RF_RESID);
-	r->stat[0] = (RowStat){"rstd", "RSTD", a->rstd, false};
+	r->stat[0] = (RowStat){"rstd", "RSTD", a->rstd, false, false};
+	return r;
+}
+
+const RowArgs *
+norm_rms_bwd(const fg_rmsnorm_bwd_args *a, RowArgs *r)
+{
+	*r = (RowArgs){.kind = ROW_RMS_BWD, .dtype = a->dtype, .nt = 4,
+		.nstat = 1};
+	r->t[0] = ROWT("x", "X", &a->x, false);
+	r->t[1] = OPTT("weight", "W", &a->weight, false, RS_N, RF_WEIGHT);
+	r->t[2] = ROWT("dy", "DY", &a->dy, false);
+	r->t[3] = ROWT("dx", "DX", &a->dx, true);
+	r->stat[0] = (RowStat){"rstd", "RSTD", a->rstd, true, true};
+	r->part = (RowPart){"dw_partial", "DWP", "P", "dw_partial_rows",
+		a->dw_partial, a->dw_partial_rows, RF_WEIGHT};
 	return r;
 }
 
@@ -43,8 +59,8 @@ norm_layer(const fg_layernorm_args *a, RowArgs *r)
 	r->t[4] = ROWT("out", "Y", &a->out, true);
 	r->t[5] = OPTT("residual_out", "XO", &a->residual_out, true, RS_X,
 		RF_RESID);
-	r->stat[0] = (RowStat){"mean", "MEAN", a->mean, false};
-	r->stat[1] = (RowStat){"rstd", "RSTD", a->rstd, false};
+	r->stat[0] = (RowStat){"mean", "MEAN", a->mean, false, false};
+	r->stat[1] = (RowStat){"rstd", "RSTD", a->rstd, false, false};
 	return r;
 }
 
@@ -75,8 +91,8 @@ norm_xent(const fg_cross_entropy_args *a, RowArgs *r)
 	r->t[0] = ROWT("logits", "X", &a->logits, false);
 	r->t[1] = (RowTensor){.name = "target", .glob = "TGT",
 		.t = &a->target, .shape = RS_OUTER, .esz = 4};
-	r->stat[0] = (RowStat){"loss", "LOSS", a->loss, true};
-	r->stat[1] = (RowStat){"lse", "LSE", a->lse, false};
+	r->stat[0] = (RowStat){"loss", "LOSS", a->loss, true, false};
+	r->stat[1] = (RowStat){"lse", "LSE", a->lse, false, false};
 	return r;
 }
 
@@ -86,6 +102,29 @@ fg_rms_norm(fg_ctx *c, const fg_rmsnorm_args *a, CUstream s)
 	RowArgs r;
 
 	return rows_run(c, "fg_rms_norm", a ? norm_rms(a, &r) : NULL, s);
+}
+
+fg_status
+fg_rms_norm_backward(fg_ctx *c, const fg_rmsnorm_bwd_args *a, CUstream s)
+{
+	RowArgs r;
+
+	return rows_run(c, "fg_rms_norm_backward", a ? norm_rms_bwd(a, &r) :
+		NULL, s);
+}
+
+fg_status
+fg_rms_norm_backward_partials(fg_ctx *c, const fg_rmsnorm_bwd_args *a,
+	int64_t *rows)
+{
+	static const char fn[] = "fg_rms_norm_backward_partials";
+	RowArgs r;
+
+	if (!c)
+		return FG_ERR_INVALID;
+	if (!rows)
+		return rt_err(c, FG_ERR_INVALID, "%s: rows is NULL", fn);
+	return rows_parts(c, fn, a ? norm_rms_bwd(a, &r) : NULL, rows);
 }
 
 fg_status

@@ -1,9 +1,10 @@
-/* rows.c: the row kernels (issue #26), rmsnorm.fa, layernorm.fa,
- * softmax.fa and cross_entropy.fa: a dense [rows, n] problem, a row per
- * TPR threads.  norm.c's fg_rms_norm, fg_layer_norm, fg_softmax,
- * fg_softmax_backward and fg_cross_entropy describe their arguments as a
- * RowArgs (its tensors, their globals, shapes and switches, and the f32
- * [rows] stats); the rest is here, the same for each.
+/* rows.c: the row kernels (issue #26), rmsnorm.fa, rmsnorm_bwd.fa,
+ * layernorm.fa, softmax.fa and cross_entropy.fa: a dense [rows, n]
+ * problem, a row per TPR threads.  norm.c's fg_rms_norm,
+ * fg_rms_norm_backward, fg_layer_norm, fg_softmax, fg_softmax_backward
+ * and fg_cross_entropy describe their arguments as a RowArgs (its
+ * tensors, their globals, shapes and switches, the f32 [rows] stats, and
+ * the backward's partial sums); the rest is here, the same for each.
  *
  * Every argument is checked before anything needs the GPU.  Then the
  * schedule's configuration is chosen from the row width n and the
@@ -30,7 +31,10 @@
  *	       holds more than 32 bytes of a row: then they are read again
  *	       for each row
  *
- * and compiled with DT and the schedule's switches (WEIGHT, BIAS, RESID:
+ * but for rmsnorm_bwd.fa, a row a CTA: TPR = WARPS * 32, the smallest
+ * power of 2 from 128 that leaves a thread at most 4 accesses a row, at
+ * most 1024, where a thread holds at most ONEHOLD elements of a row
+ * (ptxas spills past them at 1024 threads); and compiled with DT and the schedule's switches (WEIGHT, BIAS, RESID:
  * whether those tensors are given; BWD: softmax's backward) once per
  * context (under ctx->attn_mu, so concurrent callers compile a
  * configuration once), its kernel kept until fg_ctx_destroy.  A variant
@@ -39,7 +43,15 @@
  * overflow; more rows take more launches on the stream.  The stats the
  * caller does not want (rstd, mean) are written to scratch from the
  * context's stream-ordered pool, freed on the stream after the last
- * launch. */
+ * launch.
+ *
+ * RMSNorm's backward sums dW over the rows a CTA walks, and each CTA
+ * stores its sum as a row of the partials (RowPart): a launch's CTAs,
+ * min(its rows, #SMs x 2) (launch_ctas), take the rows after the last
+ * launch's.  The rows of the caller's buffer that no CTA writes are
+ * zeroed on the stream first, so that the caller adds up all of them;
+ * partials not wanted go to scratch.  The VEC-wide f32 stores of the
+ * partials need their address aligned to min(VEC * 4, 16) bytes. */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -53,6 +65,11 @@ enum {
 	CHUNKS = 4,     /* accesses per thread and row the heuristic aims at */
 	MAXBYTES = 64,  /* of a row per thread at most: at MAXTPR a thread
 			 * has 64 registers */
+	ONETPR = 128,   /* threads of a one-row CTA at least */
+	ONEHOLD = 8,    /* elements of a row a thread of a one-row CTA
+			 * holds at most (rmsnorm_bwd.fa: the row, its
+			 * gradient, the weight and the weight's partial
+			 * sum): at MAXTPR ptxas spills past them */
 	MAXDEFS = 10,   /* N, DT, VEC, TPR, WARPS and the switches */
 	DEFLEN = 256,   /* their text: about 110 bytes at most */
 };
@@ -64,19 +81,24 @@ static const struct {
 	const char *inplace;   /* "no in-place normalization" */
 	unsigned defs;         /* the RF_ switches it takes */
 	unsigned fixed;        /* those always on */
-	bool eps;              /* params inv_n and eps */
+	bool inv_n;            /* param inv_n */
+	bool eps;              /* param eps */
 	bool online;           /* walks a row in chunks of N: any width */
+	bool onerow;           /* a row a CTA of ONETPR threads or more */
 } kinds[] = {
 	[ROW_RMS] = {"rmsnorm.fa", "RMSNorm", "normalization",
-		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true, false},
+		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true, true, false, false},
+	[ROW_RMS_BWD] = {"rmsnorm_bwd.fa", "RMSNorm backward", "backward",
+		RF_WEIGHT, 0, true, false, false, true},
 	[ROW_LAYER] = {"layernorm.fa", "LayerNorm", "normalization",
-		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true, false},
+		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true, true, false,
+		false},
 	[ROW_SOFTMAX] = {"softmax.fa", "softmax", "softmax", RF_BWD, 0,
-		false, false},
+		false, false, false, false},
 	[ROW_SOFTMAX_BWD] = {"softmax.fa", "softmax", "softmax", RF_BWD,
-		RF_BWD, false, false},
+		RF_BWD, false, false, false, false},
 	[ROW_XENT] = {"cross_entropy.fa", "cross-entropy", "cross-entropy",
-		0, 0, false, true},
+		0, 0, false, false, true, false},
 };
 _Static_assert(COUNT(kinds) == NROWKIND, "a row per RowKind");
 
@@ -295,7 +317,50 @@ place_stat(fg_ctx *c, const char *fn, const RowStat *s, int64_t rows,
 		return bad(c, fn, "%s: 0x%llx plus its %lld f32 elements "
 			"overflows 64-bit addressing", s->name,
 			(unsigned long long)s->ptr, (long long)rows);
-	*rg = (Range){s->name, s->ptr, s->ptr + (uint64_t)rows * 4, true};
+	*rg = (Range){s->name, s->ptr, s->ptr + (uint64_t)rows * 4, !s->in};
+	return FG_OK;
+}
+
+/* The tensor given with the partials, whose switch writes them. */
+static const RowTensor *
+part_with(const RowArgs *a)
+{
+	for (int i = 0; i < a->nt; i++)
+		if (a->t[i].flag == a->part.flag)
+			return &a->t[i];
+	return NULL;
+}
+
+/* The partials' buffer, f32 [rows, n], when given: only with the tensor
+ * that has it written, a row at least, aligned and addressable. */
+static fg_status
+place_part(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t,
+	Range *rg, int *nr)
+{
+	const RowPart *p = &a->part;
+	const RowTensor *w = part_with(a);
+	int64_t bytes;
+
+	if (!p->glob || !p->ptr)
+		return FG_OK;
+	if (!w->t->ptr)
+		return bad(c, fn, "%s is given but %s is NULL: the kernel "
+			"writes %s only with a %s", p->name, w->name, p->name,
+			w->name);
+	if (p->rows < 1)
+		return bad(c, fn, "%s is %lld: %s has a row per CTA, at "
+			"least 1", p->rows_name, (long long)p->rows, p->name);
+	if (p->ptr % 4)
+		return bad(c, fn, "%s = 0x%llx is not aligned to its f32 "
+			"elements", p->name, (unsigned long long)p->ptr);
+	if (!ck_mul64(p->rows, t->n, &bytes) || !ck_mul64(bytes, 4, &bytes) ||
+	    p->ptr > UINT64_MAX - (uint64_t)bytes)
+		return bad(c, fn, "%s: 0x%llx plus its %lld rows of %lld f32 "
+			"elements overflows 64-bit addressing", p->name,
+			(unsigned long long)p->ptr, (long long)p->rows,
+			(long long)t->n);
+	rg[(*nr)++] = (Range){p->name, p->ptr, p->ptr + (uint64_t)bytes,
+		true};
 	return FG_OK;
 }
 
@@ -342,7 +407,7 @@ together(fg_ctx *c, const char *fn, const RowArgs *a)
 static fg_status
 tensors(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
 {
-	Range rg[ROW_MAXT + ROW_MAXSTAT];
+	Range rg[ROW_MAXT + ROW_MAXSTAT + 1];
 	int nr = 0;
 	fg_status st;
 
@@ -368,11 +433,14 @@ tensors(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
 		if (s->ptr && (st = place_stat(c, fn, s, t->rows, &rg[nr++])))
 			return st;
 	}
+	if ((st = place_part(c, fn, a, t, rg, &nr)))
+		return st;
 	return disjoint(c, fn, a, rg, nr);
 }
 
 /* Every address of a tensor of dtype divisible by vec elements, and n
- * too (those of their own element type are read one at a time). */
+ * too (those of their own element type are read one at a time); the
+ * partials', stored vec f32 at a time, by min(vec * 4, 16) bytes. */
 static bool
 aligned(const RowArgs *a, int64_t n, int vec, int esz)
 {
@@ -381,6 +449,8 @@ aligned(const RowArgs *a, int64_t n, int vec, int esz)
 	for (int i = 0; i < a->nt; i++)
 		if (!a->t[i].esz && a->t[i].t->ptr % b)
 			return false;
+	if (a->part.glob && a->part.ptr % (uint64_t)(vec < 4 ? vec * 4 : 16))
+		return false;
 	return n % vec == 0;
 }
 
@@ -389,27 +459,39 @@ static fg_status
 config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
 {
 	RowCfg *g = &t->cfg;
-	bool online = kinds[a->kind].online;
+	bool online = kinds[a->kind].online, onerow = kinds[a->kind].onerow;
 	int vec = 16 / t->esz;
 
 	while (vec > 1 && !aligned(a, t->n, vec, t->esz))
 		vec /= 2;
-	int64_t most = (int64_t)MAXTPR * MAXBYTES / t->esz;
+	int64_t most = onerow ? MAXTPR * ONEHOLD :
+		(int64_t)MAXTPR * MAXBYTES / t->esz;
+	char hold[32];
+	snprintf(hold, sizeof hold, onerow ? "%d elements" : "%d bytes",
+		onerow ? ONEHOLD : MAXBYTES);
 	if (t->n > most && !online)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: rows of %lld "
 			"elements are wider than one CTA takes: %d threads "
-			"holding %d bytes of a row each, %lld elements; wider "
-			"rows need a cluster (issue #27)", fn, (long long)t->n,
-			MAXTPR, MAXBYTES, (long long)most);
+			"holding %s of a row each, %lld elements; wider rows "
+			"need a cluster (issue #27)", fn, (long long)t->n,
+			MAXTPR, hold, (long long)most);
 	g->kind = a->kind;
 	g->dt = a->dtype;
 	g->vec = vec;
-	g->tpr = 4;
-	while (g->tpr < MAXTPR && t->n > (int64_t)g->tpr * vec * CHUNKS)
+	/* the forward softmax holds up to 8 accesses a thread, and never
+	 * two rows of 512 threads: its sweep on an H200 measured 0.90 of
+	 * the copy at 16384 columns in 256-thread rows, 0.79 in 512 */
+	bool sm = a->kind == ROW_SOFTMAX;
+	int acc = sm ? 2 * CHUNKS : CHUNKS;
+	g->tpr = onerow ? ONETPR : 4;
+	while (g->tpr < MAXTPR && t->n > (int64_t)g->tpr * vec * acc)
 		g->tpr *= 2;
 	/* at least 8 warps, and 2 rows of 512 threads a CTA: the best of
 	 * bench/tune_rows.py's sweep on an H200 (docs/PERF.md) */
-	g->warps = g->tpr == 512 ? 32 : g->tpr / 32 > 8 ? g->tpr / 32 : 8;
+	g->warps = g->tpr == 512 && !sm ? 32 : g->tpr / 32 > 8 ? g->tpr / 32 :
+		8;
+	if (onerow)
+		g->warps = g->tpr / 32;
 	/* a 16-bit tile holds an even count of elements per thread, N /
 	 * TPR: with VEC 1, an even count of accesses */
 	int pair = t->esz == 2 && vec == 1 ? 2 : 1;
@@ -593,18 +675,61 @@ row_off(const RowTensor *r, const Rows *t, int64_t row0)
 	}
 }
 
-int
-rows_bind(const RowArgs *a, const Rows *t, int64_t row0, int64_t m,
-	uint64_t scratch, fg_arg args[ROW_NARGS])
+/* The scratch bytes of the stats not wanted, rounded up to 16: the
+ * partials not wanted follow them, aligned for their stores. */
+static uint64_t
+stat_bytes(const RowArgs *a, const Rows *t)
 {
+	uint64_t b = 0;
+
+	for (int i = 0; i < a->nstat; i++)
+		if (!a->stat[i].ptr)
+			b += (uint64_t)t->rows * 4;
+	return (b + 15) / 16 * 16;
+}
+
+/* The kernel writes partials: its switch is on. */
+static bool
+writes_part(const RowArgs *a, const Rows *t)
+{
+	return a->part.glob && (t->cfg.flags & a->part.flag);
+}
+
+/* The partials' global and its rows, after n arguments: launch l's rows,
+ * in the caller's buffer or at scratch; where the kernel writes none, a
+ * row at stat, the first stat's address, which it never writes there
+ * (the global is declared all the same).  Returns the new count. */
+static int
+bind_part(const RowArgs *a, const Rows *t, const RowLaunch *l,
+	uint64_t scratch, uint64_t stat, fg_arg *args, int n)
+{
+	const RowPart *p = &a->part;
+	uint64_t base = p->ptr ? p->ptr : scratch;
+
+	if (!writes_part(a, t)) {
+		args[n++] = FG_PTR(p->glob, stat);
+		args[n++] = FG_INT(p->param, 1);
+		return n;
+	}
+	args[n++] = FG_PTR(p->glob, base + (uint64_t)(l->part0 * t->n * 4));
+	args[n++] = FG_INT(p->param, l->parts);
+	return n;
+}
+
+int
+rows_bind(const RowArgs *a, const Rows *t, const RowLaunch *l,
+	fg_arg args[ROW_NARGS])
+{
+	uint64_t scratch = l->scratch, stat = 0;
+	int64_t row0 = l->row0;
 	int n = 0;
 
-	args[n++] = FG_INT("M", m);
+	args[n++] = FG_INT("M", l->m);
 	args[n++] = FG_INT("NC", t->n);
-	if (kinds[a->kind].eps) {
+	if (kinds[a->kind].inv_n)
 		args[n++] = FG_FLOAT("inv_n", 1.0 / (double)t->n);
+	if (kinds[a->kind].eps)
 		args[n++] = FG_FLOAT("eps", a->eps);
-	}
 	for (int i = 0; i < a->nt; i++) {
 		const RowTensor *r = &a->t[i];
 		uint64_t p = r->t->ptr;
@@ -625,8 +750,13 @@ rows_bind(const RowArgs *a, const Rows *t, int64_t row0, int64_t m,
 			p = scratch;
 			scratch += (uint64_t)t->rows * 4;
 		}
-		args[n++] = FG_PTR(a->stat[i].glob, p + (uint64_t)row0 * 4);
+		p += (uint64_t)row0 * 4;
+		stat = stat ? stat : p;
+		args[n++] = FG_PTR(a->stat[i].glob, p);
 	}
+	if (a->part.glob)
+		n = bind_part(a, t, l, l->scratch + stat_bytes(a, t), stat,
+			args, n);
 	return n;
 }
 
@@ -644,10 +774,70 @@ scratch(fg_ctx *c, const Driver *d, CUstream s, const char *fn,
 	    (st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))
 		return st;
-	snprintf(what, sizeof what, "cuMemAllocFromPoolAsync (%s's stats)",
+	snprintf(what, sizeof what, "cuMemAllocFromPoolAsync (%s's scratch)",
 		fn);
 	st = cuda_check(c, d, d->cu.MemAllocFromPoolAsync(out, bytes, mp, s),
 		what);
+	d->cu.CtxPopCurrent(&prev);
+	return st;
+}
+
+/* The CTAs of k's launch over m rows of a checked problem. */
+static int64_t
+ctas(const Rows *t, const Driver *d, const fg_kernel *k, int64_t m)
+{
+	int rows = t->cfg.warps * 32 / t->cfg.tpr;
+
+	return launch_ctas(k, d, (m + rows - 1) / rows);
+}
+
+/* The rows of partials the launches of a checked, non-empty problem
+ * write on d's device, a row per CTA (k loaded first: its grid may be
+ * its occupancy's); 0 where the kernel writes none. */
+static fg_status
+count_parts(const RowArgs *a, const Rows *t, const Driver *d, fg_kernel *k,
+	int64_t *out)
+{
+	fg_status st;
+
+	*out = 0;
+	if (!writes_part(a, t))
+		return FG_OK;
+	if ((st = fg_kernel_load(k)))
+		return st;
+	for (int64_t r0 = 0; r0 < t->rows; r0 += t->chunk)
+		*out += ctas(t, d, k, t->rows - r0 < t->chunk ? t->rows - r0 :
+			t->chunk);
+	return FG_OK;
+}
+
+/* The caller's partials hold the np rows the launches write; those past
+ * them are zeroed on stream s. */
+static fg_status
+zero_parts(fg_ctx *c, const char *fn, const Driver *d, CUstream s,
+	const RowArgs *a, const Rows *t, int64_t np)
+{
+	const RowPart *p = &a->part;
+	char what[128];
+	CUcontext prev;
+	fg_status st;
+
+	if (!p->glob || !p->ptr)
+		return FG_OK;
+	if (p->rows < np)
+		return bad(c, fn, "%s is %lld, fewer than the %lld rows of "
+			"partial sums the launch writes on this device (a row "
+			"per CTA)", p->rows_name, (long long)p->rows,
+			(long long)np);
+	if (p->rows == np)
+		return FG_OK;
+	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
+	    "cuCtxPushCurrent")))
+		return st;
+	snprintf(what, sizeof what, "cuMemsetD32Async (%s's rows past the "
+		"CTAs')", p->name);
+	st = cuda_check(c, d, d->cu.MemsetD32Async(p->ptr + (uint64_t)(np *
+		t->n * 4), 0, (size_t)((p->rows - np) * t->n), s), what);
 	d->cu.CtxPopCurrent(&prev);
 	return st;
 }
@@ -662,7 +852,7 @@ rows_run(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s)
 	Driver *d;
 	Rows t;
 	fg_status st;
-	int unwanted = 0;
+	int64_t np;
 
 	if (!c)
 		return FG_ERR_INVALID;
@@ -672,17 +862,23 @@ rows_run(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s)
 		rt_clear(c);
 		return FG_OK;
 	}
-	for (int i = 0; i < a->nstat; i++)
-		unwanted += !a->stat[i].ptr;
 	if ((st = cuda_get(c, &d)) ||
 	    (st = rows_kernel(c, fn, d->cc_major * 10 + d->cc_minor, &t.cfg,
 	    &k)) ||
-	    (unwanted && (st = scratch(c, d, s, fn, (size_t)(unwanted *
-	    t.rows * 4), &tmp))))
+	    (st = count_parts(a, &t, d, k, &np)) ||
+	    (st = zero_parts(c, fn, d, s, a, &t, np)))
 		return st;
-	for (int64_t r0 = 0; r0 < t.rows && !st; r0 += t.chunk) {
-		int64_t m = t.rows - r0 < t.chunk ? t.rows - r0 : t.chunk;
-		st = fg_launch(k, s, args, rows_bind(a, &t, r0, m, tmp, args));
+	/* the stats not wanted, then the partials not wanted */
+	uint64_t bytes = stat_bytes(a, &t) + (a->part.ptr ? 0 :
+		(uint64_t)(np * t.n * 4));
+	if (bytes && (st = scratch(c, d, s, fn, (size_t)bytes, &tmp)))
+		return st;
+	RowLaunch l = {.scratch = tmp};
+	for (; l.row0 < t.rows && !st; l.row0 += l.m) {
+		l.part0 += l.parts;
+		l.m = t.rows - l.row0 < t.chunk ? t.rows - l.row0 : t.chunk;
+		l.parts = writes_part(a, &t) ? ctas(&t, d, k, l.m) : 0;
+		st = fg_launch(k, s, args, rows_bind(a, &t, &l, args));
 	}
 	if (!tmp)
 		return st;
@@ -692,6 +888,36 @@ rows_run(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s)
 		"cuMemFreeAsync");
 	d->cu.CtxPopCurrent(&prev);
 	return st ? st : fst;
+}
+
+fg_status
+rows_parts(fg_ctx *c, const char *fn, const RowArgs *a, int64_t *out)
+{
+	fg_kernel *k;
+	Driver *d;
+	Rows t;
+	fg_status st;
+
+	*out = 0;
+	if (!a)
+		return bad(c, fn, "args is NULL");
+	/* as for a buffer aligned to 16 bytes; no stream is used */
+	RowArgs b = *a;
+	b.part.ptr = 0;
+	b.part.rows = 0;
+	if ((st = rows_check(c, fn, &b, CU_STREAM_PER_THREAD, &t)))
+		return st;
+	if (t.rows == 0 || t.n == 0) {
+		rt_clear(c);
+		return FG_OK;
+	}
+	if ((st = cuda_get(c, &d)) ||
+	    (st = rows_kernel(c, fn, d->cc_major * 10 + d->cc_minor, &t.cfg,
+	    &k)) ||
+	    (st = count_parts(&b, &t, d, k, out)))
+		return st;
+	rt_clear(c);
+	return FG_OK;
 }
 
 void

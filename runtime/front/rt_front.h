@@ -4,8 +4,9 @@
  * fg_attention_forward and fg_attention_backward (backward.c) on the
  * shipped schedules and fg_attention_reference, the unfused baseline,
  * with their shared argument checks, and the row kernels (rows.c):
- * fg_rms_norm, fg_layer_norm, fg_softmax, fg_softmax_backward and
- * fg_cross_entropy (norm.c).  Layer above: runtime/api.c. */
+ * fg_rms_norm, fg_rms_norm_backward, fg_layer_norm, fg_softmax,
+ * fg_softmax_backward and fg_cross_entropy (norm.c).  Layer above:
+ * runtime/api.c. */
 #ifndef RT_FRONT_H
 #define RT_FRONT_H
 
@@ -94,14 +95,16 @@ int flex_bind(const fg_attention_args *, const Attn *, fg_arg *args, int n);
 fg_status attn_pool(fg_ctx *, const Driver *, CUmemoryPool *out);
 
 /* ---------------------------------------------------------------- rows.c
- * The row kernels (issue #26): rmsnorm.fa, layernorm.fa, softmax.fa and
- * cross_entropy.fa take dense [rows, n] tensors a row per TPR threads,
- * and share their argument checks, the configuration for the row width
- * and alignment, kernels cached per configuration in the context,
- * binding and launches.  norm.c's public calls describe their arguments
- * as a RowArgs. */
+ * The row kernels (issue #26): rmsnorm.fa, rmsnorm_bwd.fa, layernorm.fa,
+ * softmax.fa and cross_entropy.fa take dense [rows, n] tensors a row per
+ * TPR threads, and share their argument checks, the configuration for
+ * the row width and alignment, kernels cached per configuration in the
+ * context, binding and launches.  norm.c's public calls describe their
+ * arguments as a RowArgs. */
 typedef enum RowKind {
 	ROW_RMS,          /* fg_rms_norm: rmsnorm.fa */
+	ROW_RMS_BWD,      /* fg_rms_norm_backward: rmsnorm_bwd.fa, a row a
+			   * CTA, dW in partial sums */
 	ROW_LAYER,        /* fg_layer_norm: layernorm.fa */
 	ROW_SOFTMAX,      /* fg_softmax: softmax.fa */
 	ROW_SOFTMAX_BWD,  /* fg_softmax_backward: softmax.fa -D BWD=true */
@@ -144,16 +147,34 @@ typedef struct RowTensor {
 } RowTensor;
 
 /* An f32 [rows] output, a norm's rstd or mean, cross-entropy's loss and
- * lse. */
+ * lse; or an input, the backward's rstd. */
 typedef struct RowStat {
 	const char *name, *glob;
 	uint64_t ptr;          /* 0: not wanted (the kernel writes scratch) */
-	bool required;         /* 0 is an error (cross-entropy's loss) */
+	bool required;         /* 0 is an error (cross-entropy's loss, the
+				* backward's rstd) */
+	bool in;               /* read, not written (then required) */
 } RowStat;
+
+/* Partial sums of an f32 [n] result, a row of f32 [rows, n] per CTA
+ * (RMSNorm's backward's dW, the global DWP, its rows the param P).  A
+ * launch's CTAs write its rows in turn, CTA b its row b (the launches
+ * of a problem one after the other); rows past them are zeroed, so the
+ * caller adds up all of them. */
+typedef struct RowPart {
+	const char *name, *glob;   /* "dw_partial", "DWP" */
+	const char *param;         /* "P", the global's rows */
+	const char *rows_name;     /* "dw_partial_rows" */
+	uint64_t ptr;              /* 0: not wanted (then scratch) */
+	int64_t rows;              /* given: at least the CTAs' count */
+	unsigned flag;             /* written when this RF_ bit is on; given
+				    * only then */
+} RowPart;
 
 enum {
 	ROW_MAXT = 6, ROW_MAXSTAT = 2,
-	ROW_NARGS = 4 + ROW_MAXT + ROW_MAXSTAT,  /* M, NC, inv_n, eps, ... */
+	/* M, NC, inv_n, eps or P, the tensors, the stats, the partials */
+	ROW_NARGS = 4 + ROW_MAXT + ROW_MAXSTAT + 1,
 };
 
 typedef struct RowArgs {
@@ -163,6 +184,7 @@ typedef struct RowArgs {
 	int nt, nstat;
 	RowTensor t[ROW_MAXT];      /* t[0]: the input that gives the shape */
 	RowStat stat[ROW_MAXSTAT];
+	RowPart part;               /* glob NULL: none */
 } RowArgs;
 
 typedef struct RowCfg {
@@ -183,8 +205,9 @@ typedef struct Rows {
 
 /* Check a for fn ("fg_rms_norm") and choose its configuration:
  * FG_ERR_INVALID naming the argument and the rule, FG_ERR_UNSUPPORTED for
- * rows too wide for one CTA (cross-entropy: for 32-bit indices);
- * out->rows * out->n == 0 means nothing to launch. */
+ * rows too wide for one CTA (the backward: for its registers;
+ * cross-entropy: for 32-bit indices); out->rows * out->n == 0 means
+ * nothing to launch. */
 fg_status rows_check(fg_ctx *, const char *fn, const RowArgs *a, CUstream,
 	Rows *out);
 /* cfg's kernel on compute capability cc (90: sm_90a, 100: sm_100a),
@@ -192,21 +215,36 @@ fg_status rows_check(fg_ctx *, const char *fn, const RowArgs *a, CUstream,
  * and its whole -D list; FG_ERR_UNSUPPORTED for another arch. */
 fg_status rows_kernel(fg_ctx *, const char *fn, int cc, const RowCfg *cfg,
 	fg_kernel **out);
-/* The kernel's arguments for rows row0 .. row0 + m - 1 of a checked
- * problem, the stats not wanted in turn at scratch (rows f32 each);
- * returns how many. */
-int rows_bind(const RowArgs *a, const Rows *, int64_t row0, int64_t m,
-	uint64_t scratch, fg_arg args[ROW_NARGS]);
+/* One launch of a checked problem. */
+typedef struct RowLaunch {
+	int64_t row0, m;     /* its rows, row0 .. row0 + m - 1 */
+	uint64_t scratch;    /* the stats not wanted, in turn (rows f32
+			      * each), then, 16-byte aligned, the partials
+			      * not wanted */
+	int64_t part0;       /* the partials: its CTAs write rows part0 .. */
+	int64_t parts;       /* part0 + parts - 1, parts its CTAs */
+} RowLaunch;
+
+/* The kernel's arguments for launch l of a checked problem; returns how
+ * many. */
+int rows_bind(const RowArgs *a, const Rows *, const RowLaunch *l,
+	fg_arg args[ROW_NARGS]);
 /* Check a, compile its kernel on first use and launch it on the stream,
  * as fg_rms_norm and the others do; a NULL a is "args is NULL". */
 fg_status rows_run(fg_ctx *, const char *fn, const RowArgs *a, CUstream);
+/* The rows of partials a's launches write on the context's device, the
+ * CTAs of its launches (0 without partials or for an empty problem),
+ * into *out: a checked as rows_run checks it, a->part not looked at. */
+fg_status rows_parts(fg_ctx *, const char *fn, const RowArgs *a,
+	int64_t *out);
 void rows_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- norm.c
- * fg_rms_norm, fg_layer_norm, fg_softmax, fg_softmax_backward and
- * fg_cross_entropy: each public struct described as a RowArgs (into
- * *out, which is returned). */
+ * fg_rms_norm, fg_rms_norm_backward, fg_layer_norm, fg_softmax,
+ * fg_softmax_backward and fg_cross_entropy: each public struct described
+ * as a RowArgs (into *out, which is returned). */
 const RowArgs *norm_rms(const fg_rmsnorm_args *, RowArgs *out);
+const RowArgs *norm_rms_bwd(const fg_rmsnorm_bwd_args *, RowArgs *out);
 const RowArgs *norm_layer(const fg_layernorm_args *, RowArgs *out);
 const RowArgs *norm_softmax(const fg_softmax_args *, RowArgs *out);
 const RowArgs *norm_softmax_bwd(const fg_softmax_bwd_args *, RowArgs *out);

@@ -69,29 +69,38 @@ tmap(fg_kernel *k, const Driver *d, const MetaArg *v, const Bound *b,
 	return FG_OK;
 }
 
+int64_t
+launch_ctas(const fg_kernel *k, const Driver *d, int64_t tiles)
+{
+	const Meta *m = &k->meta;
+	int64_t cx = m->cluster[0];
+
+	if (m->order == ORD_SINGLE)
+		return tiles;
+	int64_t cap = atomic_load(&k->max_ctas);
+	cap = cap ? cap : (int64_t)d->nsm * (m->per_sm ? m->per_sm :
+		k->occupancy);
+	tiles = tiles < cap ? tiles : cap;
+	tiles -= tiles % cx;
+	return tiles > cx ? tiles : cx;
+}
+
 /* args_bind checked the limits and the cluster multiples. */
 static void
 grid(const fg_kernel *k, const Driver *d, const Bound *b, unsigned g[3])
 {
-	const Meta *m = &k->meta;
-	int64_t n, cx = m->cluster[0];
+	int64_t n;
 
-	/* args_bind checked that the product fits 32 bits */
-	if (!ck_mul64(b->tiles[0], b->tiles[1], &n) ||
-	    !ck_mul64(n, b->tiles[2], &n))
-		n = INT64_MAX;
-
-	if (m->order == ORD_SINGLE) {
+	if (k->meta.order == ORD_SINGLE) {
 		for (int i = 0; i < 3; i++)
 			g[i] = (unsigned)b->tiles[i];
 		return;
 	}
-	int64_t cap = atomic_load(&k->max_ctas);
-	cap = cap ? cap : (int64_t)d->nsm * (m->per_sm ? m->per_sm :
-		k->occupancy);
-	n = n < cap ? n : cap;
-	n -= n % cx;
-	g[0] = (unsigned)(n > cx ? n : cx);
+	/* args_bind checked that the product fits 32 bits */
+	if (!ck_mul64(b->tiles[0], b->tiles[1], &n) ||
+	    !ck_mul64(n, b->tiles[2], &n))
+		n = INT64_MAX;
+	g[0] = (unsigned)launch_ctas(k, d, n);
 	g[1] = g[2] = 1;
 }
 

@@ -149,6 +149,11 @@ fg_status args_bind(fg_ctx *, const Meta *, const fg_arg *, int n, Bound *);
 
 /* ---------------------------------------------------------------- launch.c */
 fg_status launch_kernel(fg_kernel *, CUstream, const Bound *);
+/* The CTAs a launch of k over tiles tiles (their product) gets: the
+ * tiles for order=single; else min(tiles, the cap), the cap
+ * fg_kernel_set_grid_limit's or #SMs x per_sm (k loaded where per_sm is
+ * the occupancy's), a multiple of the cluster, at least one cluster. */
+int64_t launch_ctas(const fg_kernel *k, const Driver *, int64_t tiles);
 
 /* ---------------------------------------------------------------- nvrtc.c
  * CUDA C to a cubin for arch ("sm_90") with nvrtc, loaded with dlopen;

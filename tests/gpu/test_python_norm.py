@@ -1,5 +1,5 @@
-"""test_python_norm.py: fagen.rms_norm on the GPU against float64 (issue
-#26).
+"""test_python_norm.py: fagen.rms_norm and its backward on the GPU against
+float64 (issue #26).
 
 Every case draws fresh inputs (torch.randn, a weight around 1, some rows
 zero or scaled by 1000), runs fagen.rms_norm twice with every output
@@ -17,14 +17,31 @@ over M in {1, 7, 256, 4099} x N in {1, 2, 7, 64, 1000, 1024, 4096, 5120,
 8192, 16384, 32768} x bf16, f16, f32 x with and without a weight and a
 residual (odd N runs with 1-element accesses), then layouts: [B, S, N]
 inputs, a transposed (copied) x, addresses that are not 16-byte aligned
-(narrower accesses), a side stream and torch's default stream.  Then bad
-arguments must raise before libfagen runs (dtype mismatch, weight shape,
-CPU tensors, a non-contiguous or overlapping out, eps, gradients) and
-rows too wide for one CTA must raise FagenError FG_ERR_UNSUPPORTED.  One
-line per case and a summary; exit 1 on any failure, 77 (SKIP) without
-PyTorch or an sm_90 / sm_100 GPU.  --quick: M in {7, 4099}, bf16 and
-f32 only.
+(narrower accesses), a side stream and torch's default stream.
+
+The backward (fg_rms_norm_backward, rmsnorm_bwd.fa) through autograd:
+torch.autograd.grad of y (and residual_out, with its own gradient) with
+respect to x, weight and residual, against torch.autograd.grad of the
+same formula on float64 copies of the inputs, over M in {1, 7, 256,
+4099} x N in {1, 7, 64, 1000, 4096, 5120, 8192} x bf16, f16, f32 x with
+and without a weight and a residual, tolerances relative to the
+gradients' scale: dx and dresidual within rtol of the row's largest
+|rstd * dy * weight| (plus |dresidual_out|), dW within rtol of its
+column's norm, sqrt(sum over rows of (dy * s * rstd)^2), plus |dW|;
+rtol 3e-2 (bf16), 5e-3 (f16), 1e-4 (f32).  Two runs must give the same
+bits, dW included (its partial sums are added in a fixed order); x and
+residual get the same gradient.  Through the C call itself: the rows
+of partials fg_rms_norm_backward_partials counts (min(M, 2 x SMs)),
+more rows than that (poisoned with NaN: the rest must come back zeroed)
+and too few (FG_ERR_INVALID).  Then bad arguments must raise before
+libfagen runs (dtype mismatch, weight shape, CPU tensors, a
+non-contiguous or overlapping out, out= under autograd, eps) and rows
+too wide must raise FagenError FG_ERR_UNSUPPORTED: past one CTA for the
+forward, past 8192 for the backward.  One line per case and a summary;
+exit 1 on any failure, 77 (SKIP) without PyTorch or an sm_90 / sm_100
+GPU.  --quick: M in {7, 4099}, bf16 and f32 only.
 """
+import ctypes
 import contextlib
 import math
 import sys
@@ -53,6 +70,8 @@ INT = {torch.bfloat16: torch.int16, torch.float16: torch.int16,
 MS = [1, 7, 256, 4099]
 NS = [1, 2, 7, 64, 1000, 1024, 4096, 5120, 8192, 16384, 32768]
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+GRAD_RTOL = {torch.bfloat16: 3e-2, torch.float16: 5e-3, torch.float32: 1e-4}
+GRAD_NS = [1, 7, 64, 1000, 4096, 5120, 8192]
 
 
 def short(dt):
@@ -161,6 +180,133 @@ def check(shape, dtype, weight, resid, name=None, make=None, stream=None):
         failures.append(name)
 
 
+def grad_run(x, w, r, dy, dh):
+    """fagen.rms_norm's forward and backward on leaf copies of x, w, r,
+    with dy (and dh, residual_out's gradient): (dx, dw, dr), None where
+    not an input.  Memory of the gradients' size is poisoned with NaN
+    first, which the caching allocator may hand back."""
+    for t in (x, x, w):
+        if t is not None:
+            poisoned(t.shape, t.dtype)
+    poisoned((264 * 4, x.shape[-1]), torch.float32)
+    ins = [None if t is None else t.clone().requires_grad_()
+           for t in (x, w, r)]
+    out = fagen.rms_norm(ins[0], ins[1], eps=EPS, residual=ins[2])
+    outs, grads = ((out,), (dy,)) if r is None else (out, (dy, dh))
+    given = [t for t in ins if t is not None]
+    got = iter(torch.autograd.grad(outs, given, grads))
+    torch.cuda.synchronize()
+    return tuple(None if t is None else next(got) for t in ins)
+
+
+def grad_reference(x, w, r, dy, dh):
+    """float64 autograd of the same formula: (dx, dw, dr), the rows'
+    scale for dx and dr and the columns' for dw."""
+    ins = [None if t is None else t.double().requires_grad_()
+           for t in (x, w, r)]
+    s = ins[0] if r is None else ins[0] + ins[2]
+    rstd = torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + EPS)
+    y = s * rstd if w is None else s * rstd * ins[1]
+    outs, grads = ((y,), (dy.double(),)) if r is None else \
+        ((y, s), (dy.double(), dh.double()))
+    given = [t for t in ins if t is not None]
+    got = iter(torch.autograd.grad(outs, given, grads))
+    ref = tuple(None if t is None else next(got) for t in ins)
+    s, rstd = s.detach(), rstd.detach()
+    g = dy.double() if w is None else dy.double() * w.double()
+    row = (rstd * g).abs().amax(-1)
+    if r is not None:
+        row = row + dh.double().abs().amax(-1)
+    col = None
+    if w is not None:
+        col = (dy.double() * s * rstd).norm(dim=0) + ref[1].abs()
+    return ref, row, col
+
+
+def grad_check(m, n, dtype, weight, resid):
+    """One backward case: against float64, twice bitwise."""
+    global ncases
+    ncases += 1
+    name = "backward %s M=%d N=%d%s%s" % (
+        short(dtype), m, n, " weight" if weight else "",
+        " residual" if resid else "")
+    x, w, r = inputs((m, n), dtype, weight, resid)
+    dy = torch.randn(m, n, device=dev).to(dtype)
+    dh = torch.randn(m, n, device=dev).to(dtype) if resid else None
+    try:
+        a = grad_run(x, w, r, dy, dh)
+        b = grad_run(x, w, r, dy, dh)
+    except (fagen.FagenError, RuntimeError, ValueError) as e:
+        print("%s: raised %s -> FAIL" % (name, str(e).splitlines()[0]))
+        failures.append(name)
+        return
+    ref, row, col = grad_reference(x, w, r, dy, dh)
+    rtol = GRAD_RTOL[dtype]
+    errs, ok = [], True
+    for what, got, want in zip(("dx", "dw", "dr"), a, ref):
+        if got is None:
+            continue
+        e = (got.double() - want).abs()
+        if what == "dw":
+            e = e / (col + 1e-300)
+        else:
+            e = e.amax(-1) / (row + 1e-300)
+        worst = e.max().item() if e.numel() else 0.0
+        ok &= bool((e <= rtol).all()) and got.dtype == dtype
+        errs.append("%s %.1e" % (what, worst))
+    rep = all(p is None or same(p, q) for p, q in zip(a, b))
+    tied = r is None or same(a[0], a[2])
+    ok = ok and rep and tied
+    print("%s: %s (tol %.0e), repeat %s%s -> %s" % (
+        name, ", ".join(errs), rtol, "bitwise" if rep else "DIFFERS",
+        "" if r is None else ", dx %s dr" % ("==" if tied else "!="),
+        "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
+
+
+def partials():
+    """fg_rms_norm_backward through ctypes: the partial rows it counts,
+    more rows than that (the rest zeroed), too few."""
+    global ncases
+    from fagen.norm import _NormBwdArgs, _Tensor, _desc, _run
+    m, n = 4099, 4096
+    x, w, _ = inputs((m, n), torch.bfloat16, True, False)
+    dy = torch.randn(m, n, device=dev).to(torch.bfloat16)
+    _, rstd = fagen.rms_norm(x, w, eps=EPS, return_rstd=True)
+    dx = torch.empty_like(x)
+    a = _NormBwdArgs(x=_desc(x, m, n), weight=_Tensor(ptr=w.data_ptr()),
+                     dy=_desc(dy, m, n), rstd=rstd.data_ptr(),
+                     dx=_desc(dx, m, n), dtype=1)
+    p = ctypes.c_int64()
+    _run(torch, "fg_rms_norm_backward_partials", _NormBwdArgs, a, dev,
+         out=p)
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    ncases += 1
+    ok = p.value == min(m, 2 * sms)
+    print("partials: %d rows for M=%d on %d SMs: %s" % (
+        p.value, m, sms, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("partials count")
+    dwp = torch.full((p.value + 37, n), math.nan, device=dev)
+    a.dw_partial, a.dw_partial_rows = dwp.data_ptr(), p.value + 37
+    _run(torch, "fg_rms_norm_backward", _NormBwdArgs, a, dev)
+    torch.cuda.synchronize()
+    (_, ref_w, _), _, col = grad_reference(x, w, None, dy, None)
+    ncases += 1
+    err = ((dwp.sum(0).double() - ref_w).abs() / col).max().item()
+    ok = bool((dwp[p.value:] == 0).all()) and err <= 1e-4
+    print("partials: 37 more rows zeroed, their sum's err %.1e: %s" % (
+        err, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append("partials zeroed")
+    a.dw_partial_rows = p.value - 1
+    expect(fagen.FagenError, lambda: _run(
+        torch, "fg_rms_norm_backward", _NormBwdArgs, a, dev),
+        "fg_rms_norm_backward: dw_partial_rows is %d, fewer than the %d "
+        "rows of partial sums" % (p.value - 1, p.value), "FG_ERR_INVALID")
+
+
 def layouts():
     bf, hf, f32 = torch.bfloat16, torch.float16, torch.float32
     # [B, S, N]: the outer dims are rows
@@ -246,8 +392,9 @@ def errors():
     expect(ValueError, lambda: rn(x, w, eps=math.nan), "eps is nan")
     expect(ValueError, lambda: rn(x, w, eps=1e300), "eps is 1e+300")
     expect(ValueError, lambda: rn(x, w, eps="1e-6"), "eps is '1e-6'")
-    expect(RuntimeError, lambda: rn(x.clone().requires_grad_(), w),
-           "fagen.rms_norm has no backward yet")
+    expect(RuntimeError, lambda: rn(x.clone().requires_grad_(), w,
+                                    out=torch.empty_like(x)),
+           "fagen.rms_norm: out= is not differentiable")
     # a non-contiguous input is copied, not refused
     global ncases
     ncases += 1
@@ -263,6 +410,18 @@ def errors():
     wide = torch.randn(2, 16388, device=dev, dtype=torch.float32)
     expect(fagen.FagenError, lambda: rn(wide), "16384 elements; wider "
            "rows need a cluster", "FG_ERR_UNSUPPORTED")
+    # the backward's rows: 8192 at most (with dW wanted, the count of
+    # its partial rows says so first)
+    for dt, n, wgrad, fn in (
+            (torch.bfloat16, 8200, True, "fg_rms_norm_backward_partials"),
+            (torch.float32, 8193, False, "fg_rms_norm_backward")):
+        wide = torch.randn(2, n, device=dev, dtype=dt).requires_grad_()
+        ww = torch.ones(n, device=dev, dtype=dt, requires_grad=wgrad)
+        expect(fagen.FagenError, lambda: rn(wide, ww).sum().backward(),
+               "%s: rows of %d elements are wider than one CTA takes: "
+               "1024 threads holding 8 elements of a row each, 8192 "
+               "elements; wider rows need a cluster (issue #27)"
+               % (fn, n), "FG_ERR_UNSUPPORTED")
     # empty tensors: nothing to do
     ncases += 1
     e = rn(torch.empty(0, 64, device=dev, dtype=torch.bfloat16),
@@ -291,6 +450,13 @@ def main():
                                           (False, False), (False, True)):
                         check((m, n), dtype, weight, resid)
         layouts()
+    for dtype in dts:       # the backward: grad mode on
+        for n in GRAD_NS:
+            for m in ms:
+                for weight, resid in ((True, False), (True, True),
+                                      (False, False), (False, True)):
+                    grad_check(m, n, dtype, weight, resid)
+    partials()
     errors()            # grad mode on: the gradient check needs it
     print("%d cases, %d failures%s" % (ncases, len(failures),
                                         ": " + ", ".join(failures)

@@ -20,6 +20,11 @@
 #define STUB FAGEN_SRCDIR "/tests/unit/norm"
 #define SHIPPED FAGEN_SRCDIR "/schedules"
 #define SCRATCH (X0 + 0x200000000)  /* the stats not wanted */
+#define CTAS 264                     /* a launch's, 132 SMs x 2 (H100) */
+/* A launch of rows r0 .. r0 + nr - 1, its CTAs writing the first rows
+ * of partials. */
+#define LAUNCH(r0, nr) (&(RowLaunch){.row0 = (r0), .m = (nr), \
+	.scratch = SCRATCH, .parts = CTAS})
 
 typedef struct Fix {
 	TestAlloc ta;
@@ -121,7 +126,7 @@ try_binds(Fix *f, const char *fn, const RowArgs *a, const char *kernel,
 	if (rows_check(f->ctx, fn, a, FAKE_STREAM, &nm) != FG_OK ||
 	    rows_kernel(f->ctx, fn, cc, &nm.cfg, &k) != FG_OK)
 		return NULL;
-	*na = rows_bind(a, &nm, row0, m, SCRATCH, args);
+	*na = rows_bind(a, &nm, LAUNCH(row0, m), args);
 	if (fg_kernel_check(k, args, *na, tiles) != FG_OK)
 		return NULL;
 	int rows = nm.cfg.warps * 32 / nm.cfg.tpr;

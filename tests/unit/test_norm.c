@@ -463,7 +463,7 @@ the_binding_matches_the_schedules_interface(void **state)
 	a = residual(FG_DTYPE_BF16, 100, 64);
 	a.weight.ptr = 0;
 	assert_int_equal(check(f, &a, &nm), FG_OK);
-	int na = rows_bind(norm_rms(&a, &r), &nm, 40, 60, SCRATCH, args);
+	int na = rows_bind(norm_rms(&a, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(arg(args, na, "M")->i, 60);
 	assert_int_equal(arg(args, na, "NC")->i, 64);
 	assert_true(arg(args, na, "inv_n")->f == 1.0 / 64);
@@ -477,13 +477,13 @@ the_binding_matches_the_schedules_interface(void **state)
 	assert_int_equal(arg(args, na, "RSTD")->t.ptr, a.rstd + 40 * 4);
 	a.residual.ptr = a.residual_out.ptr = 0;
 	a.weight.ptr = X0 + 0x40000000;
-	na = rows_bind(norm_rms(&a, &r), &nm, 0, 100, SCRATCH, args);
+	na = rows_bind(norm_rms(&a, &r), &nm, LAUNCH(0, 100), args);
 	assert_int_equal(na, 8);
 	assert_int_equal(arg(args, na, "W")->t.ptr, X0 + 0x40000000);
 	assert_null(arg(args, na, "R"));
 	/* no rstd wanted: the kernel writes scratch */
 	a.rstd = 0;
-	na = rows_bind(norm_rms(&a, &r), &nm, 40, 60, SCRATCH, args);
+	na = rows_bind(norm_rms(&a, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(arg(args, na, "RSTD")->t.ptr, SCRATCH + 40 * 4);
 }
 

@@ -89,6 +89,11 @@ def layouts():
     assert n.weight.offset == 96 and n.out.offset == 288
     assert n.rstd.offset == 480 and n.dtype.offset == 488
     assert n.eps.offset == 496
+    n = fagen.norm._NormBwdArgs
+    assert ctypes.sizeof(n) == 416, ctypes.sizeof(n)
+    assert n.dy.offset == 192 and n.rstd.offset == 288
+    assert n.dx.offset == 296 and n.dw_partial.offset == 392
+    assert n.dw_partial_rows.offset == 400 and n.dtype.offset == 408
     n = fagen.norm._LayerNormArgs
     assert ctypes.sizeof(n) == 608, ctypes.sizeof(n)
     assert n.bias.offset == 192 and n.out.offset == 384
@@ -121,6 +126,7 @@ def c_layouts():
                ("fg_options", fagen._Options),
                ("fg_tensor", fagen._Tensor), ("fg_arg", fagen._Arg),
                ("fg_rmsnorm_args", fagen.norm._NormArgs),
+               ("fg_rmsnorm_bwd_args", fagen.norm._NormBwdArgs),
                ("fg_layernorm_args", fagen.norm._LayerNormArgs),
                ("fg_softmax_args", fagen.norm._SoftmaxArgs),
                ("fg_softmax_bwd_args", fagen.norm._SoftmaxBwdArgs),
@@ -266,8 +272,11 @@ def norm_checks(torch):
     expect(ValueError, lambda: rn(x, eps=-1.0), "eps is -1.0")
     expect(ValueError, lambda: rn(x, eps=float("inf")), "eps is inf")
     expect(ValueError, lambda: rn(x, eps="1"), "eps is '1'")
-    expect(RuntimeError, lambda: rn(x.float().requires_grad_()),
-           "fagen.rms_norm has no backward yet")
+    expect(RuntimeError, lambda: rn(x.float().requires_grad_(),
+                                    out=torch.empty_like(x.float())),
+           "fagen.rms_norm: out= is not differentiable")
+    expect(ValueError, lambda: rn(x.float().requires_grad_(), w),
+           "weight is torch.bfloat16 and x torch.float32")
     # fagen.layer_norm and fagen.softmax
     ln = fagen.layer_norm
     expect(ValueError, lambda: ln(x, w, w[:32]), "bias has shape (32,); "

@@ -393,6 +393,30 @@ same_config(const Rows *got, const Rows *want, RowKind kind,
 			flags);
 }
 
+/* The forward softmax: fg_rms_norm's VEC, up to 8 accesses a thread (not
+ * 4), at least 8 warps and never two rows of 512 threads a CTA. */
+static void
+softmax_config(const Rows *got, const Rows *rms, int64_t n, fg_dtype dt,
+	const char *what)
+{
+	int vec = rms->cfg.vec, tpr = 4;
+	int pair = dt != FG_DTYPE_F32 && vec == 1 ? 2 : 1;
+
+	while (tpr < 1024 && n > (int64_t)tpr * vec * 8)
+		tpr *= 2;
+	int warps = tpr / 32 > 8 ? tpr / 32 : 8;
+	int64_t w = (int64_t)tpr * vec * pair, wide = (n + w - 1) / w * w;
+	if (got->cfg.vec != vec || got->cfg.tpr != tpr ||
+	    got->cfg.warps != warps || got->cfg.n != wide ||
+	    got->chunk != INT32_MAX / wide - warps * 32 / tpr)
+		fail_msg("%s: softmax: want VEC=%d TPR=%d WARPS=%d N=%lld, got "
+			"VEC=%d TPR=%d WARPS=%d N=%d", what, vec, tpr, warps,
+			(long long)wide, got->cfg.vec, got->cfg.tpr,
+			got->cfg.warps, got->cfg.n);
+	assert_int_equal(got->cfg.kind, ROW_SOFTMAX);
+	assert_int_equal(got->cfg.flags, 0);
+}
+
 /* Every call takes fg_rms_norm's configuration for the same width and
  * addresses (test_norm.c checks those against docs/API.md); WHOLD is
  * the norms', by the same rule. */
@@ -442,7 +466,7 @@ the_configuration_is_fg_rms_norms(void **state)
 		same_config(&got, &want, ROW_LAYER, RF_WEIGHT | RF_BIAS |
 			whold, what);
 		assert_int_equal(sm_check(f, &s, &got), FG_OK);
-		same_config(&got, &want, ROW_SOFTMAX, 0, what);
+		softmax_config(&got, &want, t[i].n, t[i].dt, what);
 		assert_int_equal(bw_check(f, &b, &got), FG_OK);
 		same_config(&got, &want, ROW_SOFTMAX_BWD, RF_BWD, what);
 	}
@@ -574,7 +598,7 @@ the_bindings_match_the_schedules_interfaces(void **state)
 	l.weight.ptr = l.mean = 0;
 	binds(f, LN, norm_layer(&l, &r), "layernorm", 40, 60, &na);
 	assert_int_equal(ln_check(f, &l, &nm), FG_OK);
-	na = rows_bind(norm_layer(&l, &r), &nm, 40, 60, SCRATCH, args);
+	na = rows_bind(norm_layer(&l, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(na, 12);
 	assert_int_equal(arg(args, na, "M")->i, 60);
 	assert_int_equal(arg(args, na, "NC")->i, 64);
@@ -591,7 +615,7 @@ the_bindings_match_the_schedules_interfaces(void **state)
 	assert_int_equal(arg(args, na, "RSTD")->t.ptr, l.rstd + 40 * 4);
 	/* neither stat wanted: rstd's scratch follows mean's */
 	l.rstd = 0, l.residual.ptr = l.residual_out.ptr = 0;
-	na = rows_bind(norm_layer(&l, &r), &nm, 40, 60, SCRATCH, args);
+	na = rows_bind(norm_layer(&l, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(na, 10);
 	assert_null(arg(args, na, "R"));
 	assert_int_equal(arg(args, na, "RSTD")->t.ptr, SCRATCH + 100 * 4 +
@@ -600,14 +624,14 @@ the_bindings_match_the_schedules_interfaces(void **state)
 	/* softmax: M, NC and the tensors only */
 	binds(f, SM, norm_softmax(&s, &r), "softmax", 0, 100, &na);
 	assert_int_equal(sm_check(f, &s, &nm), FG_OK);
-	na = rows_bind(norm_softmax(&s, &r), &nm, 40, 60, SCRATCH, args);
+	na = rows_bind(norm_softmax(&s, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(na, 4);
 	assert_null(arg(args, na, "eps"));
 	assert_int_equal(arg(args, na, "X")->t.ptr, X0 + 40 * 256);
 	assert_int_equal(arg(args, na, "Y")->t.ptr, s.out.ptr + 40 * 256);
 	binds(f, BW, norm_softmax_bwd(&b, &r), "softmax", 0, 100, &na);
 	assert_int_equal(bw_check(f, &b, &nm), FG_OK);
-	na = rows_bind(norm_softmax_bwd(&b, &r), &nm, 40, 60, SCRATCH, args);
+	na = rows_bind(norm_softmax_bwd(&b, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(na, 5);
 	assert_int_equal(arg(args, na, "M")->i, 60);
 	assert_int_equal(arg(args, na, "Y")->t.ptr, X0 + 40 * 128);

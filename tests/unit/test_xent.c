@@ -467,7 +467,7 @@ the_binding_matches_the_schedules_interface(void **state)
 	assert_int_equal(na, 6);
 	binds(f, FN, norm_xent(&a, &r), "cross_entropy", 40, 60, &na);
 	assert_int_equal(check(f, &a, &nm), FG_OK);
-	na = rows_bind(norm_xent(&a, &r), &nm, 40, 60, SCRATCH, args);
+	na = rows_bind(norm_xent(&a, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(na, 6);
 	assert_int_equal(arg(args, na, "M")->i, 60);
 	assert_int_equal(arg(args, na, "NC")->i, 50257);
@@ -477,14 +477,14 @@ the_binding_matches_the_schedules_interface(void **state)
 	assert_int_equal(arg(args, na, "LOSS")->t.ptr, LOSS0 + 40 * 4);
 	assert_int_equal(arg(args, na, "LSE")->t.ptr, LSE0 + 40 * 4);
 	a.lse = 0;
-	na = rows_bind(norm_xent(&a, &r), &nm, 40, 60, SCRATCH, args);
+	na = rows_bind(norm_xent(&a, &r), &nm, LAUNCH(40, 60), args);
 	assert_int_equal(arg(args, na, "LSE")->t.ptr, SCRATCH + 40 * 4);
 	/* f32 logits, a rank-3 problem */
 	a = problem(FG_DTYPE_F32, 0, 0);
 	a.logits = (fg_tensor){.ptr = X0, .rank = 3, .dims = {3, 33, 1000}};
 	binds(f, FN, norm_xent(&a, &r), "cross_entropy", 0, 99, &na);
 	assert_int_equal(check(f, &a, &nm), FG_OK);
-	na = rows_bind(norm_xent(&a, &r), &nm, 10, 89, SCRATCH, args);
+	na = rows_bind(norm_xent(&a, &r), &nm, LAUNCH(10, 89), args);
 	assert_int_equal(arg(args, na, "X")->t.ptr, X0 + 10 * 4000);
 	assert_int_equal(arg(args, na, "TGT")->t.ptr, TGT0 + 10 * 4);
 }

@@ -219,7 +219,10 @@ def grad_reference(x, w, r, dy, dh):
         row = row + dh.double().abs().amax(-1)
     col = None
     if w is not None:
-        col = (dy.double() * s * rstd).norm(dim=0) + ref[1].abs()
+        # with a residual the backward reads residual_out, x + r rounded
+        # to the dtype: where they cancel, its rounding is their size's
+        mag = s.abs() if r is None else x.double().abs() + r.double().abs()
+        col = (dy.double() * mag * rstd).norm(dim=0) + ref[1].abs()
     return ref, row, col
 
 

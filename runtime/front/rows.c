@@ -59,6 +59,7 @@
 #include <string.h>
 
 #include "rt_front.h"
+#include "rows.h"
 
 enum {
 	MAXTPR = 1024,  /* threads per row: a whole CTA */
@@ -70,22 +71,10 @@ enum {
 			 * holds at most (rmsnorm_bwd.fa: the row, its
 			 * gradient, the weight and the weight's partial
 			 * sum): at MAXTPR ptxas spills past them */
-	MAXDEFS = 10,   /* N, DT, VEC, TPR, WARPS and the switches */
-	DEFLEN = 256,   /* their text: about 110 bytes at most */
 };
 
 /* Each kind's schedule and what it takes beyond N, DT, VEC, TPR, WARPS. */
-static const struct {
-	const char *file;
-	const char *what;      /* in messages: "fagen's RMSNorm" */
-	const char *inplace;   /* "no in-place normalization" */
-	unsigned defs;         /* the RF_ switches it takes */
-	unsigned fixed;        /* those always on */
-	bool inv_n;            /* param inv_n */
-	bool eps;              /* param eps */
-	bool online;           /* walks a row in chunks of N: any width */
-	bool onerow;           /* a row a CTA of ONETPR threads or more */
-} kinds[] = {
+const RowKindInfo row_kinds[] = {
 	[ROW_RMS] = {"rmsnorm.fa", "RMSNorm", "normalization",
 		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true, true, false, false},
 	[ROW_RMS_BWD] = {"rmsnorm_bwd.fa", "RMSNorm backward", "backward",
@@ -100,14 +89,10 @@ static const struct {
 	[ROW_XENT] = {"cross_entropy.fa", "cross-entropy", "cross-entropy",
 		0, 0, false, false, true, false},
 };
-_Static_assert(COUNT(kinds) == NROWKIND, "a row per RowKind");
+_Static_assert(COUNT(row_kinds) == NROWKIND, "a row per RowKind");
 
 /* The switches, in the order of the -D list. */
-static const struct {
-	unsigned bit;
-	const char *def;
-	const char *why;       /* its tensors come together: why */
-} switches[] = {
+const RowSwitch row_switches[] = {
 	{RF_WEIGHT, "WEIGHT", ""},
 	{RF_BIAS, "BIAS", ""},
 	{RF_RESID, "RESID", "with a residual the kernel writes x + residual "
@@ -115,14 +100,8 @@ static const struct {
 	{RF_WHOLD, "WHOLD", ""},
 	{RF_BWD, "BWD", ""},
 };
+const int row_nswitches = COUNT(row_switches);
 
-struct RowVariant {
-	int cc;
-	const char *file;
-	char defs[DEFLEN];  /* "-D N=4096 -D DT=bf16 ...": the whole list */
-	fg_kernel *k;
-	RowVariant *next;
-};
 
 /* A tensor's bytes, for the overlap check. */
 typedef struct Range {
@@ -131,8 +110,8 @@ typedef struct Range {
 	bool out;
 } Range;
 
-static fg_status FMT(3, 4)
-bad(fg_ctx *c, const char *fn, const char *fmt, ...)
+fg_status FMT(3, 4)
+rows_bad(fg_ctx *c, const char *fn, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -144,8 +123,8 @@ bad(fg_ctx *c, const char *fn, const char *fmt, ...)
 	return rt_err(c, FG_ERR_INVALID, "%s", msg);
 }
 
-static const char *
-dt_name(fg_dtype dt)
+const char *
+rows_dt_name(fg_dtype dt)
 {
 	return dt == FG_DTYPE_F32 ? "f32" : dt == FG_DTYPE_F16 ? "f16" :
 		"bf16";
@@ -161,16 +140,16 @@ x_shape(fg_ctx *c, const char *fn, const RowTensor *rx, Rows *t)
 	int64_t bytes;
 
 	if (x->rank < 1 || x->rank > FG_MAX_RANK)
-		return bad(c, fn, "%s.rank is %d: give %s's rank, 1 to %d, and "
+		return rows_bad(c, fn, "%s.rank is %d: give %s's rank, 1 to %d, and "
 			"its dims", nm, x->rank, nm, FG_MAX_RANK);
 	t->rows = 1;
 	for (int i = 0; i < x->rank; i++) {
 		if (x->dims[i] < 0)
-			return bad(c, fn, "%s.dims[%d] is %lld: extents must "
+			return rows_bad(c, fn, "%s.dims[%d] is %lld: extents must "
 				"be >= 0", nm, i, (long long)x->dims[i]);
 		if (i < x->rank - 1 && !ck_mul64(t->rows, x->dims[i],
 		    &t->rows))
-			return bad(c, fn, "%s: the product of its outer dims "
+			return rows_bad(c, fn, "%s: the product of its outer dims "
 				"(its rows) overflows 64 bits", nm);
 	}
 	t->n = x->dims[x->rank - 1];
@@ -178,7 +157,7 @@ x_shape(fg_ctx *c, const char *fn, const RowTensor *rx, Rows *t)
 	 * (stats, targets) */
 	if (!ck_mul64(t->rows, t->n, &bytes) || !ck_mul64(bytes, t->esz,
 	    &bytes) || !ck_mul64(t->rows, 4, &bytes))
-		return bad(c, fn, "%s: its %lld rows of %lld elements overflow "
+		return rows_bad(c, fn, "%s: its %lld rows of %lld elements overflow "
 			"64-bit addressing", nm, (long long)t->rows,
 			(long long)t->n);
 	return FG_OK;
@@ -193,18 +172,18 @@ like(fg_ctx *c, const char *fn, const char *name, const fg_tensor *t,
 	if (t->rank == 0) {
 		for (int i = 0; i < FG_MAX_RANK; i++)
 			if (t->dims[i])
-				return bad(c, fn, "%s.rank is 0 but its dims "
+				return rows_bad(c, fn, "%s.rank is 0 but its dims "
 					"are not all 0: give its rank and "
 					"dims, or neither (for %s)", name,
 					what);
 		return FG_OK;
 	}
 	if (t->rank != r)
-		return bad(c, fn, "%s.rank is %d; it must be %d (%s)", name,
+		return rows_bad(c, fn, "%s.rank is %d; it must be %d (%s)", name,
 			t->rank, r, what);
 	for (int i = 0; i < r; i++)
 		if (t->dims[i] != d[i])
-			return bad(c, fn, "%s.dims[%d] is %lld; it must be "
+			return rows_bad(c, fn, "%s.dims[%d] is %lld; it must be "
 				"%lld (%s)", name, i, (long long)t->dims[i],
 				(long long)d[i], what);
 	return FG_OK;
@@ -223,8 +202,8 @@ shape_of(const RowArgs *a, int i, const Rows *t, const int64_t **d)
 }
 
 /* Bytes per element of tensor r. */
-static int
-esz_of(const RowTensor *r, const Rows *t)
+int
+rows_esz(const RowTensor *r, const Rows *t)
 {
 	return r->esz ? r->esz : t->esz;
 }
@@ -269,7 +248,7 @@ dense(fg_ctx *c, const char *fn, const char *name, const fg_tensor *t,
 		given |= t->strides[i] != 0;
 	for (int i = r - 1; given && i >= 0; i--) {
 		if (d[i] > 1 && t->strides[i] != want)
-			return bad(c, fn, "%s.strides[%d] is %lld, but the "
+			return rows_bad(c, fn, "%s.strides[%d] is %lld, but the "
 				"kernel addresses %s as dense rows: it must be "
 				"%lld (or pass all strides 0)", name, i,
 				(long long)t->strides[i], name,
@@ -290,13 +269,13 @@ place(fg_ctx *c, const char *fn, const char *name, const fg_tensor *t,
 	for (int i = 0; i < r; i++)
 		bytes *= d[i];  /* x_shape bounded the product */
 	if (!t->ptr)
-		return bad(c, fn, "%s.ptr is NULL", name);
+		return rows_bad(c, fn, "%s.ptr is NULL", name);
 	if (t->ptr % (uint64_t)esz)
-		return bad(c, fn, "%s.ptr = 0x%llx is not aligned to its "
+		return rows_bad(c, fn, "%s.ptr = 0x%llx is not aligned to its "
 			"%d-byte elements", name, (unsigned long long)t->ptr,
 			esz);
 	if (t->ptr > UINT64_MAX - (uint64_t)bytes)
-		return bad(c, fn, "%s: 0x%llx plus its %lld bytes overflows "
+		return rows_bad(c, fn, "%s: 0x%llx plus its %lld bytes overflows "
 			"64-bit addressing", name, (unsigned long long)t->ptr,
 			(long long)bytes);
 	if ((st = dense(c, fn, name, t, r, d)))
@@ -311,10 +290,10 @@ place_stat(fg_ctx *c, const char *fn, const RowStat *s, int64_t rows,
 	Range *rg)
 {
 	if (s->ptr % 4)
-		return bad(c, fn, "%s = 0x%llx is not aligned to its f32 "
+		return rows_bad(c, fn, "%s = 0x%llx is not aligned to its f32 "
 			"elements", s->name, (unsigned long long)s->ptr);
 	if (s->ptr > UINT64_MAX - (uint64_t)rows * 4)
-		return bad(c, fn, "%s: 0x%llx plus its %lld f32 elements "
+		return rows_bad(c, fn, "%s: 0x%llx plus its %lld f32 elements "
 			"overflows 64-bit addressing", s->name,
 			(unsigned long long)s->ptr, (long long)rows);
 	*rg = (Range){s->name, s->ptr, s->ptr + (uint64_t)rows * 4, !s->in};
@@ -344,18 +323,18 @@ place_part(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t,
 	if (!p->glob || !p->ptr)
 		return FG_OK;
 	if (!w->t->ptr)
-		return bad(c, fn, "%s is given but %s is NULL: the kernel "
+		return rows_bad(c, fn, "%s is given but %s is NULL: the kernel "
 			"writes %s only with a %s", p->name, w->name, p->name,
 			w->name);
 	if (p->rows < 1)
-		return bad(c, fn, "%s is %lld: %s has a row per CTA, at "
+		return rows_bad(c, fn, "%s is %lld: %s has a row per CTA, at "
 			"least 1", p->rows_name, (long long)p->rows, p->name);
 	if (p->ptr % 4)
-		return bad(c, fn, "%s = 0x%llx is not aligned to its f32 "
+		return rows_bad(c, fn, "%s = 0x%llx is not aligned to its f32 "
 			"elements", p->name, (unsigned long long)p->ptr);
 	if (!ck_mul64(p->rows, t->n, &bytes) || !ck_mul64(bytes, 4, &bytes) ||
 	    p->ptr > UINT64_MAX - (uint64_t)bytes)
-		return bad(c, fn, "%s: 0x%llx plus its %lld rows of %lld f32 "
+		return rows_bad(c, fn, "%s: 0x%llx plus its %lld rows of %lld f32 "
 			"elements overflows 64-bit addressing", p->name,
 			(unsigned long long)p->ptr, (long long)p->rows,
 			(long long)t->n);
@@ -374,10 +353,10 @@ disjoint(fg_ctx *c, const char *fn, const RowArgs *a, const Range *rg,
 		for (int j = i + 1; j < n; j++)
 			if ((rg[i].out || rg[j].out) && rg[i].lo < rg[j].hi &&
 			    rg[j].lo < rg[i].hi)
-				return bad(c, fn, "%s and %s overlap: outputs "
+				return rows_bad(c, fn, "%s and %s overlap: outputs "
 					"must not overlap the inputs or each "
 					"other (no in-place %s)", rg[i].name,
-					rg[j].name, kinds[a->kind].inplace);
+					rg[j].name, row_kinds[a->kind].inplace);
 	return FG_OK;
 }
 
@@ -385,19 +364,19 @@ disjoint(fg_ctx *c, const char *fn, const RowArgs *a, const Range *rg,
 static fg_status
 together(fg_ctx *c, const char *fn, const RowArgs *a)
 {
-	for (size_t k = 0; k < COUNT(switches); k++) {
+	for (int k = 0; k < row_nswitches; k++) {
 		const RowTensor *given = NULL, *absent = NULL;
 
 		for (int i = 0; i < a->nt; i++)
-			if (a->t[i].flag == switches[k].bit) {
+			if (a->t[i].flag == row_switches[k].bit) {
 				if (a->t[i].t->ptr)
 					given = given ? given : &a->t[i];
 				else
 					absent = absent ? absent : &a->t[i];
 			}
 		if (given && absent)
-			return bad(c, fn, "%s is given but %s is NULL: %s",
-				given->name, absent->name, switches[k].why);
+			return rows_bad(c, fn, "%s is given but %s is NULL: %s",
+				given->name, absent->name, row_switches[k].why);
 	}
 	return FG_OK;
 }
@@ -420,7 +399,7 @@ tensors(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
 
 		if (!r->t->ptr && r->flag)
 			continue;       /* optional and absent */
-		if ((st = place(c, fn, r->name, r->t, rank, d, esz_of(r, t),
+		if ((st = place(c, fn, r->name, r->t, rank, d, rows_esz(r, t),
 		    &rg[nr])))
 			return st;
 		rg[nr++].out = r->out;
@@ -429,7 +408,7 @@ tensors(fg_ctx *c, const char *fn, const RowArgs *a, const Rows *t)
 		const RowStat *s = &a->stat[i];
 
 		if (!s->ptr && s->required)
-			return bad(c, fn, "%s is NULL", s->name);
+			return rows_bad(c, fn, "%s is NULL", s->name);
 		if (s->ptr && (st = place_stat(c, fn, s, t->rows, &rg[nr++])))
 			return st;
 	}
@@ -459,7 +438,7 @@ static fg_status
 config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
 {
 	RowCfg *g = &t->cfg;
-	bool online = kinds[a->kind].online, onerow = kinds[a->kind].onerow;
+	bool online = row_kinds[a->kind].online, onerow = row_kinds[a->kind].onerow;
 	int vec = 16 / t->esz;
 
 	while (vec > 1 && !aligned(a, t->n, vec, t->esz))
@@ -511,11 +490,11 @@ config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
 		n = n < chunk ? n : chunk;
 	}
 	g->n = (int)n;
-	g->flags = kinds[a->kind].fixed;
+	g->flags = row_kinds[a->kind].fixed;
 	for (int i = 0; i < a->nt; i++)
 		if (a->t[i].t->ptr)
 			g->flags |= a->t[i].flag;
-	if ((kinds[a->kind].defs & RF_WHOLD) &&
+	if ((row_kinds[a->kind].defs & RF_WHOLD) &&
 	    !(g->warps == 32 && g->n / g->tpr * t->esz > 32))
 		g->flags |= RF_WHOLD;
 	/* element indices of a launch, (row + ROWS) * w at most, w the
@@ -540,20 +519,20 @@ rows_check(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s, Rows *t)
 
 	memset(t, 0, sizeof *t);
 	if (!a)
-		return bad(c, fn, "args is NULL");
+		return rows_bad(c, fn, "args is NULL");
 	if (s == NULL || s == CU_STREAM_LEGACY)
-		return bad(c, fn, "fagen does not launch on the legacy "
+		return rows_bad(c, fn, "fagen does not launch on the legacy "
 			"default stream (%s); pass a stream you created "
 			"(cuStreamCreate, best with CU_STREAM_NON_BLOCKING) or "
 			"CU_STREAM_PER_THREAD", s ? "CU_STREAM_LEGACY" :
 			"NULL");
 	if (a->dtype != FG_DTYPE_BF16 && a->dtype != FG_DTYPE_F16 &&
 	    a->dtype != FG_DTYPE_F32)
-		return bad(c, fn, "dtype is %d: use FG_DTYPE_BF16, "
+		return rows_bad(c, fn, "dtype is %d: use FG_DTYPE_BF16, "
 			"FG_DTYPE_F16 or FG_DTYPE_F32", (int)a->dtype);
-	if (kinds[a->kind].eps && (!isfinite(a->eps) || a->eps < 0 ||
+	if (row_kinds[a->kind].eps && (!isfinite(a->eps) || a->eps < 0 ||
 	    a->eps > FLT_MAX))
-		return bad(c, fn, "eps is %g: it must be finite, >= 0 and fit "
+		return rows_bad(c, fn, "eps is %g: it must be finite, >= 0 and fit "
 			"f32", a->eps);
 	t->esz = a->dtype == FG_DTYPE_F32 ? 4 : 2;
 	if ((st = x_shape(c, fn, &a->t[0], t)) ||
@@ -568,367 +547,3 @@ rows_check(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s, Rows *t)
 
 /* cfg's -D list, "-D N=4096 -D DT=bf16 ...", into list (MAXDEFS
  * entries, each in d[i]); returns how many. */
-static int
-defines(const RowCfg *g, char d[MAXDEFS][24], char *list, size_t n)
-{
-	unsigned defs = kinds[g->kind].defs;
-	size_t at = 0;
-	int nd = 0;
-
-	snprintf(d[nd++], 24, "N=%d", g->n);
-	snprintf(d[nd++], 24, "DT=%s", dt_name(g->dt));
-	snprintf(d[nd++], 24, "VEC=%d", g->vec);
-	snprintf(d[nd++], 24, "TPR=%d", g->tpr);
-	snprintf(d[nd++], 24, "WARPS=%d", g->warps);
-	for (size_t i = 0; i < COUNT(switches); i++)
-		if (defs & switches[i].bit)
-			snprintf(d[nd++], 24, "%s=%s", switches[i].def,
-				g->flags & switches[i].bit ? "true" : "false");
-	list[0] = 0;
-	for (int i = 0; i < nd && at < n; i++)
-		at += (size_t)snprintf(list + at, n - at, "%s-D %s",
-			i ? " " : "", d[i]);
-	return nd;
-}
-
-/* Compile the kernel of file with the -D list (nd in d, list their
- * text); called with c->attn_mu held. */
-static fg_status
-build(fg_ctx *c, const char *fn, int cc, const char *file,
-	char d[MAXDEFS][24], int nd, const char *list, fg_kernel **out)
-{
-	char path[4096];
-	const char *defs[MAXDEFS];
-	/* the schedules' target is sm_90a; they compile for sm_100a too */
-	fg_compile_options o = {.defines = defs, .ndefines = nd,
-		.arch = cc == 100 ? "sm_100a" : NULL};
-	const Shipped *in;
-	fg_program *p;
-	fg_status st;
-
-	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
-		return st;
-	for (int i = 0; i < nd; i++)
-		defs[i] = d[i];
-	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
-		&o, &p) : fg_compile_file(c, path, &o, &p);
-	if (st == FG_OK)
-		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
-	else if (st == FG_ERR_COMPILE)
-		st = rt_err(c, st, "%s: the schedule %s (%s%s) does not "
-			"compile:\n%s", fn, path, list, o.arch ?
-			" for sm_100a" : "", fg_program_diagnostics(p));
-	fg_program_free(p);
-	return st;
-}
-
-fg_status
-rows_kernel(fg_ctx *c, const char *fn, int cc, const RowCfg *cfg,
-	fg_kernel **out)
-{
-	const char *file = kinds[cfg->kind].file;
-	char d[MAXDEFS][24], list[DEFLEN];
-	int nd = defines(cfg, d, list, sizeof list);
-	RowVariant *v;
-	fg_kernel *k = NULL;
-	fg_status st = FG_OK;
-
-	if (cc != 90 && cc != 100)
-		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
-			"fagen's %s (%s) runs on sm_90a (H100, H200) and "
-			"sm_100a (B200) only", fn, c->device, cc,
-			kinds[cfg->kind].what, file);
-	pthread_mutex_lock(&c->attn_mu);
-	for (v = c->rows; v; v = v->next)
-		if (v->cc == cc && !strcmp(v->file, file) &&
-		    !strcmp(v->defs, list))
-			break;
-	if (!v && !(st = build(c, fn, cc, file, d, nd, list, &k))) {
-		if ((v = rt_alloc(c, sizeof *v))) {
-			*v = (RowVariant){.cc = cc, .file = file, .k = k,
-				.next = c->rows};
-			memcpy(v->defs, list, sizeof list);
-			c->rows = v;
-		} else {
-			fg_kernel_free(k);
-			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
-		}
-	}
-	pthread_mutex_unlock(&c->attn_mu);
-	if (v)
-		*out = v->k;
-	return st;
-}
-
-/* Where row row0 of tensor r is, bytes past its address: a checked
- * problem's offsets fit, as x_shape bounded its bytes. */
-static uint64_t
-row_off(const RowTensor *r, const Rows *t, int64_t row0)
-{
-	switch (r->shape) {
-	case RS_N:
-		return 0;
-	case RS_OUTER:
-		return (uint64_t)(row0 * esz_of(r, t));
-	default:
-		return (uint64_t)(row0 * t->n * esz_of(r, t));
-	}
-}
-
-/* The scratch bytes of the stats not wanted, rounded up to 16: the
- * partials not wanted follow them, aligned for their stores. */
-static uint64_t
-stat_bytes(const RowArgs *a, const Rows *t)
-{
-	uint64_t b = 0;
-
-	for (int i = 0; i < a->nstat; i++)
-		if (!a->stat[i].ptr)
-			b += (uint64_t)t->rows * 4;
-	return (b + 15) / 16 * 16;
-}
-
-/* The kernel writes partials: its switch is on. */
-static bool
-writes_part(const RowArgs *a, const Rows *t)
-{
-	return a->part.glob && (t->cfg.flags & a->part.flag);
-}
-
-/* The partials' global and its rows, after n arguments: launch l's rows,
- * in the caller's buffer or at scratch; where the kernel writes none, a
- * row at stat, the first stat's address, which it never writes there
- * (the global is declared all the same).  Returns the new count. */
-static int
-bind_part(const RowArgs *a, const Rows *t, const RowLaunch *l,
-	uint64_t scratch, uint64_t stat, fg_arg *args, int n)
-{
-	const RowPart *p = &a->part;
-	uint64_t base = p->ptr ? p->ptr : scratch;
-
-	if (!writes_part(a, t)) {
-		args[n++] = FG_PTR(p->glob, stat);
-		args[n++] = FG_INT(p->param, 1);
-		return n;
-	}
-	args[n++] = FG_PTR(p->glob, base + (uint64_t)(l->part0 * t->n * 4));
-	args[n++] = FG_INT(p->param, l->parts);
-	return n;
-}
-
-int
-rows_bind(const RowArgs *a, const Rows *t, const RowLaunch *l,
-	fg_arg args[ROW_NARGS])
-{
-	uint64_t scratch = l->scratch, stat = 0;
-	int64_t row0 = l->row0;
-	int n = 0;
-
-	args[n++] = FG_INT("M", l->m);
-	args[n++] = FG_INT("NC", t->n);
-	if (kinds[a->kind].inv_n)
-		args[n++] = FG_FLOAT("inv_n", 1.0 / (double)t->n);
-	if (kinds[a->kind].eps)
-		args[n++] = FG_FLOAT("eps", a->eps);
-	for (int i = 0; i < a->nt; i++) {
-		const RowTensor *r = &a->t[i];
-		uint64_t p = r->t->ptr;
-
-		if (p)
-			p += row_off(r, t, row0);
-		else if (r->shape == RS_N)  /* never read, but must hold n
-					     * elements: x's row */
-			p = a->t[0].t->ptr + row_off(&a->t[0], t, row0);
-		else                    /* not declared without it */
-			continue;
-		args[n++] = FG_PTR(r->glob, p);
-	}
-	for (int i = 0; i < a->nstat; i++) {
-		uint64_t p = a->stat[i].ptr;
-
-		if (!p) {
-			p = scratch;
-			scratch += (uint64_t)t->rows * 4;
-		}
-		p += (uint64_t)row0 * 4;
-		stat = stat ? stat : p;
-		args[n++] = FG_PTR(a->stat[i].glob, p);
-	}
-	if (a->part.glob)
-		n = bind_part(a, t, l, l->scratch + stat_bytes(a, t), stat,
-			args, n);
-	return n;
-}
-
-/* bytes of scratch on stream s, from the context's pool. */
-static fg_status
-scratch(fg_ctx *c, const Driver *d, CUstream s, const char *fn,
-	size_t bytes, CUdeviceptr *out)
-{
-	char what[96];
-	CUmemoryPool mp;
-	CUcontext prev;
-	fg_status st;
-
-	if ((st = attn_pool(c, d, &mp)) ||
-	    (st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
-	    "cuCtxPushCurrent")))
-		return st;
-	snprintf(what, sizeof what, "cuMemAllocFromPoolAsync (%s's scratch)",
-		fn);
-	st = cuda_check(c, d, d->cu.MemAllocFromPoolAsync(out, bytes, mp, s),
-		what);
-	d->cu.CtxPopCurrent(&prev);
-	return st;
-}
-
-/* The CTAs of k's launch over m rows of a checked problem. */
-static int64_t
-ctas(const Rows *t, const Driver *d, const fg_kernel *k, int64_t m)
-{
-	int rows = t->cfg.warps * 32 / t->cfg.tpr;
-
-	return launch_ctas(k, d, (m + rows - 1) / rows);
-}
-
-/* The rows of partials the launches of a checked, non-empty problem
- * write on d's device, a row per CTA (k loaded first: its grid may be
- * its occupancy's); 0 where the kernel writes none. */
-static fg_status
-count_parts(const RowArgs *a, const Rows *t, const Driver *d, fg_kernel *k,
-	int64_t *out)
-{
-	fg_status st;
-
-	*out = 0;
-	if (!writes_part(a, t))
-		return FG_OK;
-	if ((st = fg_kernel_load(k)))
-		return st;
-	for (int64_t r0 = 0; r0 < t->rows; r0 += t->chunk)
-		*out += ctas(t, d, k, t->rows - r0 < t->chunk ? t->rows - r0 :
-			t->chunk);
-	return FG_OK;
-}
-
-/* The caller's partials hold the np rows the launches write; those past
- * them are zeroed on stream s. */
-static fg_status
-zero_parts(fg_ctx *c, const char *fn, const Driver *d, CUstream s,
-	const RowArgs *a, const Rows *t, int64_t np)
-{
-	const RowPart *p = &a->part;
-	char what[128];
-	CUcontext prev;
-	fg_status st;
-
-	if (!p->glob || !p->ptr)
-		return FG_OK;
-	if (p->rows < np)
-		return bad(c, fn, "%s is %lld, fewer than the %lld rows of "
-			"partial sums the launch writes on this device (a row "
-			"per CTA)", p->rows_name, (long long)p->rows,
-			(long long)np);
-	if (p->rows == np)
-		return FG_OK;
-	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
-	    "cuCtxPushCurrent")))
-		return st;
-	snprintf(what, sizeof what, "cuMemsetD32Async (%s's rows past the "
-		"CTAs')", p->name);
-	st = cuda_check(c, d, d->cu.MemsetD32Async(p->ptr + (uint64_t)(np *
-		t->n * 4), 0, (size_t)((p->rows - np) * t->n), s), what);
-	d->cu.CtxPopCurrent(&prev);
-	return st;
-}
-
-fg_status
-rows_run(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s)
-{
-	fg_arg args[ROW_NARGS];
-	CUdeviceptr tmp = 0;
-	CUcontext prev;
-	fg_kernel *k;
-	Driver *d;
-	Rows t;
-	fg_status st;
-	int64_t np;
-
-	if (!c)
-		return FG_ERR_INVALID;
-	if ((st = rows_check(c, fn, a, s, &t)))
-		return st;
-	if (t.rows == 0 || t.n == 0) {
-		rt_clear(c);
-		return FG_OK;
-	}
-	if ((st = cuda_get(c, &d)) ||
-	    (st = rows_kernel(c, fn, d->cc_major * 10 + d->cc_minor, &t.cfg,
-	    &k)) ||
-	    (st = count_parts(a, &t, d, k, &np)) ||
-	    (st = zero_parts(c, fn, d, s, a, &t, np)))
-		return st;
-	/* the stats not wanted, then the partials not wanted */
-	uint64_t bytes = stat_bytes(a, &t) + (a->part.ptr ? 0 :
-		(uint64_t)(np * t.n * 4));
-	if (bytes && (st = scratch(c, d, s, fn, (size_t)bytes, &tmp)))
-		return st;
-	RowLaunch l = {.scratch = tmp};
-	for (; l.row0 < t.rows && !st; l.row0 += l.m) {
-		l.part0 += l.parts;
-		l.m = t.rows - l.row0 < t.chunk ? t.rows - l.row0 : t.chunk;
-		l.parts = writes_part(a, &t) ? ctas(&t, d, k, l.m) : 0;
-		st = fg_launch(k, s, args, rows_bind(a, &t, &l, args));
-	}
-	if (!tmp)
-		return st;
-	/* freed after whatever was launched: stream order */
-	d->cu.CtxPushCurrent(d->pctx);
-	fg_status fst = cuda_check(c, d, d->cu.MemFreeAsync(tmp, s),
-		"cuMemFreeAsync");
-	d->cu.CtxPopCurrent(&prev);
-	return st ? st : fst;
-}
-
-fg_status
-rows_parts(fg_ctx *c, const char *fn, const RowArgs *a, int64_t *out)
-{
-	fg_kernel *k;
-	Driver *d;
-	Rows t;
-	fg_status st;
-
-	*out = 0;
-	if (!a)
-		return bad(c, fn, "args is NULL");
-	/* as for a buffer aligned to 16 bytes; no stream is used */
-	RowArgs b = *a;
-	b.part.ptr = 0;
-	b.part.rows = 0;
-	if ((st = rows_check(c, fn, &b, CU_STREAM_PER_THREAD, &t)))
-		return st;
-	if (t.rows == 0 || t.n == 0) {
-		rt_clear(c);
-		return FG_OK;
-	}
-	if ((st = cuda_get(c, &d)) ||
-	    (st = rows_kernel(c, fn, d->cc_major * 10 + d->cc_minor, &t.cfg,
-	    &k)) ||
-	    (st = count_parts(&b, &t, d, k, out)))
-		return st;
-	rt_clear(c);
-	return FG_OK;
-}
-
-void
-rows_free(fg_ctx *c)
-{
-	RowVariant *v, *next;
-
-	for (v = c->rows; v; v = next) {
-		next = v->next;
-		fg_kernel_free(v->k);
-		rt_free(c, v, sizeof *v);
-	}
-	c->rows = NULL;
-}

@@ -23,8 +23,10 @@ and key j (and so the lse).
 
 The kernel runs asynchronously on torch's current stream; on the legacy
 default stream (stream 0), which libfagen never launches on, it runs on
-the per-thread default stream instead, which is ordered with the legacy
-stream both ways.  fagen.attention and fagen.attention_varlen are
+the calling thread's per-thread default stream instead, made to wait for
+the legacy stream first (which orders it after the other threads' work
+too: autograd runs backwards on a thread of its own), and the legacy
+stream waits for it in turn.  fagen.attention and fagen.attention_varlen are
 differentiable (torch.autograd.Functions whose backward is
 fg_attention_backward: head_dim 64 and 128, causal or not, GQA/MQA,
 windows, softcaps and ALiBi; other variants raise NotImplementedError in
@@ -73,6 +75,29 @@ _DTYPE_BF16, _DTYPE_F16 = 1, 2
 _NO_BACKWARD = ("fagen.reference has no backward; call it under "
                 "torch.no_grad() or torch.inference_mode()")
 _CU_STREAM_PER_THREAD = 0x2
+_PER_THREAD = {}    # device index -> torch's handle on the per-thread stream
+
+
+def _stream(torch, device):
+    """The stream a libfagen call gets: torch's current stream of device,
+    or, where that is the legacy default stream (which libfagen does not
+    launch on), the calling thread's per-thread default stream, made to
+    wait for the legacy stream first.  The legacy stream waits for every
+    blocking stream, the other threads' per-thread streams included, but
+    two per-thread streams do not wait for each other: without the wait,
+    a backward that autograd runs on its device thread could read what
+    the forward, launched from the main thread, had not written yet."""
+    cur = torch.cuda.current_stream(device)
+    if cur.cuda_stream:
+        return cur.cuda_stream
+    idx = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    ext = _PER_THREAD.get(idx)
+    if ext is None:
+        ext = _PER_THREAD[idx] = torch.cuda.ExternalStream(
+            _CU_STREAM_PER_THREAD, device=torch.device("cuda", idx))
+    ext.wait_stream(cur)
+    return _CU_STREAM_PER_THREAD
 
 
 class FagenError(RuntimeError):
@@ -419,9 +444,7 @@ def _flex_call(torch, q, fn, a):
     device = q.device.index if q.device.index is not None else \
         torch.cuda.current_device()
     ctx = _ctx(lib, device)
-    stream = torch.cuda.current_stream(q.device).cuda_stream
-    st = getattr(lib, fn)(ctx, ctypes.byref(a),
-                          stream or _CU_STREAM_PER_THREAD)
+    st = getattr(lib, fn)(ctx, ctypes.byref(a), _stream(torch, q.device))
     if st:
         raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
                          lib.fg_errmsg(ctx).decode(errors="replace"))

@@ -23,7 +23,7 @@ fg_softmax_backward; layer_norm has no backward yet.
 import ctypes
 import math
 
-from . import (FagenError, _CU_STREAM_PER_THREAD, _STATUS, _Tensor, _ctx,
+from . import (FagenError, _STATUS, _Tensor, _ctx, _stream,
                _load)
 
 __all__ = ["rms_norm", "layer_norm", "softmax"]
@@ -198,8 +198,7 @@ def _run(torch, cfn, args, a, device, out=None):
         torch.cuda.current_device()
     ctx = _ctx(lib, dev)
     if out is None:
-        stream = torch.cuda.current_stream(device).cuda_stream
-        last = stream or _CU_STREAM_PER_THREAD
+        last = _stream(torch, device)
     else:
         last = ctypes.byref(out)
     st = getattr(lib, cfn)(ctx, ctypes.byref(a), last)

@@ -593,9 +593,6 @@ xent(long m, long nc, bool f16)
 		double tol = (fabs(l) + 1) * 0x1p-12;
 		worst = e > worst ? e : worst;
 		bad += !(e <= tol);
-		if (getenv("SIMDBG"))
-			fprintf(stderr, "row %ld tgt %d lse %g/%g loss %g/%g\n", i,
-				tg[i], lse[i], l, loss[i], want);
 	}
 	printf("xent M=%ld NC=%ld: max abs err %.2e, %ld rows differ -> %s\n",
 		m, nc, worst, bad, bad ? "FAIL" : "ok");

@@ -114,3 +114,57 @@ pg_desc_koff(const Res *x, bool mn, int kk)
 {
 	return mn ? 16 * kk * x->lay->swizzle : pg_kmajor_off(x, kk);
 }
+
+/* Whether every operand of in is f32 (a tile of f32 elements or an f32
+ * scalar). */
+bool
+pg_all_f32(PG *g, const SirIns *in)
+{
+	for (int k = 0; k < in->na; k++) {
+		const SirVal *v = &g->sp->vals[in->a[k]];
+		if (v->ty == TY_FRAG ? v->ety != TY_F32 : v->ty != TY_F32)
+			return false;
+	}
+	return true;
+}
+
+/* An elementwise f32 op on register tiles: one instruction per register
+ * of the result (exp2 with poly=N: N of every 8 registers by the
+ * polynomial), its operands' registers given by the target's broadcast
+ * rule elem(g, operand, register, ctx). */
+void
+pg_elementwise(PG *g, const SirIns *in, PgElem elem, int ctx)
+{
+	static const char *const op2[] = {
+		[SOP_add] = "add.f32", [SOP_sub] = "sub.f32",
+		[SOP_mul] = "mul.f32", [SOP_div] = "div.rn.f32",
+		[SOP_min] = "min.f32", [SOP_max] = "max.f32",
+	};
+	static const char *const op1[] = {
+		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
+		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.approx.ftz.f32",
+		[SOP_tanh] = "tanh.approx.f32",
+		[SOP_sqrt] = "sqrt.approx.ftz.f32",
+		[SOP_rsqrt] = "rsqrt.approx.ftz.f32",
+	};
+	int n;
+	PReg *d = pg_frag(g, in->dst, &n);
+	const char *o = in->na == 2 ? (in->op < COUNT(op2) ? op2[in->op] :
+		NULL) : in->op < COUNT(op1) ? op1[in->op] : NULL;
+
+	if (!d || !o || !pg_all_f32(g, in)) {
+		pg_unsupported(g, in);
+		return;
+	}
+	for (int j = 0; j < n; j++) {
+		if (in->na == 2)
+			ptx_emit(g->f, "%S %R, %R, %R;", o, d[j],
+				elem(g, in->a[0], j, ctx),
+				elem(g, in->a[1], j, ctx));
+		else if (in->op == SOP_exp2 && j % 8 < in->imm)
+			pg_exp2_poly(g, d[j], elem(g, in->a[0], j, ctx));
+		else
+			ptx_emit(g->f, "%S %R, %R;", o, d[j],
+				elem(g, in->a[0], j, ctx));
+	}
+}

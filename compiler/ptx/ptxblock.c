@@ -118,7 +118,7 @@ place(PG *g, const Geo *b, PReg *grp, PReg *pl)
 /* Element j of operand r seen by a result of layout kind dk (a tile, a
  * row vector or a column vector), one register per element. */
 static PReg
-elem(PG *g, Ref r, int j, LayoutKind dk)
+elem(PG *g, Ref r, int j, int dk)
 {
 	const SirVal *v = &g->sp->vals[r];
 	int n;
@@ -134,52 +134,10 @@ elem(PG *g, Ref r, int j, LayoutKind dk)
 	return x[j];
 }
 
-static bool
-all_f32(PG *g, const SirIns *in)
-{
-	for (int k = 0; k < in->na; k++) {
-		const SirVal *v = &g->sp->vals[in->a[k]];
-		if (v->ty == TY_FRAG ? v->ety != TY_F32 : v->ty != TY_F32)
-			return false;
-	}
-	return true;
-}
-
 static void
 elementwise(PG *g, const SirIns *in)
 {
-	static const char *const op2[] = {
-		[SOP_add] = "add.f32", [SOP_sub] = "sub.f32",
-		[SOP_mul] = "mul.f32", [SOP_div] = "div.rn.f32",
-		[SOP_min] = "min.f32", [SOP_max] = "max.f32",
-	};
-	static const char *const op1[] = {
-		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
-		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.approx.ftz.f32",
-		[SOP_tanh] = "tanh.approx.f32",
-		[SOP_sqrt] = "sqrt.approx.ftz.f32",
-		[SOP_rsqrt] = "rsqrt.approx.ftz.f32",
-	};
-	LayoutKind dk = g->sp->vals[in->dst].lay->kind;
-	int n;
-	PReg *d = pg_frag(g, in->dst, &n);
-	const char *o = in->na == 2 ? (in->op < COUNT(op2) ? op2[in->op] :
-		NULL) : in->op < COUNT(op1) ? op1[in->op] : NULL;
-
-	if (!d || !o || !all_f32(g, in)) {
-		pg_unsupported(g, in);
-		return;
-	}
-	for (int j = 0; j < n; j++) {
-		if (in->na == 2)
-			ptx_emit(g->f, "%S %R, %R, %R;", o, d[j],
-				elem(g, in->a[0], j, dk), elem(g, in->a[1], j, dk));
-		else if (in->op == SOP_exp2 && j % 8 < in->imm)
-			pg_exp2_poly(g, d[j], elem(g, in->a[0], j, dk));
-		else
-			ptx_emit(g->f, "%S %R, %R;", o, d[j],
-				elem(g, in->a[0], j, dk));
-	}
+	pg_elementwise(g, in, elem, g->sp->vals[in->dst].lay->kind);
 }
 
 /* fill (a scalar into every element), mov (a copy), cvt between f32 and

@@ -55,5 +55,10 @@ PReg pg_stage_base(PG *, const Res *, Ref stage);
 int64_t pg_kmajor_off(const Res *, int kk);
 void pg_desc_offs(const Res *, bool mn, int64_t *lbo, int64_t *sbo);
 int64_t pg_desc_koff(const Res *, bool mn, int kk);
+/* Operand r's register for register j of an elementwise result, by the
+ * target's broadcast rule; ctx: what the rule needs of the result. */
+typedef PReg (*PgElem)(PG *, Ref r, int j, int ctx);
+bool pg_all_f32(PG *, const SirIns *);
+void pg_elementwise(PG *, const SirIns *, PgElem, int ctx);
 
 #endif

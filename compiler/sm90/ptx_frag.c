@@ -76,7 +76,7 @@ is_rows(const SirVal *v)
 /* Element j of operand r as seen by a destination that is a tile
  * (drows false) or a row vector (drows true). */
 static PReg
-elem(PG *g, Ref r, int j, bool drows)
+elem(PG *g, Ref r, int j, int drows)
 {
 	const SirVal *v = &g->sp->vals[r];
 	int n;
@@ -105,53 +105,11 @@ coords(PG *g, PReg *row, PReg *col)
 	ptx_emit(g->f, "shl.b32 %R, %R, 1;", *col, *col);
 }
 
-static bool
-all_f32(PG *g, const SirIns *in)
-{
-	for (int k = 0; k < in->na; k++) {
-		const SirVal *v = &g->sp->vals[in->a[k]];
-		if (v->ty == TY_FRAG ? v->ety != TY_F32 : v->ty != TY_F32)
-			return false;
-	}
-	return true;
-}
-
+/* The elementwise ops: a row vector broadcasts its slot's register. */
 static void
 elementwise(PG *g, const SirIns *in)
 {
-	static const char *const op2[] = {
-		[SOP_add] = "add.f32", [SOP_sub] = "sub.f32",
-		[SOP_mul] = "mul.f32", [SOP_div] = "div.rn.f32",
-		[SOP_min] = "min.f32", [SOP_max] = "max.f32",
-	};
-	static const char *const op1[] = {
-		[SOP_neg] = "neg.f32", [SOP_exp2] = "ex2.approx.ftz.f32",
-		[SOP_log2] = "lg2.approx.ftz.f32", [SOP_rcp] = "rcp.approx.ftz.f32",
-		[SOP_tanh] = "tanh.approx.f32",
-		[SOP_sqrt] = "sqrt.approx.ftz.f32",
-		[SOP_rsqrt] = "rsqrt.approx.ftz.f32",
-	};
-	const SirVal *dv = &g->sp->vals[in->dst];
-	bool drows = is_rows(dv);
-	int n;
-	PReg *d = pg_frag(g, in->dst, &n);
-	const char *o = in->na == 2 ? op2[in->op] : op1[in->op];
-
-	if (!d || !o || !all_f32(g, in)) {
-		pg_unsupported(g, in);
-		return;
-	}
-	for (int j = 0; j < n; j++) {
-		if (in->na == 2)
-			ptx_emit(g->f, "%S %R, %R, %R;", o, d[j],
-				elem(g, in->a[0], j, drows),
-				elem(g, in->a[1], j, drows));
-		else if (in->op == SOP_exp2 && j % 8 < in->imm)
-			pg_exp2_poly(g, d[j], elem(g, in->a[0], j, drows));
-		else
-			ptx_emit(g->f, "%S %R, %R;", o, d[j],
-				elem(g, in->a[0], j, drows));
-	}
+	pg_elementwise(g, in, elem, is_rows(&g->sp->vals[in->dst]));
 }
 
 static void

@@ -266,6 +266,12 @@ attr
 		$$->nspan = @1;
 		$$->a = $3;
 	}
+	| DECLKW0 '=' expr {  /* 'arrive B cta=R': a keyword as a name */
+		$$ = MK(N_ATTR, @$);
+		$$->name = $1 == DK_CTA ? "cta" : "verify";
+		$$->nspan = @1;
+		$$->a = $3;
+	}
 	;
 
 sif_item
@@ -591,6 +597,18 @@ yyreport_syntax_error(const yypcontext_t *pc, struct LexState *ls,
 	if (ls->stop)
 		return 0;
 	buf_init(&b, &ls->ctx->scratch);
+	/* 'cta' is also an attribute's name ('arrive B cta=R'): where any
+	 * attribute may come, 'identifier' says it */
+	int has_id = 0;
+	for (int i = 0; i < n; i++)
+		has_id |= exp[i] == YYSYMBOL_IDENT;
+	if (has_id) {
+		int k = 0;
+		for (int i = 0; i < n; i++)
+			if (exp[i] != YYSYMBOL_DECLKW0)
+				exp[k++] = exp[i];
+		n = k;
+	}
 	/* only a name would do: a keyword there is a name misspelt as one
 	 * (with other choices, a missing ';' before a keyword is likelier) */
 	if (n == 1 && exp[0] == YYSYMBOL_IDENT &&

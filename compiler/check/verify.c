@@ -2,7 +2,8 @@
  * asynchronous units (TMA loads, bulk-store groups, wgmma groups, the
  * tcgen05 queue) as communicating state machines, for every shape class
  * (each combination of the 'verify' values of the integer params) and for
- * one and two persistent CTAs, under several schedules: processes first,
+ * one and two persistent CTAs (or clusters), under several schedules:
+ * processes first,
  * asynchronous completions first, and seeded random interleavings.
  *
  * Each warp is a process (lanes are uniform except inside 'elect').  An
@@ -35,6 +36,12 @@
  *                 'fence async_smem' by the writer
  *   wgmma-hazard  a register tile used while a wgmma that reads or
  *                 writes it is in flight
+ *   cluster-exit  a CTA of a cluster exited (every warp finished) before
+ *                 a peer's arrival on its barrier or multicast into it
+ *   cluster-rank  a run computes a rank or multicast mask outside the
+ *                 cluster
+ * A cluster runs as all its CTAs: processes, barriers and shared memory
+ * (offsets CTA_OFF apart) per CTA.
  * This file holds a run and its scheduler; verify_runs.c decides which
  * runs there are and runs them, on threads; verify_exec.c steps a
  * process, verify_vc.c keeps the clocks and the race checks, and
@@ -55,10 +62,10 @@ bname(const Mbar *m)
 {
 	static _Thread_local char b[80];
 
-	if (m->r->is_array)
-		snprintf(b, sizeof b, "%s[%d]", m->r->name, m->idx);
-	else
-		snprintf(b, sizeof b, "%s", m->r->name);
+	int n = m->r->is_array ? snprintf(b, sizeof b, "%s[%d]", m->r->name,
+		m->idx) : snprintf(b, sizeof b, "%s", m->r->name);
+	if (m->cta > 0 || m->r->remote)
+		snprintf(b + n, sizeof b - (size_t)n, " of CTA %d", m->cta);
 	return b;
 }
 
@@ -86,6 +93,8 @@ vf_pname(Sim *s, const Proc *p)
 		buf_printf(&b, "[%d]", p->sp->part->index);
 	if (p->nwarps > 1)
 		buf_printf(&b, " warp %d", p->warp);
+	if (s->ncta > 1)
+		buf_printf(&b, " of CTA %d", p->cta);
 	return b.p;
 }
 
@@ -222,6 +231,16 @@ vf_mbar_arrive(Sim *s, Proc *p, const SirIns *in, int b, int64_t n)
 	}
 	vf_mbar_complete(s, b);
 }
+/* Has every warp of CTA c finished (so the CTA has exited)? */
+bool
+vf_cta_gone(const Sim *s, int c)
+{
+	for (int i = 0; i < s->np; i++)
+		if (s->p[i].cta == c && s->p[i].state != B_DONE)
+			return false;
+	return true;
+}
+
 /* A blocked process whose condition now holds becomes runnable. */
 static bool
 ready(Sim *s, Proc *p)
@@ -250,9 +269,9 @@ void
 vf_wake(Sim *s, int i)
 {
 	if (s->p[i].state != B_DONE && ready(s, &s->p[i]))
-		s->rdy |= 1u << i;
+		s->rdy |= 1ull << i;
 	else
-		s->rdy &= ~(1u << i);
+		s->rdy &= ~(1ull << i);
 }
 
 /* Barrier bar moved on: recheck the processes blocked on it in state. */
@@ -277,6 +296,18 @@ complete(Sim *s, int e)
 	Proc *p = &s->p[ev.proc];
 	switch (ev.kind) {
 	case EV_TMA:
+		if (s->mb[ev.bar].cta != p->cta && vf_cta_gone(s,
+		    s->mb[ev.bar].cta)) {  /* a multicast into an exited CTA */
+			char a[16];
+			const SirIns *at = ev.rec >= 0 ? s->rec[ev.rec].at : NULL;
+			snprintf(a, sizeof a, "%d", s->mb[ev.bar].cta);
+			s->cur = p;
+			vf_fail(s, at ? at->span : s->k->span, "cluster-exit", "a "
+				"multicast load lands in CTA %s after every warp of "
+				"CTA %s has finished: a CTA must not exit while a "
+				"peer may still write its shared memory", a, a);
+			break;
+		}
 		if (ev.rec >= 0 && s->rec[ev.rec].live &&
 		    s->rec[ev.rec].kind == A_TMAW && s->rec[ev.rec].pending) {
 			s->rec[ev.rec].pending = false;
@@ -325,7 +356,7 @@ deadlock(Sim *s)
 		return;
 	s->cur = first;
 	s->wait_bar = first->state == B_MBAR ? s->mb[first->bar].r :
-		first->state == B_NBAR && first->bar < 16 ? first->at->r[0] : NULL;
+		first->state == B_NBAR && first->bar % NNB < 16 ? first->at->r[0] : NULL;
 	vf_fail(s, first->at->span, "deadlock", "deadlock: every partition is "
 		"blocked and nothing is in flight%s%s", "", "");
 	SirFinding *df = *s->finds;  /* the error's: it gets first's note */
@@ -358,7 +389,7 @@ deadlock(Sim *s)
 				"parity %lld; it has completed %lld phase%s (%s)",
 				vf_pname(s, p), bname(m), (long long)p->want,
 				(long long)m->phase, m->phase == 1 ? "" : "s", what);
-		} else if (p->state == B_NBAR && p->bar >= 16) {
+		} else if (p->state == B_NBAR && p->bar % NNB >= 16) {
 			snprintf(note, sizeof note, "'%s' waits here for the other "
 				"warps of its warpgroup to issue this wgmma",
 				vf_pname(s, p));
@@ -378,7 +409,7 @@ deadlock(Sim *s)
 		} else {
 			s->cur = p;
 			s->wait_bar = p->state == B_MBAR ? s->mb[p->bar].r :
-				p->state == B_NBAR && p->bar < 16 ? p->at->r[0] :
+				p->state == B_NBAR && p->bar % NNB < 16 ? p->at->r[0] :
 				NULL;
 			vf_find(s, p->at->span, "deadlock", note);
 		}
@@ -390,6 +421,7 @@ static void
 setup(Sim *s, const SirMod *m)
 {
 	s->np = 0;
+	for (int c = 0; c < s->ncta; c++)  /* each CTA of the cluster */
 	for (int i = 0; i < m->nparts; i++) {
 		const SirPart *sp = m->parts[i];
 		int nw = sp->part->warp_hi - sp->part->warp_lo + 1;
@@ -405,6 +437,7 @@ setup(Sim *s, const SirMod *m)
 			p->sp = sp;
 			p->warp = w;
 			p->nwarps = nw;
+			p->cta = c;
 			p->sim = s;
 			p->inflight = inf && p->sp == sp ? inf :
 				NEWARR(&s->ctx->scratch, int, sp->nvals + 1);
@@ -430,17 +463,22 @@ setup(Sim *s, const SirMod *m)
 			vf_push(p, &sp->body, NULL);
 		}
 	}
-	s->nmb = 0;
+	s->nmb = s->nmb1 = 0;
+	for (int c = 0; c < s->ncta; c++)
 	for (const Res *r = s->k->res; r; r = r->next) {
-		if (r->kind == R_MBAR && r->index >= 0 && r->index < s->nmbase)
+		if (r->kind == R_MBAR && r->index >= 0 && r->index < s->nmbase &&
+		    c == 0)
 			s->mbase[r->index] = s->nmb;
 		if (r->kind == R_MBAR)
 			for (int i = 0; i < r->count && s->nmb < MAXBAR; i++)
-				s->mb[s->nmb++] = (Mbar){r, i, r->mcount, r->mcount,
-					0, 0, 0, NULL, -1};
+				s->mb[s->nmb++] = (Mbar){r, i, c, r->mcount,
+					r->mcount, 0, 0, 0, NULL, -1};
 		if (r->kind == R_NBAR)
 			for (int i = 0; i < r->count && r->bar_id + i < 16; i++)
-				s->nb[r->bar_id + i] = (Nbar){r->threads, 0, 0, 0};
+				s->nb[NNB * c + r->bar_id + i] = (Nbar){r->threads,
+					0, 0, 0};
+		if (c == 0 && !r->next)
+			s->nmb1 = s->nmb;
 	}
 	for (int i = 0; i < s->np; i++)
 		for (int b = 0; b < s->nmb; b++)
@@ -448,11 +486,13 @@ setup(Sim *s, const SirMod *m)
 	vf_clocks(s);
 	/* wgmma is warpgroup-collective: the operation starts when all the
 	 * warpgroup's warps have issued it, a rendezvous like bar.sync */
-	for (int g = 0; g < 8; g++)
-		s->nb[16 + g] = (Nbar){0, 0, 0, 0};
+	for (int c = 0; c < s->ncta; c++)
+		for (int g = 0; g < 8; g++)
+			s->nb[NNB * c + 16 + g] = (Nbar){0, 0, 0, 0};
 	for (int i = 0; i < s->np; i++) {
 		const Part *pt = s->p[i].sp->part;
-		s->nb[16 + (pt->warp_lo + s->p[i].warp) / 4 % 8].count += 32;
+		s->nb[NNB * s->p[i].cta + 16 + (pt->warp_lo + s->p[i].warp) / 4 %
+			8].count += 32;
 	}
 	s->nrec = 0;
 	memset(s->rlive, 0, sizeof s->rlive);
@@ -464,7 +504,7 @@ setup(Sim *s, const SirMod *m)
 	s->tm_at = NULL;
 	s->nev = 0;
 	s->steps = 0;
-	s->rdy = s->np < 32 ? (1u << s->np) - 1 : ~0u;  /* all B_RUN */
+	s->rdy = s->np < 64 ? (1ull << s->np) - 1 : ~0ull;  /* all B_RUN */
 }
 
 /* The next move: a process, MAXPROC + an event, or -1 when none can
@@ -477,17 +517,15 @@ static int
 next(Sim *s)
 {
 	int cand[MAXEV], n = 0;
-	uint32_t seen[4] = {0};  /* by event kind: processes queued */
+	uint64_t seen[4] = {0};  /* by event kind: processes queued */
 
 	if (s->mode == 1 && s->nev)
 		return MAXPROC;
 	if (s->mode < 2)
-		return s->rdy ? __builtin_ctz(s->rdy) : s->nev ? MAXPROC : -1;
-	int nr = 0;
-	for (uint32_t m = s->rdy; m; m &= m - 1)
-		nr++;
+		return s->rdy ? __builtin_ctzll(s->rdy) : s->nev ? MAXPROC : -1;
+	int nr = __builtin_popcountll(s->rdy);
 	for (int e = 0; e < s->nev; e++) {
-		uint32_t bit = 1u << s->ev[e].proc;
+		uint64_t bit = 1ull << s->ev[e].proc;
 		if (s->ev[e].kind == EV_TMA || !(seen[s->ev[e].kind] & bit))
 			cand[n++] = MAXPROC + e;
 		seen[s->ev[e].kind] |= bit;
@@ -497,10 +535,10 @@ next(Sim *s)
 	uint64_t k = vf_rnd(s) % (uint64_t)(nr + n);
 	if (k >= (uint64_t)nr)
 		return cand[k - nr];
-	uint32_t m = s->rdy;  /* the k-th ready process */
+	uint64_t m = s->rdy;  /* the k-th ready process */
 	while (k--)
 		m &= m - 1;
-	return __builtin_ctz(m);
+	return __builtin_ctzll(m);
 }
 
 /* One run under the current mode; false when it failed. */

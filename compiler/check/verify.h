@@ -6,14 +6,17 @@
 #ifndef VERIFY_H
 #define VERIFY_H
 
-#define MAXPROC 32
+#define MAXPROC 64         /* warps, over the CTAs of a cluster */
+#define MAXCTA 8           /* CTAs of a cluster the verifier models */
+#define NNB 24             /* named barriers of a CTA: 16, then 8
+			    * warpgroup wgmma gates */
 #define MAXBAR 512
 #define MAXEV 4096
 #define MAXSTEPS 2000000
 #define MAXTOTAL 32000000   /* steps over all runs, about 2 s: 14 times the
 			     * largest shipped schedule's */
 #define NTRACE 4
-#define MAXREC 256
+#define MAXREC 512
 #define MAXTREC 64          /* tensor-memory access records, per
 			     * bucket: a lane quarter's, or the MMAs' */
 #define TQ_MMA 4
@@ -31,6 +34,7 @@ enum { EV_TMA, EV_BULK, EV_WGMMA, EV_TC };
 typedef struct Mbar {
 	const Res *r;
 	int idx;
+	int cta;              /* the CTA of the cluster that holds it */
 	int64_t count, pending, tx, phase, bytes;  /* bytes: this phase's */
 	const SirIns *last;   /* the last arrive by a process, or NULL */
 	int last_proc;
@@ -38,7 +42,7 @@ typedef struct Mbar {
 
 typedef struct Nbar {
 	int64_t count, arrived, gen;
-	uint32_t who;         /* processes that arrived in this generation */
+	uint64_t who;         /* processes that arrived in this generation */
 } Nbar;
 
 typedef struct Frame {
@@ -62,6 +66,7 @@ typedef struct Trace {
 typedef struct Proc {
 	const SirPart *sp;
 	int warp, nwarps;     /* warp within the partition */
+	int cta;              /* its CTA's rank in the cluster */
 	int64_t *v;           /* scalar values by Ref */
 	int64_t tile[8][4];   /* x y z iter, by tile Ref % 8 */
 	int depth;
@@ -165,7 +170,11 @@ typedef struct Sim {
 	int np;
 	Mbar mb[MAXBAR];
 	int nmb;
-	Nbar nb[24];          /* 0..15 named barriers, 16.. warpgroup wgmma */
+	Nbar nb[NNB * MAXCTA];  /* by CTA: 0..15 named barriers, 16..
+				 * warpgroup wgmma */
+	int ncta;             /* CTAs modelled: the cluster's */
+	int nmb1;             /* mbarrier elements of one CTA; CTA c's
+			       * are mb[c * nmb1 ..] */
 	Ev ev[MAXEV];
 	int nev;
 	int mode;             /* 0 procs first, 1 events first, 2 random */
@@ -181,7 +190,8 @@ typedef struct Sim {
 	uint64_t rpend[MAXPROC][RECW];  /* by process: its live pending reads */
 	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
 	Clk *done[MAXBAR][2];     /* of the last completed phases */
-	Clk *nbvc[24][2];         /* named barriers: accumulating, released */
+	Clk *nbvc[NNB * MAXCTA][2];  /* named barriers: accumulating,
+				      * released */
 	bool capped;              /* a capacity limit was hit: warned */
 	int nvc;                  /* clock entries: np processes, then the
 				   * mbarriers' (VB) and tcgen05 commits'
@@ -198,7 +208,7 @@ typedef struct Sim {
 	int nkonst[64];           /* run starts (konsts()) */
 	Ref *clr[64];             /* by partition: the values a new run */
 	int nclr[64];             /* clears (vf_skips()) */
-	uint32_t rdy;             /* processes that may move (vf_wake) */
+	uint64_t rdy;             /* processes that may move (vf_wake) */
 	TRec trec[TQ_MMA + 1][MAXTREC]; /* tensor memory, by bucket */
 	int ntrec[TQ_MMA + 1];
 	uint64_t tlive[TQ_MMA + 1];   /* bit i: trec[k][i].live */
@@ -230,6 +240,8 @@ typedef struct Sim {
 /* The clock entry of mbarrier b: how many of its phases were observed;
  * -1 when no TMA load completes on it (vf_clocks). */
 #define VB(s, b) ((s)->vbslot[b])
+/* CTA c's shared memory: its byte offsets, apart from every other's */
+#define CTA_OFF(c) ((int64_t)(c) << 32)
 /* The clock entry of process i's tcgen05 commits: how many of them are
  * known to have completed (so every MMA it issued before them); -1 when
  * it issues no MMA and no commit. */
@@ -276,6 +288,7 @@ void vf_mbar_complete(Sim *, int b);
 void vf_mbar_arrive(Sim *, Proc *, const SirIns *, int b, int64_t n);
 
 void vf_wake(Sim *, int proc);
+bool vf_cta_gone(const Sim *, int cta);
 void vf_wake_bar(Sim *, int state, int bar);
 
 /* verify_exec.c */

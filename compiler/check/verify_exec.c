@@ -14,30 +14,32 @@
 #include "check/verify.h"
 
 static int
-mbar_of(Sim *s, const Res *r, int64_t idx)
+mbar_of(Sim *s, const Res *r, int64_t idx, int cta)
 {
 	/* every element is in mb (pass_verify checks MAXBAR), r's in a
-	 * row from mbase[r->index] */
+	 * row from mbase[r->index], CTA c's nmb1 further on */
 	if (r->index >= 0 && r->index < s->nmbase) {
 		int b = s->mbase[r->index];
 		if (idx < 0 || idx >= r->count)
 			return -1;
-		if (b >= 0 && b + idx < s->nmb && s->mb[b + idx].r == r &&
+		if (b >= 0 && b + idx < s->nmb1 && s->mb[b + idx].r == r &&
 		    s->mb[b + idx].idx == idx)
-			return b + (int)idx;
+			return cta * s->nmb1 + b + (int)idx;
 	}
-	for (int i = 0; i < s->nmb; i++)
+	for (int i = 0; i < s->nmb1; i++)
 		if (s->mb[i].r == r && s->mb[i].idx == idx)
-			return i;
+			return cta * s->nmb1 + i;
 	return -1;
 }
 
-/* An mbarrier element by its index, or a failure when a run reaches an
- * index outside the array. */
+/* An mbarrier element by its index, in the process's CTA or (cta >= 0)
+ * that one of the cluster, or a failure when a run reaches an index
+ * outside the array. */
 static int
-mbar_at(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx)
+mbar_in(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx,
+	int cta)
 {
-	int b = mbar_of(s, r, idx);
+	int b = mbar_of(s, r, idx, cta < 0 ? p->cta : cta);
 
 	if (b < 0) {
 		char a[80], c[64];
@@ -52,6 +54,59 @@ mbar_at(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx)
 	}
 	return b;
 }
+/* The bytes [lo, hi) of stage st of buffer r in p's CTA. */
+static void
+srange(const Proc *p, const Res *r, int64_t st, int64_t *lo, int64_t *hi)
+{
+	vf_range_of(r, st, lo, hi);
+	*lo += CTA_OFF(p->cta);
+	*hi += CTA_OFF(p->cta);
+}
+
+/* A rank of the cluster that a run computes ('arrive B cta=R'); false
+ * after a failure. */
+static bool
+rank_ok(Sim *s, Proc *p, const SirIns *in, int64_t r, const char *what)
+{
+	if (r >= 0 && r < s->ncta)
+		return true;
+	char w[300], a[64];
+	Iter it;
+	vf_iter(p, &it);
+	snprintf(w, sizeof w, "%s: %s rank %lld", vf_who(s, p, &it), what,
+		(long long)r);
+	snprintf(a, sizeof a, "%d CTAs (ranks 0..%d)", s->ncta, s->ncta - 1);
+	vf_fail(s, in->span, "cluster-rank", "%s, outside the cluster of %s",
+		w, a);
+	return false;
+}
+
+/* p reaches CTA c from outside (a remote arrive, a multicast): c must
+ * not have exited; false after a failure. */
+static bool
+peer_alive(Sim *s, Proc *p, const SirIns *in, int c, const char *what)
+{
+	if (c == p->cta || !vf_cta_gone(s, c))
+		return true;
+	char w[300], a[96];
+	Iter it;
+	vf_iter(p, &it);
+	snprintf(w, sizeof w, "%s %s CTA %d", vf_who(s, p, &it), what, c);
+	snprintf(a, sizeof a, "%d", c);
+	vf_fail(s, in->span, "cluster-exit", "%s after every warp of CTA %s "
+		"has finished: a CTA must not exit while a peer may still "
+		"arrive on its barriers or write its shared memory (wait for "
+		"the peers' last arrivals before the end)", w, a);
+	vf_note_traces(s, p);
+	return false;
+}
+
+static int
+mbar_at(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx)
+{
+	return mbar_in(s, p, in, r, idx, -1);
+}
+
 static void
 trace(Proc *p, Span sp, const char *what, int64_t phase)
 {
@@ -218,7 +273,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		int64_t per = x->m / 4;
 		int64_t r0 = in->roff[0] + per *
 			((p->sp->part->warp_lo + p->warp) % 4);
-		vf_range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
+		srange(p, in->r[0], val(p, in->ri[0]), &lo, &hi);
 		if (ld)
 			vf_acc_gread(s, p, in, lo, hi, vf_geometry(in->r[0]),
 				r0, r0 + per);
@@ -233,7 +288,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		 * reads the whole stage after the barrier; threads' writes
 		 * do not conflict with each other, reads must be ordered
 		 * after them and later writes after the reads */
-		vf_range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
+		srange(p, in->r[0], val(p, in->ri[0]), &lo, &hi);
 		if (in->op == SOP_rowred_get)
 			vf_acc_gread(s, p, in, lo, hi, 0, 0, 0);
 		else
@@ -279,11 +334,16 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->v[in->dst] = x;
 		return true;
 	}
-	case SOP_special:
+	case SOP_special: {
+		const int *cl = s->k->cluster;
+		int64_t cv[] = {p->cta, p->cta % cl[0], p->cta / cl[0] % cl[1],
+			p->cta / (cl[0] * cl[1])};
 		p->v[in->dst] = in->imm == SP_WARP ? p->warp : in->imm == SP_TID ?
-			p->warp * 32 : 0;
+			p->warp * 32 : in->imm >= SP_CRANK ? cv[in->imm - SP_CRANK] :
+			0;
 		p->lanevar[in->dst] = in->imm == SP_LANE || in->imm == SP_TID;
 		return true;
+	}
 	case SOP_mov:
 		if (dv->ty != TY_FRAG) {
 			p->v[in->dst] = val(p, in->a[0]);
@@ -368,7 +428,15 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	}
 	case SOP_mbar_arrive: case SOP_mbar_expect:
-		b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
+		if (in->cta) {  /* a peer's barrier */
+			int64_t c = val(p, in->cta);
+			if (!rank_ok(s, p, in, c, "'cta=' names") ||
+			    !peer_alive(s, p, in, (int)c, "arrives on a barrier of"))
+				return true;
+			b = mbar_in(s, p, in, in->r[0], val(p, in->ri[0]), (int)c);
+		} else {
+			b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
+		}
 		if (b < 0)
 			return true;
 		if (in->op == SOP_mbar_expect) {
@@ -395,9 +463,9 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 				"array: it has %s", w, c);
 			return true;
 		}
-		int id = (int)(in->r[0]->bar_id + ix);
+		int id = NNB * p->cta + (int)(in->r[0]->bar_id + ix);
 		Nbar *n = &s->nb[id];
-		if (n->who & (1u << self)) {
+		if (n->who & (1ull << self)) {
 			vf_fail(s, in->span, "nbar-twice", "'%s' arrives on named "
 				"barrier '%s' a second time before it completes: an "
 				"arrive where a sync was needed", vf_pname(s, p),
@@ -405,7 +473,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			vf_note_traces(s, p);
 			return true;
 		}
-		n->who |= 1u << self;
+		n->who |= 1ull << self;
 		n->arrived += 32;
 		int64_t gen = n->gen;
 		vf_join(s, s->nbvc[id][0], p->vc);
@@ -431,18 +499,55 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;  /* the arrival happened; blocking is a state */
 	}
 	case SOP_tma_load: {
-		b = mbar_at(s, p, in, in->r[2], val(p, in->ri[2]));
-		if (b < 0)
+		/* into this CTA, or (multicast) into each CTA of the mask,
+		 * completing on the barrier at the same place in each */
+		const Res *v = in->r[0], *x = in->r[1];
+		int64_t mask = in->cta ? val(p, in->cta) : 1ll << p->cta;
+		int64_t r0 = in->row ? val(p, in->row) : 0;
+		int64_t r1 = in->row ? r0 + tma_bytes(v) / (x->shape[x->rank - 1] *
+			ty_bytes(x->ety)) : x->shape[0];
+		if (in->cta && (mask < 1 || mask >= 1ll << s->ncta)) {
+			rank_ok(s, p, in, mask < 1 ? -1 : 63 - __builtin_clzll(
+				(uint64_t)mask), "the multicast mask names");
 			return true;
-		vf_range_of(in->r[1], val(p, in->ri[1]), &lo, &hi);
-		Rec *w = vf_acc_write(s, p, in, lo, hi, true, vf_geometry(in->r[1]), 0,
-			in->r[1]->shape[0]);
-		emit_event(s, EV_TMA, self, b, tma_bytes(in->r[0]));
-		s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
+		}
+		if (in->row && (r0 < 0 || r1 > x->shape[0] || r0 *
+		    x->shape[x->rank - 1] * ty_bytes(x->ety) %
+		    (x->lay->swizzle ? 1024 : 128))) {
+			char w[300], a[200];
+			Iter it;
+			vf_iter(p, &it);
+			snprintf(w, sizeof w, "%s: row=%lld of '%s'", vf_who(s, p,
+				&it), (long long)r0, x->name);
+			snprintf(a, sizeof a, "rows %lld..%lld of a %lld-row tile%s",
+				(long long)r0, (long long)r1 - 1,
+				(long long)x->shape[0], r0 >= 0 && r1 <= x->shape[0] ?
+				", at a byte offset TMA cannot write to (1024-byte "
+				"multiples swizzled, 128 plain)" : "");
+			vf_fail(s, in->span, "index-range", "%s: the box would "
+				"fill %s", w, a);
+			return true;
+		}
+		for (int c = 0; c < s->ncta && !s->failed; c++) {
+			if (!(mask >> c & 1) || !peer_alive(s, p, in, c,
+			    "multicasts into"))
+				continue;
+			b = mbar_in(s, p, in, in->r[2], val(p, in->ri[2]), c);
+			if (b < 0)
+				return true;
+			vf_range_of(x, val(p, in->ri[1]), &lo, &hi);
+			lo += CTA_OFF(c);
+			hi += CTA_OFF(c);
+			Rec *w = vf_acc_write(s, p, in, lo, hi, true,
+				vf_geometry(x), r0, r1);
+			emit_event(s, EV_TMA, self, b, tma_bytes(v));
+			if (s->nev)
+				s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
+		}
 		return true;
 	}
 	case SOP_tma_store:
-		vf_range_of(in->r[1], val(p, in->ri[1]), &lo, &hi);
+		srange(p, in->r[1], val(p, in->ri[1]), &lo, &hi);
 		vf_acc_read(s, p, in, lo, hi, true, vf_geometry(in->r[1]), 0,
 			in->r[1]->shape[0]);
 		p->bulk_open++;
@@ -472,7 +577,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			p->bulk_unread = (int)in->imm;
 		return true;
 	case SOP_wgmma: {
-		int g = 16 + (p->sp->part->warp_lo + p->warp) / 4 % 8;
+		int g = NNB * p->cta + 16 + (p->sp->part->warp_lo + p->warp) / 4 %
+			8;
 		Nbar *gate = &s->nb[g];
 		int64_t ggen = gate->gen;
 		/* the warps wait for each other to issue, but that orders
@@ -510,7 +616,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 						% 4);
 					r1 = r0 + 16;
 				}
-				vf_range_of(x, val(p, in->ri[k]), &lo, &hi);
+				srange(p, x, val(p, in->ri[k]), &lo, &hi);
 				vf_acc_read(s, p, in, lo, hi, false, vf_geometry(x), r0, r1);
 			}
 		set_inflight(p, in->dst);
@@ -551,7 +657,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		for (int k = 1; k <= 2; k++)
 			if (in->r[k] && in->r[k]->kind == R_SMEM) {
 				const Res *x = in->r[k];
-				vf_range_of(x, val(p, in->ri[k]), &lo, &hi);
+				srange(p, x, val(p, in->ri[k]), &lo, &hi);
 				vf_acc_read(s, p, in, lo, hi, 2, vf_geometry(x), 0,
 					x->shape[0]);
 			}
@@ -662,6 +768,28 @@ tile_at(const Sim *s, Proc *p, const SirIns *in, const int64_t *d,
 	t[2] = lin / d[0] / d[1];
 }
 
+/* A cluster walks the grid in blocks of its shape (ptxgen.c, gen_tile):
+ * the grid in blocks, rounded up, in d ... */
+static void
+cluster_dims(const Sim *s, int64_t *d)
+{
+	for (int k = 0; k < 3; k++)
+		d[k] = (d[k] + s->k->cluster[k] - 1) / s->k->cluster[k];
+}
+
+/* ... and p's CTA takes its place in the block. */
+static void
+cluster_tile(const Sim *s, Proc *p, const SirIns *in)
+{
+	int64_t *t = p->tile[in->dst % 8];
+	const int *cl = s->k->cluster;
+	int64_t c[3] = {p->cta % cl[0], p->cta / cl[0] % cl[1],
+		p->cta / (cl[0] * cl[1])};
+
+	for (int k = 0; k < 3; k++)
+		t[k] = t[k] * cl[k] + c[k];
+}
+
 /* Start a structured instruction: push its body (tile loop, for, if,
  * elect).  Returns true when it was one. */
 static bool
@@ -697,6 +825,7 @@ enter(Sim *s, Proc *p, const SirIns *in)
 		int64_t d[3] = {1, 1, 1}, total = 1;
 		for (int k = 0; k < in->na && k < 3; k++)
 			d[k] = val(p, in->a[k]);
+		cluster_dims(s, d);
 		for (int k = 0; k < 3; k++)
 			total *= d[k] > 0 ? d[k] : 0;
 		/* ctaid -1: the last tile of a one-tile-per-CTA grid */
@@ -712,6 +841,7 @@ enter(Sim *s, Proc *p, const SirIns *in)
 		f->step = s->k->order == ORD_SINGLE ? 1 : s->nctaid;
 		f->iter = 0;
 		tile_at(s, p, in, d, total, f->i);
+		cluster_tile(s, p, in);
 		p->tile[in->dst % 8][3] = 0;
 		return true;
 	}
@@ -743,7 +873,9 @@ loop_end(Sim *s, Proc *p)
 			int64_t d[3] = {1, 1, 1}, total = f->hi;
 			for (int k = 0; k < in->na && k < 3; k++)
 				d[k] = val(p, in->a[k]);
+			cluster_dims(s, d);
 			tile_at(s, p, in, d, total, f->i);
+			cluster_tile(s, p, in);
 			p->tile[in->dst % 8][3] = f->iter;
 			f->pc = 0;
 			return;

@@ -84,6 +84,11 @@ inert(const SirBlock *b)
 static const char *
 role(const SirIns *in, int k, char *buf, size_t n)
 {
+	if (k == 9)
+		return in->op == SOP_tma_load ? "the multicast mask" :
+			"the cluster rank of an 'arrive'";
+	if (k == 10)
+		return "the row of a 'tma_load'";
 	if (k >= 6) {
 		snprintf(buf, n, "the index of '%s'", in->r[k - 6]->name);
 		return buf;
@@ -120,6 +125,10 @@ check(Ctx *ctx, const SirPart *sp, const SirBlock *b, const SirIns **src,
 			for (int j = 0; j < 3 && !from; j++)
 				if (in->ri[j] && (from = src[in->ri[j]]))
 					k = 6 + j;
+			if (!from && in->cta && (from = src[in->cta]))
+				k = 9;
+			if (!from && in->row && (from = src[in->row]))
+				k = 10;
 		}
 		if (from) {
 			diag_error(ctx, in->span, "%s depends on '%s', loaded "

@@ -260,16 +260,20 @@ plan_grid(Sim *s, const Plan *pl, int g, size_t len)
 		return false;
 	if (single)
 		s->nctaid = 1, s->ctaid = g == 2 ? -1 : 0;
+	/* a cluster of several CTAs: the runs are of clusters */
+	const char *u = s->ncta > 1 ? "cluster" : "CTA";
 	if (s->twotiles)
-		snprintf(tail, sizeof s->shape - len, "%stwo tiles in one CTA",
-			len ? ", " : "");
+		snprintf(tail, sizeof s->shape - len, "%stwo %s in one %s",
+			len ? ", " : "", s->ncta > 1 ? "clusters' tiles" : "tiles",
+			u);
 	else if (single)
-		snprintf(tail, sizeof s->shape - len, "%s%s tile", len ? ", " :
-			"", g == 2 ? "the last" : "the first");
+		snprintf(tail, sizeof s->shape - len, "%s%s %s", len ? ", " :
+			"", g == 2 ? "the last" : "the first", s->ncta > 1 ?
+			"cluster's tiles" : "tile");
 	else
-		snprintf(tail, sizeof s->shape - len, "%s%lld CTA%s, CTA %lld",
-			len ? ", " : "", (long long)s->nctaid, s->nctaid > 1 ?
-			"s" : "", (long long)s->ctaid);
+		snprintf(tail, sizeof s->shape - len, "%s%lld %s%s, %s %lld",
+			len ? ", " : "", (long long)s->nctaid, u, s->nctaid > 1 ?
+			"s" : "", u, (long long)s->ctaid);
 	return true;
 }
 
@@ -366,6 +370,7 @@ work(void *arg)
 	s->m = t->m;
 	s->k = t->k;
 	s->nmbase = t->nmbase;
+	s->ncta = t->ncta;
 	s->mbase = NEWARR(&cx->scratch, int, t->nmbase + 1);
 	s->gdata = NEWARR(&cx->scratch, const Node *, t->k->nres[R_GLOBAL] +
 		1);
@@ -470,6 +475,26 @@ parallel(Sim *s, const Plan *pl, int nthreads)
 		vf_run(s);
 }
 
+static bool
+tmem_in(const SirBlock *b)
+{
+	for (int i = 0; b && i < b->n; i++)
+		if (b->v[i].op == SOP_tmem_alloc || b->v[i].op == SOP_tc_mma ||
+		    tmem_in(b->v[i].body) || tmem_in(b->v[i].els))
+			return true;
+	return false;
+}
+
+/* Does a partition use tensor memory (sm_100a)? */
+static bool
+uses_tmem(const SirMod *m)
+{
+	for (int i = 0; i < m->nparts; i++)
+		if (tmem_in(&m->parts[i]->body))
+			return true;
+	return false;
+}
+
 void
 pass_verify(Ctx *ctx, SirMod *m)
 {
@@ -485,9 +510,27 @@ pass_verify(Ctx *ctx, SirMod *m)
 			if (r->index >= nmres)
 				nmres = r->index + 1;
 		}
-	if (nbar > MAXBAR) {
+	/* a cluster is modelled as its CTAs, each with all its warps */
+	const int *cl = m->k->cluster;
+	int ncta = cl[0] * cl[1] * cl[2], nw = 0;
+	for (int i = 0; i < m->nparts; i++)
+		nw += m->parts[i]->part->warp_hi - m->parts[i]->part->warp_lo + 1;
+	if (nbar * ncta > MAXBAR) {
 		diag_warn(ctx, "verify-limit", m->k->span, "the verifier does not "
-			"run: %d mbarrier elements, more than %d", nbar, MAXBAR);
+			"run: %d mbarrier elements, more than %d", nbar * ncta,
+			MAXBAR);
+		return;
+	}
+	if (ncta > MAXCTA || nw * ncta > MAXPROC) {
+		diag_warn(ctx, "verify-limit", m->k->span, "the verifier does not "
+			"run: a cluster of %d CTAs of %d warps, more than %d CTAs "
+			"or %d warps in all", ncta, nw, MAXCTA, MAXPROC);
+		return;
+	}
+	if (ncta > 1 && uses_tmem(m)) {
+		diag_warn(ctx, "verify-limit", m->k->span, "the verifier does not "
+			"run: it does not model the tensor memory of a cluster's "
+			"CTAs yet");
 		return;
 	}
 	s = NEW(&ctx->scratch, Sim);
@@ -495,6 +538,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 	s->m = m;
 	s->k = m->k;
 	s->nmbase = nmres;
+	s->ncta = ncta;
 	s->finds = &m->finds;
 	s->mbase = NEWARR(&ctx->scratch, int, nmres + 1);
 	vf_skips(s, m);

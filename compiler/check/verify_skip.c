@@ -53,9 +53,11 @@ mark_roots(const SirBlock *b, const SirPart *sp, bool *rel, bool *wg)
 			for (int k = 0; k < in->na; k++)
 				if (sp->vals[in->a[k]].ty != TY_FRAG)
 					rel[in->a[k]] = true;
-		if (sir_ops[in->op].eff != E_PURE)
+		if (sir_ops[in->op].eff != E_PURE) {
 			for (int k = 0; k < 3; k++)
 				rel[in->ri[k]] = true;
+			rel[in->cta] = rel[in->row] = true;  /* a peer, a row */
+		}
 		if (in->body)
 			mark_roots(in->body, sp, rel, wg);
 		if (in->els)

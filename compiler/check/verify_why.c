@@ -78,12 +78,12 @@ blocked_arriver(const Sim *s, const Res *r, int not)
  * that never completed a phase, for parity 0: a wait on a free slot
  * that should have passed at once (parity 1). */
 static bool
-first_wait(Sim *s, int at, int nx, int cycle)
+first_wait(Sim *s, int at, int nx, uint64_t cycle)
 {
-	cycle |= 1 << (at & 31);
+	cycle |= 1ull << at;
 	for (int i = 0; i < s->np; i++) {
 		const Proc *p = &s->p[i];
-		if (!(cycle & (1 << (i & 31))) || p->state != B_MBAR)
+		if (!(cycle & 1ull << i) || p->state != B_MBAR)
 			continue;
 		const Mbar *m = &s->mb[p->bar];
 		if (m->phase || p->want || p->seen[p->bar] != -2)
@@ -104,12 +104,13 @@ vf_why_deadlock(Sim *s, const Proc *first)
 {
 	if (unwaited(s))
 		return;
-	int at = (int)(first - s->p), seen = 0;
+	int at = (int)(first - s->p);
+	uint64_t seen = 0;
 	for (int n = 0; n < s->np && s->p[at].state == B_MBAR; n++) {
 		const Proc *p = &s->p[at];
 		const Mbar *m = &s->mb[p->bar];
 		int nx = blocked_arriver(s, m->r, at);
-		if (nx < 0 && !m->pending && m->tx) {
+		if (!m->pending && m->tx) {  /* arrived: bytes are missing */
 			diag_note(s->ctx, p->at->span, "likeliest cause: the "
 				"phase of '%s' '%s' waits for has all its arrivals, "
 				"but its 'expect' bytes and its TMA loads' bytes "
@@ -125,7 +126,7 @@ vf_why_deadlock(Sim *s, const Proc *first)
 				(long long)p->want);
 			return;
 		}
-		if (seen & (1 << (nx & 31))) {
+		if (seen & 1ull << nx) {
 			if (first_wait(s, at, nx, seen))
 				return;
 			diag_note(s->ctx, p->at->span, "likeliest cause: '%s' "
@@ -136,7 +137,7 @@ vf_why_deadlock(Sim *s, const Proc *first)
 				vf_pname(s, &s->p[nx]), vf_pname(s, p));
 			return;
 		}
-		seen |= 1 << (at & 31);
+		seen |= 1ull << at;
 		at = nx;
 	}
 }

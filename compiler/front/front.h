@@ -205,6 +205,9 @@ struct Res {
 	bool direct;         /* GLOBAL: read or written by ld/st (G[i],
 			      * store, global_load), which address it
 			      * densely; set by sirgen */
+	bool remote;         /* MBAR: other CTAs of the cluster arrive on it
+			      * ('arrive B cta=R' or multicast loads):
+			      * waits acquire at cluster scope; sirgen */
 	int64_t mcount;      /* MBAR arrival count */
 	int64_t tx;          /* MBAR expected bytes per phase (0: none) */
 	int64_t threads;     /* NBAR */

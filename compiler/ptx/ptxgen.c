@@ -127,6 +127,13 @@ gen_special(PG *g, const SirIns *in)
 	case SP_LANE:
 		ptx_emit(g->f, "mov.b32 %R, %R;", d, g->lane);
 		break;
+	case SP_CRANK:
+		ptx_emit(g->f, "mov.u32 %R, %%cluster_ctarank;", d);
+		break;
+	case SP_CX: case SP_CY: case SP_CZ:
+		ptx_emit(g->f, "mov.u32 %R, %%cluster_ctaid.%S;", d,
+			in->imm == SP_CX ? "x" : in->imm == SP_CY ? "y" : "z");
+		break;
 	default:
 		pg_unsupported(g, in);
 	}
@@ -346,6 +353,17 @@ gen_tile(PG *g, const SirIns *in)
 		else
 			ptx_emit(g->f, "mov.b32 %R, 1;", dim[k]);
 	}
+	/* a cluster walks the grid in blocks of its own shape: dims in
+	 * blocks, rounded up; its CTAs take the block's tiles (below) */
+	const int *cl = g->k->cluster;
+	bool clu = cl[0] * cl[1] * cl[2] > 1;
+	for (int k = 0; k < 3 && clu; k++)
+		if (cl[k] > 1) {
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", dim[k], dim[k],
+				(int64_t)cl[k] - 1);
+			ptx_emit(g->f, "div.u32 %R, %R, %I;", dim[k], dim[k],
+				(int64_t)cl[k]);
+		}
 	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", total, dim[0], dim[1]);
 	if (in->na == 4) {
 		/* the group, clamped to [1, x * y] once per kernel */
@@ -354,8 +372,9 @@ gen_tile(PG *g, const SirIns *in)
 		ptx_emit(g->f, "min.s32 %R, %R, %R;", grp, grp, total);
 	}
 	ptx_emit(g->f, "mul.lo.s32 %R, %R, %R;", total, total, dim[2]);
-	ptx_emit(g->f, "mov.u32 %R, %%ctaid.x;", i);
-	ptx_emit(g->f, "mov.u32 %R, %%nctaid.x;", step);
+	ptx_emit(g->f, "mov.u32 %R, %%%S.x;", i, clu ? "clusterid" : "ctaid");
+	ptx_emit(g->f, "mov.u32 %R, %%%S.x;", step, clu ? "nclusterid" :
+		"nctaid");
 	ptx_emit(g->f, "mov.u32 %R, 0;", tf[3]);
 	int top = ptx_label(g->f), done = ptx_label(g->f);
 	if (g->niters < 16)
@@ -377,6 +396,14 @@ gen_tile(PG *g, const SirIns *in)
 		ptx_emit(g->f, "rem.u32 %R, %R, %R;", tf[1], q, dim[1]);
 		ptx_emit(g->f, "div.u32 %R, %R, %R;", tf[2], q, dim[1]);
 	}
+	for (int k = 0; k < 3 && clu; k++)
+		if (cl[k] > 1) {
+			static const char *const c[] = {"x", "y", "z"};
+			PReg cc = ptx_reg(g->f, RB32);
+			ptx_emit(g->f, "mov.u32 %R, %%cluster_ctaid.%S;", cc, c[k]);
+			ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", tf[k], tf[k],
+				(int64_t)cl[k], cc);
+		}
 	gen_block(g, in->body);
 	ptx_emit(g->f, "add.s32 %R, %R, %R;", i, i, step);
 	ptx_emit(g->f, "add.s32 %R, %R, 1;", tf[3], tf[3]);

@@ -141,6 +141,24 @@ emit_mbar_arrive(PG *g, const SirIns *in)
 {
 	PReg a = bar_addr(g, in->r[0], in->ri[0]);
 
+	if (in->cta) {
+		/* a peer's barrier: the same offset in CTA 'cta' of the
+		 * cluster.  The default semantics (release, CTA scope), as
+		 * CUTLASS's cluster pipelines: what it releases is a buffer
+		 * this CTA has finished reading (a wgmma retired), which
+		 * needs no ordering at cluster scope; '.release.cluster'
+		 * costs a GPU-scope MEMBAR per arriving thread */
+		PReg ra = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", ra, a,
+			pg_u32(g, in->cta));
+		if (in->imm > 1)
+			ptx_emit(g->f, "mbarrier.arrive.shared::cluster.b64 _, "
+				"[%R], %I;", ra, in->imm);
+		else
+			ptx_emit(g->f, "mbarrier.arrive.shared::cluster.b64 _, "
+				"[%R];", ra);
+		return;
+	}
 	if (in->op == SOP_mbar_expect)
 		ptx_emit(g->f, "mbarrier.arrive.expect_tx.shared::cta.b64 _, "
 			"[%R], %R;", a, pg_u32(g, in->a[0]));
@@ -199,6 +217,16 @@ pg_tma_blocks(const Res *v, int64_t *inner, int64_t *blockbytes)
 	return (int)(v->shape[n - 1] / *inner);
 }
 
+static int64_t
+box_rows(const Res *v)
+{
+	int64_t rows = 1;
+
+	for (int i = 0; i < v->rank - 1; i++)
+		rows *= v->shape[i];
+	return rows;
+}
+
 static void
 emit_tma(PG *g, const SirIns *in)
 {
@@ -209,8 +237,22 @@ emit_tma(PG *g, const SirIns *in)
 	PReg map = tmap_addr(g, v);
 	PReg base = addr(g, b->off, in->ri[1], b->bytes);
 	PReg bar = load ? bar_addr(g, in->r[2], in->ri[2]) : (PReg){0};
-	PReg c[5];
+	PReg c[5], mask = {0};
+	/* row=: the box fills the tile's rows from 'row' on; each column
+	 * block of the buffer holds all its rows */
+	int64_t rb = bb / box_rows(v), colstride = bb;
 
+	if (in->row) {
+		colstride = b->shape[0] * rb;
+		PReg rbase = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", rbase,
+			pg_u32(g, in->row), rb, base);
+		base = rbase;
+	}
+	if (in->cta) {  /* multicast: ctaMask is 16 bits */
+		mask = ptx_reg(g->f, RB16);
+		ptx_emit(g->f, "cvt.u16.u32 %R, %R;", mask, pg_u32(g, in->cta));
+	}
 	for (int i = 0; i < n; i++)
 		c[i] = pg_u32(g, in->a[i]);
 	for (int k = 0; k < nblk; k++) {
@@ -221,7 +263,8 @@ emit_tma(PG *g, const SirIns *in)
 		if (k) {
 			dst = ptx_reg(g->f, RB32);
 			ci = ptx_reg(g->f, RB32);
-			ptx_emit(g->f, "add.s32 %R, %R, %I;", dst, base, k * bb);
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", dst, base,
+				k * colstride);
 			ptx_emit(g->f, "add.s32 %R, %R, %I;", ci, c[n - 1],
 				k * inner);
 		}
@@ -232,7 +275,12 @@ emit_tma(PG *g, const SirIns *in)
 			len += (size_t)snprintf(crd + len, sizeof crd - len,
 				"%s%s", i == n - 1 ? "" : ", ", nm);
 		}
-		if (load)
+		if (load && in->cta)
+			ptx_emit(g->f, "cp.async.bulk.tensor.%Id.shared::cluster."
+				"global.mbarrier::complete_tx::bytes.multicast::"
+				"cluster [%R], [%R, {%S}], [%R], %R;", (int64_t)n,
+				dst, map, crd, bar, mask);
+		else if (load)
 			ptx_emit(g->f, "cp.async.bulk.tensor.%Id.shared::cluster."
 				"global.mbarrier::complete_tx::bytes [%R], [%R, "
 				"{%S}], [%R];", (int64_t)n, dst, map, crd, bar);

@@ -129,7 +129,8 @@ ins(Buf *b, const SirPart *p, const SirIns *i, int ind)
 	switch (i->op) {
 	case SOP_special: {
 		static const char *const sp[] = {"tid", "warp", "lane",
-			"nwarps", "nsm"};
+			"nwarps", "nsm", "cluster_rank", "cluster_x",
+			"cluster_y", "cluster_z"};
 		buf_printf(b, " %s", sp[i->imm]);
 		break;
 	}
@@ -164,6 +165,14 @@ ins(Buf *b, const SirPart *p, const SirIns *i, int ind)
 		if (i->imm)  /* the first column of a slice */
 			buf_printf(b, " col=%lld", (long long)i->imm);
 		break;
+	}
+	if (i->cta) {  /* a peer's barrier, or a multicast mask */
+		buf_puts(b, i->op == SOP_tma_load ? " multicast=" : " cta=");
+		ref(b, p, i->cta);
+	}
+	if (i->row) {
+		buf_puts(b, " row=");
+		ref(b, p, i->row);
 	}
 	if (i->body) {
 		buf_puts(b, " {\n");

@@ -28,7 +28,9 @@ typedef struct SirOpInfo {
 } SirOpInfo;
 extern const SirOpInfo sir_ops[NSOP];
 
-enum { SP_TID, SP_WARP, SP_LANE, SP_NWARPS, SP_NSM };  /* SOP_special */
+enum { SP_TID, SP_WARP, SP_LANE, SP_NWARPS, SP_NSM,  /* SOP_special */
+	SP_CRANK, SP_CX, SP_CY, SP_CZ };  /* this CTA's rank and coordinates
+					    * in its cluster */
 enum {
 	FENCE_ASYNC_SMEM, FENCE_MBAR_INIT, FENCE_TMEM_BEFORE,
 	FENCE_TMEM_AFTER, FENCE_ACQ_REL, NFENCE
@@ -61,6 +63,11 @@ typedef struct SirIns {
 	Ref ri[3];          /* their array or stage index (0: element 0) */
 	bool trans[3];      /* mma: operand used transposed */
 	int64_t roff[3];    /* mma: first row of the operand slice */
+	Ref cta;            /* mbar_arrive: the cluster rank of the CTA
+			     * whose barrier it is (0: this CTA's);
+			     * tma_load: the multicast mask (0: none) */
+	Ref row;            /* tma_load: the buffer row the box starts at
+			     * (0: row 0) */
 	Span span;
 	SirBlock *body, *els;
 } SirIns;

@@ -443,6 +443,8 @@ static Ref
 name(G *g, const Node *n)
 {
 	static const char *const specials[] = {"tid", "warp", "lane"};
+	static const char *const cspecials[] = {"cluster_rank", "cluster_x",
+		"cluster_y", "cluster_z"};
 	Bind *b = sg_lookup(g, n->name);
 	Res *r;
 
@@ -484,6 +486,22 @@ name(G *g, const Node *n)
 	}
 	if (!strcmp(n->name, "inf"))
 		return sg_const_f(g, INFINITY, n->span);
+	/* the cluster (cta cluster=): its size, a constant, and this
+	 * CTA's rank and coordinates in it */
+	if (!strcmp(n->name, "cluster_size"))
+		return sg_const_i(g, (int64_t)g->k->cluster[0] *
+			g->k->cluster[1] * g->k->cluster[2], TY_I32, n->span);
+	for (size_t k = 0; k < COUNT(cspecials); k++)
+		if (!strcmp(cspecials[k], n->name)) {
+			if (g->k->cluster[0] * g->k->cluster[1] *
+			    g->k->cluster[2] == 1)
+				return sg_const_i(g, 0, TY_I32, n->span);
+			Ref d = sir_val(g->ctx, g->p, TY_I32, n->name);
+			SirIns *i = sg_emit(g, SOP_special, n->span);
+			i->dst = d;
+			i->imm = SP_CRANK + (int64_t)k;
+			return d;
+		}
 	for (size_t k = 0; k < COUNT(specials); k++)
 		if (!strcmp(specials[k], n->name)) {
 			Ref d = sir_val(g->ctx, g->p, TY_I32, n->name);
@@ -501,6 +519,9 @@ name(G *g, const Node *n)
 	diag_suggest_add(&s, "inf");
 	for (size_t k = 0; k < COUNT(specials); k++)
 		diag_suggest_add(&s, specials[k]);
+	for (size_t k = 0; k < COUNT(cspecials); k++)
+		diag_suggest_add(&s, cspecials[k]);
+	diag_suggest_add(&s, "cluster_size");
 	diag_undeclared(g->ctx, n->span, &s);
 	return sg_err(g);
 }

@@ -265,7 +265,7 @@ sg_need_target(G *g, const Node *n, int tgt, const char *what)
  * outer extents flatten into rows: a box (1, 32, 1, 4, D) of a
  * [Z, S, H / 4, 4, D] view fills a [128, D] tile, row 4s + g). */
 static bool
-box_matches(G *g, const Node *at, const Res *v, const Res *b)
+box_matches(G *g, const Node *at, const Res *v, const Res *b, bool part)
 {
 	/* the box's extents other than 1, in order, are the tile's: a box
 	 * (1, BM, 1, D) on a [Z, S, H, D] tensor fills a [BM, D] tile */
@@ -282,11 +282,12 @@ box_matches(G *g, const Node *at, const Res *v, const Res *b)
 	bool ok = n == bn;
 	for (int i = 0; ok && i < n; i++)
 		ok = ext[i] == bext[i];
-	if (!ok && bn == 2 && n > 2 && ext[n - 1] == bext[1]) {
+	if (!ok && bn == 2 && n >= 2 && ext[n - 1] == bext[1]) {
 		int64_t rows = 1;
 		for (int i = 0; i < n - 1; i++)
 			rows *= ext[i];
-		ok = rows == bext[0];
+		/* row=: the box fills some of the tile's rows */
+		ok = part ? rows <= bext[0] : rows == bext[0];
 	}
 	if (!ok) {
 		Buf bs, ts;
@@ -352,13 +353,96 @@ view_coords(G *g, const Node *e, SirIns *i)
 	return v;
 }
 
+/* The cluster's size (cta cluster=). */
+static int64_t
+csize(const G *g)
+{
+	return (int64_t)g->k->cluster[0] * g->k->cluster[1] * g->k->cluster[2];
+}
+
+/* 'cta=R' (mask false: a cluster rank) or 'multicast=M' (a mask of
+ * ranks): an integer, checked against the cluster when constant; 0
+ * after a diagnostic. */
+static Ref
+cluster_arg(G *g, const Node *e, bool mask)
+{
+	int64_t n = csize(g), v;
+
+	if (n == 1) {
+		diag_error(g->ctx, e->span, "'%s' needs a cluster of several "
+			"CTAs: declare 'cta threads=... cluster=(2)'", mask ?
+			"multicast" : "cta");
+		return 0;
+	}
+	Ref r = sg_int_arg(g, e, mask ? "a multicast mask" : "a cluster rank");
+	if (sg_val(g, r)->ty == TY_ERR || !ty_isint(sg_val(g, r)->ty))
+		return 0;
+	if (sg_const_int(g, r, &v) && (mask ? v < 1 || v >= (1 << n) :
+	    v < 0 || v >= n)) {
+		if (mask)
+			diag_error(g->ctx, e->span, "multicast mask %lld names "
+				"no CTA or one outside the cluster of %lld (bits "
+				"0..%lld)", (long long)v, (long long)n,
+				(long long)n - 1);
+		else
+			diag_error(g->ctx, e->span, "cluster rank %lld is "
+				"outside the cluster of %lld CTAs (0..%lld)",
+				(long long)v, (long long)n, (long long)n - 1);
+		return 0;
+	}
+	return r;
+}
+
+/* The box's rows (all but its last extent, multiplied). */
+static int64_t
+box_rows(const Res *v)
+{
+	int64_t rows = 1;
+
+	for (int i = 0; i < v->rank - 1; i++)
+		rows *= v->shape[i];
+	return rows;
+}
+
+/* 'row=R' of a tma_load: the first buffer row the box fills.  A
+ * constant is checked here, against the tile's rows and the alignment
+ * TMA needs of a destination (1024 bytes swizzled, 128 plain); the
+ * verifier checks the values a run computes.  0 after a diagnostic. */
+static Ref
+tma_row(G *g, const Node *e, const Res *v, const Res *b)
+{
+	int64_t r0, rows = box_rows(v), rb = b->shape[b->rank - 1] *
+		ty_bytes(b->ety), al = b->lay->swizzle ? 1024 : 128;
+	Ref r = sg_int_arg(g, e, "a row");
+
+	if (sg_val(g, r)->ty == TY_ERR || !ty_isint(sg_val(g, r)->ty))
+		return 0;
+	if (b->rank != 2) {
+		diag_error(g->ctx, e->span, "'row=' needs a 2-D buffer tile; "
+			"the tile of '%s' is %d-D", b->name, b->rank);
+		return 0;
+	}
+	if (sg_const_int(g, r, &r0) && (r0 < 0 || r0 + rows > b->shape[0] ||
+	    r0 * rb % al)) {
+		diag_error(g->ctx, e->span, r0 * rb % al && r0 >= 0 &&
+			r0 + rows <= b->shape[0] ? "row %lld of '%s' starts at "
+			"byte %lld, not a multiple of the %lld bytes TMA needs" :
+			"rows %lld.. of '%s' are outside its tile of %lld rows",
+			(long long)r0, b->name, (long long)(r0 * rb % al ? r0 *
+			rb : b->shape[0]), (long long)al);
+		return 0;
+	}
+	return r;
+}
+
 static void
 op_tma(G *g, const Node *n, bool load)
 {
 	const Node *arrow = n->kids.n ? n->kids.v[0] : NULL;
 	SirIns tmp = {0};
 
-	sg_noattrs(g, n, load ? NULL : (const char *const[]){"reduce", NULL});
+	sg_noattrs(g, n, load ? (const char *const[]){"multicast", "row",
+		NULL} : (const char *const[]){"reduce", NULL});
 	if (!sg_argc(g, n, load ? 2 : 1, load ? 2 : 1))
 		return;
 	/* tma_store ... reduce=add: cp.reduce.async.bulk.tensor's add, an
@@ -384,7 +468,14 @@ op_tma(G *g, const Node *n, bool load)
 	Res *m = NULL;
 	if (load)
 		m = sg_resource(g, n->kids.v[1], R_MBAR, "an mbarrier", &tmp.ri[2]);
-	if (!v || !b || (load && !m) || !box_matches(g, n, v, b))
+	const Node *rowa = load ? sg_opattr(g, n, "row", false) : NULL;
+	const Node *mca = load ? sg_opattr(g, n, "multicast", false) : NULL;
+	if (!v || !b || (load && !m) || !box_matches(g, n, v, b, rowa))
+		return;
+	Ref row = 0, mask = 0;
+	if (rowa && (!rowa->a || !(row = tma_row(g, rowa->a, v, b))))
+		return;
+	if (mca && (!mca->a || !(mask = cluster_arg(g, mca->a, true))))
 		return;
 	if (g->in_elect == 0)
 		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
@@ -399,6 +490,10 @@ op_tma(G *g, const Node *n, bool load)
 	i->ri[1] = tmp.ri[1];
 	i->r[2] = m;
 	i->ri[2] = tmp.ri[2];
+	i->row = row;
+	i->cta = mask;
+	if (mask)
+		m->remote = true;  /* peers' loads complete on it */
 }
 
 static void
@@ -407,10 +502,19 @@ op_mbar(G *g, const Node *n)
 	Ref idx;
 	int want = n->op == OP_ARRIVE ? 1 : 2;
 
-	sg_noattrs(g, n, (const char *const[]){"count", NULL});
+	sg_noattrs(g, n, (const char *const[]){"count", "cta", NULL});
 	if (!sg_argc(g, n, want, want))
 		return;
 	Res *r = sg_resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
+	const Node *cta = sg_opattr(g, n, "cta", false);
+	Ref peer = 0;
+	if (cta && n->op != OP_ARRIVE) {
+		diag_error(g->ctx, cta->span, "only 'arrive' takes 'cta=': a "
+			"CTA waits on its own barriers only");
+		return;
+	}
+	if (cta && (!cta->a || !(peer = cluster_arg(g, cta->a, false))))
+		return;
 	if (!r)
 		return;
 	SirOp op = n->op == OP_WAIT ? SOP_mbar_wait : n->op == OP_ARRIVE ?
@@ -428,6 +532,9 @@ op_mbar(G *g, const Node *n)
 	i->r[0] = r;
 	i->ri[0] = idx;
 	i->imm = cnt;
+	i->cta = peer;
+	if (peer)
+		r->remote = true;
 	if (a) {
 		i->a[0] = a;
 		i->na = 1;

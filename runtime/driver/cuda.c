@@ -42,6 +42,8 @@ syms(Driver *d, char *why, size_t whylen)
 		{(void **)&cu->OccupancyMaxActiveBlocksPerMultiprocessor,
 			"cuOccupancyMaxActiveBlocksPerMultiprocessor"},
 		{(void **)&cu->LaunchKernelEx, "cuLaunchKernelEx"},
+		{(void **)&cu->OccupancyMaxActiveClusters,
+			"cuOccupancyMaxActiveClusters"},
 		{(void **)&cu->TensorMapEncodeTiled, "cuTensorMapEncodeTiled"},
 		{(void **)&cu->GetErrorName, "cuGetErrorName"},
 		{(void **)&cu->GetErrorString, "cuGetErrorString"},

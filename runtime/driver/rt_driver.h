@@ -33,6 +33,8 @@ typedef struct CudaApi {
 		CUfunction, int, size_t);
 	CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **,
 		void **);
+	CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction,
+		const CUlaunchConfig *);
 	CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType,
 		cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
 		const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,

@@ -297,28 +297,22 @@ view(fg_ctx *c, const Meta *m, const MetaArg *v)
 	return FG_OK;
 }
 
-/* What CUDA can launch: a single-order grid within the grid limits and a
- * multiple of the cluster; a persistent grid is 1-D, so its cluster is
- * too.  (The persistent grid's size needs the device: launch.c.) */
+/* What CUDA can launch: a single-order grid, rounded up to whole
+ * blocks of the cluster's shape, within the grid limits.  (The
+ * persistent grid's size needs the device: launch.c.) */
 static fg_status
 launchable(fg_ctx *c, const Meta *m, const Bound *b)
 {
 	static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
 	const int *cl = m->cluster;
 
-	if (m->order != ORD_SINGLE && (cl[1] != 1 || cl[2] != 1))
-		return bad(c, m, "a persistent grid is 1-D, so the cluster "
-			"must be (n, 1, 1), not (%d, %d, %d)", cl[0], cl[1],
-			cl[2]);
 	for (int i = 0; i < 3 && m->order == ORD_SINGLE; i++) {
-		if (b->tiles[i] > lim[i])
-			return bad(c, m, "grid dimension %d is %lld, above "
-				"CUDA's limit of %lld", i,
-				(long long)b->tiles[i], (long long)lim[i]);
-		if (b->tiles[i] % cl[i])
-			return bad(c, m, "grid dimension %d (%lld) is not a "
-				"multiple of the cluster's %d", i,
-				(long long)b->tiles[i], cl[i]);
+		int64_t g = (b->tiles[i] + cl[i] - 1) / cl[i] * cl[i];
+		if (g > lim[i])
+			return bad(c, m, "grid dimension %d is %lld%s, above "
+				"CUDA's limit of %lld", i, (long long)g, g !=
+				b->tiles[i] ? " (rounded up to whole clusters)" :
+				"", (long long)lim[i]);
 	}
 	return FG_OK;
 }

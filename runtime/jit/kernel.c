@@ -187,6 +187,49 @@ driver_jit(fg_kernel *k, const Driver *d)
 	return st;
 }
 
+/* A cluster of several CTAs: how many fit the device at once
+ * (cuOccupancyMaxActiveClusters), and a clear error when none does.
+ * Clusters above 8 CTAs need the non-portable attribute. */
+static fg_status
+cluster_fit(fg_kernel *k, const Driver *d)
+{
+	const Meta *m = &k->meta;
+	fg_ctx *c = k->ctx;
+	int n = m->cluster[0] * m->cluster[1] * m->cluster[2];
+	fg_status st;
+
+	k->max_clusters = 0;
+	if (n == 1)
+		return FG_OK;
+	if (n > 8 && (st = cuda_check(c, d, d->cu.FuncSetAttribute(k->fn,
+	    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+	    "cuFuncSetAttribute(non-portable cluster size)")))
+		return st;
+	CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+	attr.value.clusterDim.x = (unsigned)m->cluster[0];
+	attr.value.clusterDim.y = (unsigned)m->cluster[1];
+	attr.value.clusterDim.z = (unsigned)m->cluster[2];
+	CUlaunchConfig cfg = {
+		.gridDimX = (unsigned)m->cluster[0],
+		.gridDimY = (unsigned)m->cluster[1],
+		.gridDimZ = (unsigned)m->cluster[2],
+		.blockDimX = (unsigned)m->threads, .blockDimY = 1,
+		.blockDimZ = 1, .sharedMemBytes = (unsigned)m->smem,
+		.attrs = &attr, .numAttrs = 1,
+	};
+	if ((st = cuda_check(c, d, d->cu.OccupancyMaxActiveClusters(
+	    &k->max_clusters, k->fn, &cfg), "cuOccupancyMaxActiveClusters")))
+		return st;
+	if (k->max_clusters < 1)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "kernel '%s': a cluster "
+			"of %d CTAs (%d x %d x %d) of %d threads and %lld bytes "
+			"of shared memory each does not fit on device %d (%s): "
+			"cuOccupancyMaxActiveClusters found room for none",
+			m->name, n, m->cluster[0], m->cluster[1], m->cluster[2],
+			m->threads, (long long)m->smem, c->device, d->name);
+	return FG_OK;
+}
+
 /* With k->mu held and the primary context current. */
 static fg_status
 load_module(fg_kernel *k, const Driver *d)
@@ -225,6 +268,8 @@ load_module(fg_kernel *k, const Driver *d)
 		goto fail;
 	if (k->occupancy < 1)
 		k->occupancy = 1;
+	if ((st = cluster_fit(k, d)))
+		goto fail;
 	return FG_OK;
 fail:
 	d->cu.ModuleUnload(k->mod);

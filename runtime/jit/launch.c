@@ -7,7 +7,9 @@
  * ... per_sm=N': N per SM, 1 by default; 'per_sm=max': as many as fit,
  * the occupancy found at load; fg_kernel_set_grid_limit lowers or raises
  * the cap), and the CTAs walk the tiles.  A cluster is launched with the
- * cluster-dimension attribute; the grid must be a multiple of it.
+ * cluster-dimension attribute and takes the tiles of one block of its
+ * shape: order=single rounds the grid up to whole blocks; a persistent
+ * grid is (clusters x X, Y, Z), at most the clusters that fit at once.
  * Block: (threads, 1, 1); dynamic shared memory: the kernel's smem. */
 #include <stdio.h>
 #include <string.h>
@@ -77,31 +79,39 @@ launch_ctas(const fg_kernel *k, const Driver *d, int64_t tiles)
 
 	if (m->order == ORD_SINGLE)
 		return tiles;
+	int64_t cs = cx * m->cluster[1] * m->cluster[2];
 	int64_t cap = atomic_load(&k->max_ctas);
 	cap = cap ? cap : (int64_t)d->nsm * (m->per_sm ? m->per_sm :
 		k->occupancy);
+	if (cs > 1 && k->max_clusters > 0 && cap > k->max_clusters * cs)
+		cap = k->max_clusters * cs;
 	tiles = tiles < cap ? tiles : cap;
-	tiles -= tiles % cx;
-	return tiles > cx ? tiles : cx;
+	tiles -= tiles % cs;
+	return tiles > cs ? tiles : cs;
 }
 
 /* args_bind checked the limits and the cluster multiples. */
 static void
 grid(const fg_kernel *k, const Driver *d, const Bound *b, unsigned g[3])
 {
-	int64_t n;
+	const int *cl = k->meta.cluster;
+	int64_t n, blk[3];
 
+	for (int i = 0; i < 3; i++)  /* whole blocks of the cluster's shape */
+		blk[i] = (b->tiles[i] + cl[i] - 1) / cl[i];
 	if (k->meta.order == ORD_SINGLE) {
 		for (int i = 0; i < 3; i++)
-			g[i] = (unsigned)b->tiles[i];
+			g[i] = (unsigned)(blk[i] * cl[i]);
 		return;
 	}
 	/* args_bind checked that the product fits 32 bits */
-	if (!ck_mul64(b->tiles[0], b->tiles[1], &n) ||
-	    !ck_mul64(n, b->tiles[2], &n))
+	if (!ck_mul64(blk[0], blk[1], &n) || !ck_mul64(n, blk[2], &n) ||
+	    !ck_mul64(n, (int64_t)cl[0] * cl[1] * cl[2], &n))
 		n = INT64_MAX;
-	g[0] = (unsigned)launch_ctas(k, d, n);
-	g[1] = g[2] = 1;
+	n = launch_ctas(k, d, n);
+	g[0] = (unsigned)(n / (cl[1] * cl[2]));
+	g[1] = (unsigned)cl[1];
+	g[2] = (unsigned)cl[2];
 }
 
 fg_status

@@ -130,6 +130,8 @@ struct fg_kernel {
 	atomic_bool loaded;
 	atomic_int max_ctas;  /* persistent grid cap, 0: #SMs x per SM */
 	int occupancy;        /* CTAs per SM that fit, once loaded */
+	int max_clusters;     /* clusters that fit the device at once, once
+			       * loaded (a cluster of several CTAs) */
 	CUmodule mod;
 	CUfunction fn;
 };
@@ -149,10 +151,12 @@ fg_status args_bind(fg_ctx *, const Meta *, const fg_arg *, int n, Bound *);
 
 /* ---------------------------------------------------------------- launch.c */
 fg_status launch_kernel(fg_kernel *, CUstream, const Bound *);
-/* The CTAs a launch of k over tiles tiles (their product) gets: the
- * tiles for order=single; else min(tiles, the cap), the cap
- * fg_kernel_set_grid_limit's or #SMs x per_sm (k loaded where per_sm is
- * the occupancy's), a multiple of the cluster, at least one cluster. */
+/* The CTAs a launch of k over tiles tiles (their product; with a
+ * cluster, the grid's blocks of the cluster's shape times the cluster's
+ * size) gets: the tiles for order=single; else min(tiles, the cap), the
+ * cap fg_kernel_set_grid_limit's or #SMs x per_sm (k loaded where per_sm
+ * is the occupancy's) and at most the clusters that fit at once, a
+ * multiple of the cluster, at least one cluster. */
 int64_t launch_ctas(const fg_kernel *k, const Driver *, int64_t tiles);
 
 /* ---------------------------------------------------------------- nvrtc.c

@@ -1,5 +1,6 @@
 /* gpu_gemm.c: schedules/gemm_ws_sm90.fa on a Hopper GPU, C = A B^T and
- * with its fused epilogues (scale, bias, GELU or SiLU, residual), against
+ * with its fused epilogues (scale, bias, GELU or SiLU, residual), in
+ * clusters of 1, 2 and 4 CTAs that multicast B's tile (-D CM), against
  * a float64 host reference at ragged sizes, C poisoned before each run
  * and each run repeated.  Compiles, assembles and launches
  * through libfagen.  Exit 77 (SKIP) without a Hopper GPU. */
@@ -13,6 +14,7 @@ static CUstream stream;
 typedef struct Epi {
 	bool scale, bias, resid;
 	int act;          /* 0 none, 1 GELU (tanh form), 2 SiLU */
+	int cm;           /* CTAs of a cluster (0: 1) */
 } Epi;
 
 static const double alpha = 0.75;
@@ -21,9 +23,10 @@ static int
 run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 	const Epi *ep)
 {
-	char d[5][32];
-	const char *defs[] = {d[0], d[1], d[2], d[3], d[4]};
-	fg_compile_options opt = {.defines = defs, .ndefines = 5};
+	char d[6][32];
+	const char *defs[] = {d[0], d[1], d[2], d[3], d[4], d[5]};
+	fg_compile_options opt = {.defines = defs, .ndefines = 6};
+	int cm = ep->cm ? ep->cm : 1;
 	fg_program *prog;
 	fg_kernel *fk;
 	size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
@@ -34,6 +37,7 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 	snprintf(d[2], sizeof d[2], "BIAS=%s", ep->bias ? "true" : "false");
 	snprintf(d[3], sizeof d[3], "ACT=%d", ep->act);
 	snprintf(d[4], sizeof d[4], "RESID=%s", ep->resid ? "true" : "false");
+	snprintf(d[5], sizeof d[5], "CM=%d", cm);
 	FG(ctx, fg_compile_file(ctx, src, &opt, &prog));
 	FG(ctx, fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &fk));
 	uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
@@ -104,8 +108,9 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 	double rel = sqrt(err / ref2), tol = f16 ? 3e-3 : 1e-2;
 	if (rel > tol)
 		bad |= 8;
-	printf("gemm_ws_sm90 M=%d N=%d K=%d %s grid=%d%s%s%s%s: rel err %.2e "
-		"(tol %.0e)%s%s -> %s\n", M, N, K, f16 ? "f16" : "bf16", grid,
+	printf("gemm_ws_sm90 M=%d N=%d K=%d %s grid=%d cluster=%d%s%s%s%s: rel "
+		"err %.2e (tol %.0e)%s%s -> %s\n", M, N, K, f16 ? "f16" : "bf16",
+		grid, cm,
 		ep->scale ? " scale" : "", ep->bias ? " bias" : "", ep->act ==
 		1 ? " gelu" : ep->act == 2 ? " silu" : "", ep->resid ?
 		" resid" : "", rel, tol, bad & 1 ? ", NaN in C" : "", bad & 4 ?
@@ -147,6 +152,18 @@ main(void)
 		&(Epi){.scale = true, .bias = true, .act = 2, .resid = true});
 	bad |= run_epi(src, 17, 136, 72, false, 3, &(Epi){.act = 1,
 		.resid = true});
+	/* clusters: ragged M (tiles past the last row block run too), a
+	 * grid of one cluster, a K of one block and of none */
+	for (int cm = 2; cm <= 4; cm *= 2) {
+		bad |= run_epi(src, 1000, 1000, 1000, false, gpu.nsm,
+			&(Epi){.cm = cm});
+		bad |= run_epi(src, 4097, 520, 264, true, gpu.nsm,
+			&(Epi){.cm = cm});
+		bad |= run_epi(src, 17, 136, 72, false, 3, &(Epi){.cm = cm});
+		bad |= run_epi(src, 300, 200, 8, true, 2, &(Epi){.cm = cm});
+		bad |= run_epi(src, 1000, 1000, 1000, false, 5,
+			&(Epi){.cm = cm, .bias = true, .act = 1});
+	}
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);
 	return bad ? 1 : 0;

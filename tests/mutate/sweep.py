@@ -9,6 +9,7 @@ For every shipped schedule (schedules/*.fa) it makes one-line mutants:
            barrier of the same kind declared (mbar or nbar)
   move     each arrive, commit or barrive moved above the statement
            before it (the access it releases)
+  mask     each TMA multicast's mask made this CTA's alone (issue #27)
 and runs 'FAGEN MUTANT --check' under every variant of the schedule (its
 '// VARIANTS:' lines and its rows of tests/shipped/variants.txt).  A
 mutant is caught when some variant rejects it.  Prints each accepted
@@ -28,6 +29,7 @@ SYNC = re.compile(r"^\s*(wait|arrive|expect|bsync|barrive|commit|tma_commit|"
 RELEASE = re.compile(r"^\s*(arrive|commit|barrive)\b[^;]*;\s*(//.*)?$")
 WAIT = re.compile(r"^(\s*wait\s+[^,;]+,\s*)([^;]+?)(;\s*(//.*)?)$")
 DECL = re.compile(r"^\s*(mbar|nbar)\s+([A-Za-z_]\w*)")
+MASK = re.compile(r"\bmulticast=([^;]*?)(?=\s+\w+=|;|$)")
 
 
 def variants(path):
@@ -55,10 +57,16 @@ def mutants(lines):
     bars = {"mbar": [], "nbar": []}
     for ln in lines:
         m = DECL.match(ln)
-        if m:
-            bars[m.group(1)].append(m.group(2))
+        if m and m.group(2) not in bars[m.group(1)]:  # once: a static
+            bars[m.group(1)].append(m.group(2))       # if may declare
+                                                       # it in each branch
     out = []
     for i, ln in enumerate(lines):
+        m = MASK.search(ln)
+        if m:  # a multicast to this CTA only: the peers miss their part
+            new = ln[:m.start(1)] + "1 << cluster_rank" + ln[m.end(1):]
+            out.append(("mask", i + 1, ln.strip(),
+                        lines[:i] + [new] + lines[i + 1:]))
         if not SYNC.match(ln):
             continue
         n = i + 1

@@ -286,16 +286,20 @@ unlaunchable_grids_are_rejected(void **state)
 	Fix g = {.ctx = f->ctx, .k = k};
 	fg_arg a[] = {FG_INT("A", 4), FG_INT("B", 65535)};
 	assert_int_equal(fg_kernel_check(k, a, 2, NULL), FG_OK);
+	/* a grid that is not a multiple of the cluster is rounded up */
 	a[0] = FG_INT("A", 3);
-	invalid(&g, a, 2, "grid dimension 0 (3) is not a multiple of the "
-		"cluster's 2");
+	assert_int_equal(fg_kernel_check(k, a, 2, NULL), FG_OK);
+	a[0] = FG_INT("A", INT32_MAX);
+	a[1] = FG_INT("B", 1);
+	invalid(&g, a, 2, "grid dimension 0 is 2147483648 (rounded up to "
+		"whole clusters), above CUDA's limit");
 	a[0] = FG_INT("A", 4);
 	a[1] = FG_INT("B", 65536);
 	invalid(&g, a, 2, "grid dimension 1 is 65536, above CUDA's limit");
 	fg_kernel_free(k);
+	/* a persistent grid takes any cluster shape: (clusters x X, Y, Z) */
 	assert_int_equal(fg_kernel_create(f->ctx, pers, 0, &k), FG_OK);
-	g.k = k;
-	invalid(&g, NULL, 0, "the cluster must be (n, 1, 1), not (1, 2, 1)");
+	assert_int_equal(fg_kernel_check(k, NULL, 0, NULL), FG_OK);
 	fg_kernel_free(k);
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tune_rows.py: sweep the configurations of schedules/rmsnorm.fa,
 softmax.fa or layernorm.fa (--kernel; the -D consts the runtime's
-heuristic picks: TPR, WARPS, WHOLD) at given shapes, to choose and check
-that heuristic (issue #26).
+heuristic picks: TPR, WARPS, WHOLD, and CL for clusters sharing a row)
+at given shapes, to choose and check that heuristic (issues #26, #27).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so FAGEN_SCHEDULE_DIR=schedules \\
         python3 bench/tune_rows.py [--shapes 'M,N;M,N'] [--reps 30]
@@ -66,6 +66,19 @@ def configs(kind, n, most):
             if kind != "softmax":
                 d.append("WHOLD=%s" % ("true" if whold else "false"))
             out.append(("tpr%d w%d" % (tpr, warps), d))
+    # rows wider than a CTA: a cluster of CL CTAs shares a row, a row a
+    # CTA of TPR threads (issue #27)
+    for cl in (2, 4, 8):
+        nn = n // cl
+        for tpr in (256, 512, 1024):
+            per = nn // tpr
+            if n % cl or nn % (tpr * 8) or per > most or per < 8:
+                continue
+            d = ["N=%d" % nn, "TPR=%d" % tpr, "WARPS=%d" % (tpr // 32),
+                 "CL=%d" % cl]
+            if kind != "softmax":
+                d.append("WHOLD=false")
+            out.append(("cl%d tpr%d" % (cl, tpr), d))
     return out
 
 

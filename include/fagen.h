@@ -521,8 +521,9 @@ typedef struct fg_rmsnorm_args {
 /* Validate *a, pick rmsnorm.fa's configuration for the row width and
  * alignment (docs/API.md), compile and load it on first use (kept in
  * ctx), and launch it asynchronously on stream (not the legacy default
- * stream).  Empty tensors launch nothing.  FG_ERR_UNSUPPORTED for rows
- * wider than one CTA takes (8192 16-byte accesses; issue #27). */
+ * stream).  Empty tensors launch nothing.  Rows wider than one CTA takes
+ * are shared by a cluster's CTAs; FG_ERR_UNSUPPORTED for rows wider than
+ * a cluster of 8 takes (262144 16-bit elements; docs/API.md). */
 FG_API fg_status fg_rms_norm(fg_ctx *, const fg_rmsnorm_args *a,
 	struct CUstream_st *stream);
 

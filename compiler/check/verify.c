@@ -241,6 +241,26 @@ vf_cta_gone(const Sim *s, int c)
 	return true;
 }
 
+/* The cluster's barrier completes when every process that has not
+ * finished has arrived (barrier.cluster waits for the threads that have
+ * not exited): at an arrival, and when a process finishes. */
+void
+vf_cluster_bar(Sim *s)
+{
+	Nbar *n = &s->nb[CLB(s)];
+
+	if (!n->who)
+		return;
+	for (int i = 0; i < s->np; i++)
+		if (s->p[i].state != B_DONE && !(n->who & PBIT(i)))
+			return;
+	n->who = 0;
+	n->gen++;
+	memcpy(s->nbvc[CLB(s)][1], s->nbvc[CLB(s)][0], s->nvc * sizeof(Clk));
+	memset(s->nbvc[CLB(s)][0], 0, s->nvc * sizeof(Clk));
+	vf_wake_bar(s, B_NBAR, CLB(s));
+}
+
 /* A blocked process whose condition now holds becomes runnable. */
 static bool
 ready(Sim *s, Proc *p)
@@ -269,9 +289,9 @@ void
 vf_wake(Sim *s, int i)
 {
 	if (s->p[i].state != B_DONE && ready(s, &s->p[i]))
-		s->rdy |= 1ull << i;
+		s->rdy |= PBIT(i);
 	else
-		s->rdy &= ~(1ull << i);
+		s->rdy &= ~PBIT(i);
 }
 
 /* Barrier bar moved on: recheck the processes blocked on it in state. */
@@ -356,7 +376,8 @@ deadlock(Sim *s)
 		return;
 	s->cur = first;
 	s->wait_bar = first->state == B_MBAR ? s->mb[first->bar].r :
-		first->state == B_NBAR && first->bar % NNB < 16 ? first->at->r[0] : NULL;
+		first->state == B_NBAR && first->at->r[0] && first->bar % NNB < 16 ?
+		first->at->r[0] : NULL;
 	vf_fail(s, first->at->span, "deadlock", "deadlock: every partition is "
 		"blocked and nothing is in flight%s%s", "", "");
 	SirFinding *df = *s->finds;  /* the error's: it gets first's note */
@@ -389,6 +410,15 @@ deadlock(Sim *s)
 				"parity %lld; it has completed %lld phase%s (%s)",
 				vf_pname(s, p), bname(m), (long long)p->want,
 				(long long)m->phase, m->phase == 1 ? "" : "s", what);
+		} else if (p->state == B_NBAR && p->bar == CLB(s)) {
+			int left = 0;
+			for (int k = 0; k < s->np; k++)
+				left += s->p[k].state != B_DONE &&
+					!(s->nb[CLB(s)].who & PBIT(k));
+			snprintf(note, sizeof note, "'%s' waits here at the "
+				"cluster's barrier, which every warp of the cluster "
+				"that has not finished must reach (%d %s not)",
+				vf_pname(s, p), left, left == 1 ? "has" : "have");
 		} else if (p->state == B_NBAR && p->bar % NNB >= 16) {
 			snprintf(note, sizeof note, "'%s' waits here for the other "
 				"warps of its warpgroup to issue this wgmma",
@@ -409,7 +439,8 @@ deadlock(Sim *s)
 		} else {
 			s->cur = p;
 			s->wait_bar = p->state == B_MBAR ? s->mb[p->bar].r :
-				p->state == B_NBAR && p->bar % NNB < 16 ? p->at->r[0] :
+				p->state == B_NBAR && p->at->r[0] && p->bar % NNB < 16 ?
+				p->at->r[0] :
 				NULL;
 			vf_find(s, p->at->span, "deadlock", note);
 		}
@@ -489,6 +520,7 @@ setup(Sim *s, const SirMod *m)
 	for (int c = 0; c < s->ncta; c++)
 		for (int g = 0; g < 8; g++)
 			s->nb[NNB * c + 16 + g] = (Nbar){0, 0, 0, 0};
+	s->nb[CLB(s)] = (Nbar){0, 0, 0, 0};
 	for (int i = 0; i < s->np; i++) {
 		const Part *pt = s->p[i].sp->part;
 		s->nb[NNB * s->p[i].cta + 16 + (pt->warp_lo + s->p[i].warp) / 4 %
@@ -504,7 +536,7 @@ setup(Sim *s, const SirMod *m)
 	s->tm_at = NULL;
 	s->nev = 0;
 	s->steps = 0;
-	s->rdy = s->np < 64 ? (1ull << s->np) - 1 : ~0ull;  /* all B_RUN */
+	s->rdy = s->np < MAXPROC ? PBIT(s->np) - 1 : ~(PMask)0;  /* all B_RUN */
 }
 
 /* The next move: a process, MAXPROC + an event, or -1 when none can
@@ -517,15 +549,15 @@ static int
 next(Sim *s)
 {
 	int cand[MAXEV], n = 0;
-	uint64_t seen[4] = {0};  /* by event kind: processes queued */
+	PMask seen[4] = {0};  /* by event kind: processes queued */
 
 	if (s->mode == 1 && s->nev)
 		return MAXPROC;
 	if (s->mode < 2)
-		return s->rdy ? __builtin_ctzll(s->rdy) : s->nev ? MAXPROC : -1;
-	int nr = __builtin_popcountll(s->rdy);
+		return s->rdy ? pm_ctz(s->rdy) : s->nev ? MAXPROC : -1;
+	int nr = pm_popcount(s->rdy);
 	for (int e = 0; e < s->nev; e++) {
-		uint64_t bit = 1ull << s->ev[e].proc;
+		PMask bit = PBIT(s->ev[e].proc);
 		if (s->ev[e].kind == EV_TMA || !(seen[s->ev[e].kind] & bit))
 			cand[n++] = MAXPROC + e;
 		seen[s->ev[e].kind] |= bit;
@@ -535,10 +567,10 @@ next(Sim *s)
 	uint64_t k = vf_rnd(s) % (uint64_t)(nr + n);
 	if (k >= (uint64_t)nr)
 		return cand[k - nr];
-	uint64_t m = s->rdy;  /* the k-th ready process */
+	PMask m = s->rdy;  /* the k-th ready process */
 	while (k--)
 		m &= m - 1;
-	return __builtin_ctzll(m);
+	return pm_ctz(m);
 }
 
 /* One run under the current mode; false when it failed. */

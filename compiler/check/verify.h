@@ -6,7 +6,7 @@
 #ifndef VERIFY_H
 #define VERIFY_H
 
-#define MAXPROC 64         /* warps, over the CTAs of a cluster */
+#define MAXPROC 128        /* warps, over the CTAs of a cluster */
 #define MAXCTA 8           /* CTAs of a cluster the verifier models */
 #define NNB 24             /* named barriers of a CTA: 16, then 8
 			    * warpgroup wgmma gates */
@@ -16,12 +16,30 @@
 #define MAXTOTAL 32000000   /* steps over all runs, about 2 s: 14 times the
 			     * largest shipped schedule's */
 #define NTRACE 4
-#define MAXREC 512
+#define MAXREC 1024
 #define MAXTREC 64          /* tensor-memory access records, per
 			     * bucket: a lane quarter's, or the MMAs' */
 #define TQ_MMA 4
 #define RECW (MAXREC / 64)  /* words of a Rec bitmap */
 _Static_assert(MAXREC % 64 == 0 && MAXTREC == 64, "record bitmaps");
+
+/* A set of processes: bit i is process i. */
+typedef unsigned __int128 PMask;
+#define PBIT(i) ((PMask)1 << (i))
+static inline int
+pm_ctz(PMask m)
+{
+	uint64_t lo = (uint64_t)m;
+
+	return lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((uint64_t)(m >>
+		64));
+}
+static inline int
+pm_popcount(PMask m)
+{
+	return __builtin_popcountll((uint64_t)m) +
+		__builtin_popcountll((uint64_t)(m >> 64));
+}
 
 /* A vector clock entry.  Every increment takes a step of a run, so an
  * entry stays below MAXSTEPS. */
@@ -42,7 +60,7 @@ typedef struct Mbar {
 
 typedef struct Nbar {
 	int64_t count, arrived, gen;
-	uint64_t who;         /* processes that arrived in this generation */
+	PMask who;            /* processes that arrived in this generation */
 } Nbar;
 
 typedef struct Frame {
@@ -170,8 +188,9 @@ typedef struct Sim {
 	int np;
 	Mbar mb[MAXBAR];
 	int nmb;
-	Nbar nb[NNB * MAXCTA];  /* by CTA: 0..15 named barriers, 16..
-				 * warpgroup wgmma */
+	Nbar nb[NNB * MAXCTA + 1];  /* by CTA: 0..15 named barriers, 16..
+				     * warpgroup wgmma; then the cluster's
+				     * barrier (CLB) */
 	int ncta;             /* CTAs modelled: the cluster's */
 	int nmb1;             /* mbarrier elements of one CTA; CTA c's
 			       * are mb[c * nmb1 ..] */
@@ -190,8 +209,8 @@ typedef struct Sim {
 	uint64_t rpend[MAXPROC][RECW];  /* by process: its live pending reads */
 	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
 	Clk *done[MAXBAR][2];     /* of the last completed phases */
-	Clk *nbvc[NNB * MAXCTA][2];  /* named barriers: accumulating,
-				      * released */
+	Clk *nbvc[NNB * MAXCTA + 1][2];  /* named barriers: accumulating,
+					  * released */
 	bool capped;              /* a capacity limit was hit: warned */
 	int nvc;                  /* clock entries: np processes, then the
 				   * mbarriers' (VB) and tcgen05 commits'
@@ -208,7 +227,7 @@ typedef struct Sim {
 	int nkonst[64];           /* run starts (konsts()) */
 	Ref *clr[64];             /* by partition: the values a new run */
 	int nclr[64];             /* clears (vf_skips()) */
-	uint64_t rdy;             /* processes that may move (vf_wake) */
+	PMask rdy;                /* processes that may move (vf_wake) */
 	TRec trec[TQ_MMA + 1][MAXTREC]; /* tensor memory, by bucket */
 	int ntrec[TQ_MMA + 1];
 	uint64_t tlive[TQ_MMA + 1];   /* bit i: trec[k][i].live */
@@ -240,6 +259,8 @@ typedef struct Sim {
 /* The clock entry of mbarrier b: how many of its phases were observed;
  * -1 when no TMA load completes on it (vf_clocks). */
 #define VB(s, b) ((s)->vbslot[b])
+/* The cluster's barrier (barrier.cluster), after the CTAs' named ones */
+#define CLB(s) (NNB * (s)->ncta)
 /* CTA c's shared memory: its byte offsets, apart from every other's */
 #define CTA_OFF(c) ((int64_t)(c) << 32)
 /* The clock entry of process i's tcgen05 commits: how many of them are
@@ -289,6 +310,7 @@ void vf_mbar_arrive(Sim *, Proc *, const SirIns *, int b, int64_t n);
 
 void vf_wake(Sim *, int proc);
 bool vf_cta_gone(const Sim *, int cta);
+void vf_cluster_bar(Sim *);
 void vf_wake_bar(Sim *, int state, int bar);
 
 /* verify_exec.c */

@@ -282,6 +282,42 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 				vf_geometry(in->r[0]), r0, r0 + per);
 		return true;
 	}
+	case SOP_clred_put: case SOP_clred_get:
+		/* a row reduction across a cluster: the first thread of each
+		 * row writes the CTA's partials into the stage of every CTA
+		 * (threads' writes do not conflict); the reads, of this CTA's
+		 * stage, must follow the cluster's barrier */
+		vf_range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
+		if (in->op == SOP_clred_get) {
+			vf_acc_gread(s, p, in, lo + CTA_OFF(p->cta), hi +
+				CTA_OFF(p->cta), 0, 0, 0);
+			return true;
+		}
+		for (int c = 0; c < s->ncta && !s->failed; c++)
+			if (peer_alive(s, p, in, c, "writes the shared memory of"))
+				vf_acc_write(s, p, in, lo + CTA_OFF(c), hi +
+					CTA_OFF(c), false, 0, 0, 0);
+		return true;
+	case SOP_cl_sync: {
+		/* barrier.cluster: every thread of the cluster that has not
+		 * exited; a release by each, an acquire of all */
+		Nbar *n = &s->nb[CLB(s)];
+		int64_t gen = n->gen;
+		n->who |= PBIT(self);
+		vf_join(s, s->nbvc[CLB(s)][0], p->vc);
+		p->vc[self]++;
+		vf_cluster_bar(s);
+		if (n->gen == gen) {
+			p->state = B_NBAR;
+			p->bar = CLB(s);
+			p->want = gen;
+			p->at = in;
+		} else {
+			vf_join(s, p->vc, s->nbvc[CLB(s)][1]);
+		}
+		trace(p, in->span, "synced the cluster here", -1);
+		return true;
+	}
 	case SOP_rowred_put: case SOP_rowred_get:
 		/* a row reduction across warps (blocked tiles): lane 0 of
 		 * each warp writes its partials into the stage, every thread
@@ -465,7 +501,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		int id = NNB * p->cta + (int)(in->r[0]->bar_id + ix);
 		Nbar *n = &s->nb[id];
-		if (n->who & (1ull << self)) {
+		if (n->who & PBIT(self)) {
 			vf_fail(s, in->span, "nbar-twice", "'%s' arrives on named "
 				"barrier '%s' a second time before it completes: an "
 				"arrive where a sync was needed", vf_pname(s, p),
@@ -473,7 +509,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			vf_note_traces(s, p);
 			return true;
 		}
-		n->who |= 1ull << self;
+		n->who |= PBIT(self);
 		n->arrived += 32;
 		int64_t gen = n->gen;
 		vf_join(s, s->nbvc[id][0], p->vc);
@@ -945,6 +981,7 @@ vf_step(Sim *s, Proc *p)
 			return;
 	}
 	p->state = B_DONE;
+	vf_cluster_bar(s);  /* it no longer holds the cluster's barrier */
 	if (p->bulk_unread || p->bulk_open) {
 		vf_fail(s, p->sp->part->nspan, "exit-pending", "partition '%s' "
 			"ends with bulk stores still reading shared memory; "

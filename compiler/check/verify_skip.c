@@ -36,7 +36,8 @@ coords(int op)
 {
 	return op == SOP_tma_load || op == SOP_tma_store || op == SOP_gstore ||
 		op == SOP_gscatter || op == SOP_rowred_put ||
-		op == SOP_rowred_get || op == SOP_gtload ||
+		op == SOP_rowred_get || op == SOP_clred_put ||
+		op == SOP_clred_get || op == SOP_gtload ||
 		op == SOP_wgmma || op == SOP_tc_mma || op == SOP_gload;
 }
 

@@ -78,12 +78,12 @@ blocked_arriver(const Sim *s, const Res *r, int not)
  * that never completed a phase, for parity 0: a wait on a free slot
  * that should have passed at once (parity 1). */
 static bool
-first_wait(Sim *s, int at, int nx, uint64_t cycle)
+first_wait(Sim *s, int at, int nx, PMask cycle)
 {
-	cycle |= 1ull << at;
+	cycle |= PBIT(at);
 	for (int i = 0; i < s->np; i++) {
 		const Proc *p = &s->p[i];
-		if (!(cycle & 1ull << i) || p->state != B_MBAR)
+		if (!(cycle & PBIT(i)) || p->state != B_MBAR)
 			continue;
 		const Mbar *m = &s->mb[p->bar];
 		if (m->phase || p->want || p->seen[p->bar] != -2)
@@ -105,7 +105,7 @@ vf_why_deadlock(Sim *s, const Proc *first)
 	if (unwaited(s))
 		return;
 	int at = (int)(first - s->p);
-	uint64_t seen = 0;
+	PMask seen = 0;
 	for (int n = 0; n < s->np && s->p[at].state == B_MBAR; n++) {
 		const Proc *p = &s->p[at];
 		const Mbar *m = &s->mb[p->bar];
@@ -126,7 +126,7 @@ vf_why_deadlock(Sim *s, const Proc *first)
 				(long long)p->want);
 			return;
 		}
-		if (seen & 1ull << nx) {
+		if (seen & PBIT(nx)) {
 			if (first_wait(s, at, nx, seen))
 				return;
 			diag_note(s->ctx, p->at->span, "likeliest cause: '%s' "
@@ -137,7 +137,7 @@ vf_why_deadlock(Sim *s, const Proc *first)
 				vf_pname(s, &s->p[nx]), vf_pname(s, p));
 			return;
 		}
-		seen |= 1ull << at;
+		seen |= PBIT(at);
 		at = nx;
 	}
 }

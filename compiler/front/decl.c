@@ -557,11 +557,14 @@ decl_partition(S *s, const Node *d)
 				"is empty", (long long)lo, (long long)hi);
 			ok_w = false;
 		}
-		if (attr(d, "regs") && attr_int(s, d, "regs", false, 24, 256,
-		    &regs) && regs % 8) {
-			diag_error(s->ctx, attr(d, "regs")->a->span, "'regs' "
-				"must be a multiple of 8 (setmaxnreg), found "
-				"%lld", (long long)regs);
+		/* regs=0: no budget, as without the attribute (so that a
+		 * '-D' constant can leave it out) */
+		if (attr(d, "regs") && attr_int(s, d, "regs", false, 0, 256,
+		    &regs) && regs && (regs < 24 || regs % 8)) {
+			diag_error(s->ctx, attr(d, "regs")->a->span, regs < 24 ?
+				"'regs' must be 0 (no budget) or in 24..256, found "
+				"%lld" : "'regs' must be a multiple of 8 "
+				"(setmaxnreg), found %lld", (long long)regs);
 			regs = 0;
 		}
 		if (ix)

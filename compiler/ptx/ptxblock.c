@@ -309,6 +309,71 @@ across(PG *g, const SirIns *in)
 	}
 }
 
+/* clred_put: the first thread of each row group writes its rows' CTA
+ * partials into element row(k) * C + rank of the stage in each of the C
+ * CTAs of the cluster (mapa, st.shared::cluster).  clred_get: each
+ * thread combines the C partials of each of its rows, in rank order,
+ * with the initial value last. */
+static void
+across_ctas(PG *g, const SirIns *in)
+{
+	bool put = in->op == SOP_clred_put;
+	const SirVal *v = &g->sp->vals[in->a[0]];
+	const int *cl = g->k->cluster;
+	int n, nd, c = cl[0] * cl[1] * cl[2];
+	PReg *x = pg_frag(g, in->a[0], &n);
+	PReg *d = put ? NULL : pg_frag(g, in->dst, &nd);
+
+	if (!x || !is_kind(v, LK_ROWS) || (!put && !d)) {
+		pg_unsupported(g, in);
+		return;
+	}
+	Geo b = geo(v->lay);
+	PReg grp, pl, i = ptx_reg(g->f, RB32);
+	place(g, &b, &grp, &pl);
+	if (put) {
+		PReg p = ptx_reg(g->f, RP), rk = ptx_reg(g->f, RB32);
+		PReg ra = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, pl);
+		ptx_emit(g->f, "mov.u32 %R, %%cluster_ctarank;", rk);
+		for (int k = 0; k < b.RK; k++) {
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", i, grp,
+				(int64_t)k * (b.P / b.T));
+			ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", i, i,
+				(int64_t)c, rk);
+			PReg a = slot_addr(g, in, i);
+			for (int q = 0; q < c; q++) {
+				ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %I;",
+					ra, a, (int64_t)q);
+				ptx_emit(g->f, "@!%R st.shared::cluster.f32 [%R], %R;",
+					p, ra, x[k]);
+			}
+		}
+		/* the writers release their stores at cluster scope; the
+		 * cluster's barrier (cl_sync) then arrives relaxed, without
+		 * a GPU-scope MEMBAR in every thread */
+		ptx_emit(g->f, "@!%R fence.acq_rel.cluster;", p);
+		return;
+	}
+	const char *op = in->imm ? "max.f32" : "add.f32";
+	PReg t = ptx_reg(g->f, RF32);
+	for (int k = 0; k < b.RK; k++) {
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", i, grp,
+			(int64_t)k * (b.P / b.T));
+		ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", i, i, (int64_t)c);
+		PReg a = slot_addr(g, in, i);
+		ptx_emit(g->f, "ld.shared.f32 %R, [%R];", d[k], a);
+		for (int q = 1; q < c; q++) {
+			ptx_emit(g->f, "ld.shared.f32 %R, [%R+%I];", t, a,
+				(int64_t)q * 4);
+			ptx_emit(g->f, "%S %R, %R, %R;", op, d[k], d[k], t);
+		}
+		if (in->na > 1)
+			ptx_emit(g->f, "%S %R, %R, %R;", op, d[k], d[k],
+				elem(g, in->a[1], k, LK_ROWS));
+	}
+}
+
 /* colsum(x) of a tile of one row group: column j of the vector is the
  * sum of the thread's RK rows' element j, in row order. */
 static void
@@ -616,7 +681,8 @@ gload_rows(PG *g, const SirIns *in)
 static bool
 mine(const PG *g, const SirIns *in)
 {
-	if (in->op == SOP_rowred_put || in->op == SOP_rowred_get)
+	if (in->op == SOP_rowred_put || in->op == SOP_rowred_get ||
+	    in->op == SOP_clred_put || in->op == SOP_clred_get)
 		return true;
 	if (in->op == SOP_gstore)
 		return in->na > 1 && g->sp->vals[in->a[1]].ty == TY_FRAG &&
@@ -648,6 +714,9 @@ pg_blocked_op(PG *g, const SirIns *in)
 		return true;
 	case SOP_rowred_put: case SOP_rowred_get:
 		across(g, in);
+		return true;
+	case SOP_clred_put: case SOP_clred_get:
+		across_ctas(g, in);
 		return true;
 	case SOP_colsum:
 		colsum(g, in);

@@ -363,6 +363,13 @@ pg_sync(PG *g, const SirIns *in)
 	case SOP_bar_sync: case SOP_bar_arrive:
 		emit_bar(g, in);
 		break;
+	case SOP_cl_sync:
+		/* every thread of the cluster; what it publishes its writers
+		 * fenced (clred_put: fence.acq_rel.cluster), so the arrival is
+		 * relaxed, and the wait acquires */
+		ptx_emit(g->f, "barrier.cluster.arrive.relaxed.aligned;");
+		ptx_emit(g->f, "barrier.cluster.wait.acquire.aligned;");
+		break;
 	case SOP_tma_load: case SOP_tma_store:
 		emit_tma(g, in);
 		break;

@@ -89,5 +89,14 @@ SOP(  rowred_put,   1,     E_MEM,   T_ALL  )   /* a blocked row vector's
 SOP(  rowred_get,   -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0] reduced
 						  * (imm 1: max), a0 partials
 						  * [, a1 init] */
+SOP(  clred_put,    1,     E_MEM,   T_ALL  )   /* a row vector's CTA
+						  * partials -> r0[ri0] of
+						  * every CTA of the cluster */
+SOP(  cl_sync,      0,     E_SYNC,  T_ALL  )   /* barrier.cluster: every
+						  * thread of the cluster */
+SOP(  clred_get,    -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0]'s CTA
+						  * partials reduced (imm 1:
+						  * max), a0 the partials
+						  * [, a1 init] */
 SOP(  colsum,       1,     E_PURE,  T_ALL  )   /* blocked tile -> its column
 						  * sums, cols(L) */

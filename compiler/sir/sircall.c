@@ -39,20 +39,22 @@ rows_of(G *g, const Layout *l)
 	return r;
 }
 
-/* Split the named arguments 'via=B[s]' and 'bar=NB' off a reduction's
- * call: *one keeps the positional ones.  False after a diagnostic. */
+/* Split the named arguments 'via=B[s]', 'bar=NB' and 'cluster=B[s]' off
+ * a reduction's call: *one keeps the positional ones.  False after a
+ * diagnostic. */
 static bool
-via_args(G *g, const Node *n, Node *one, const Node **via, const Node **bar)
+via_args(G *g, const Node *n, Node *one, const Node **via, const Node **bar,
+	const Node **cl)
 {
 	*one = *n;
-	*via = *bar = NULL;
+	*via = *bar = *cl = NULL;
 	for (int k = 0; k < n->kids.n; k++) {
 		const Node *a = n->kids.v[k];
 		if (a->kind != N_NAMEDARG) {
-			if (*via || *bar) {
+			if (*via || *bar || *cl) {
 				diag_error(g->ctx, a->span, "'%s' takes its "
-					"operands before 'via=' and 'bar='",
-					n->a->name);
+					"operands before 'via=', 'bar=' and "
+					"'cluster='", n->a->name);
 				return false;
 			}
 			continue;
@@ -61,10 +63,13 @@ via_args(G *g, const Node *n, Node *one, const Node **via, const Node **bar)
 			*via = a;
 		else if (!strcmp(a->name, "bar") && !*bar)
 			*bar = a;
+		else if (!strcmp(a->name, "cluster") && !*cl)
+			*cl = a;
 		else {
 			diag_error(g->ctx, a->span, "'%s' takes the named "
 				"arguments 'via=BUF[s]' and 'bar=B' (a reduction "
-				"across warps), each once", n->a->name);
+				"across warps) and 'cluster=BUF[s]' (across the "
+				"CTAs of a cluster), each once", n->a->name);
 			return false;
 		}
 		one->kids.n = k < one->kids.n ? k : one->kids.n;
@@ -130,17 +135,74 @@ across_warps(G *g, const Node *n, SirOp op, Ref part, Ref init,
 	return r;
 }
 
-/* rowmax(x [, init] [, via=B[s], bar=NB]) and rowsum(...): reduce each
- * row of a tile to a row vector whose layout is rows(layout of x). */
+/* A row split across the CTAs of a cluster (each CTA a slice of its
+ * columns): each CTA's partial, reduced across its warps, goes into
+ * element row * C + rank of stage idx of 'cluster=' in every CTA
+ * (C the cluster's size), then the cluster's barrier, then each thread
+ * reads its rows' C partials, in rank order, so every CTA gets the same
+ * bits.  SIR: clred_put, cl_sync, clred_get. */
+static Ref
+across_ctas(G *g, const Node *n, SirOp op, Ref part, Ref init,
+	const Node *cl)
+{
+	const SirVal *xv = sg_val(g, part);
+	const Layout *bl = xv->lay->parent;
+	int64_t c = (int64_t)g->k->cluster[0] * g->k->cluster[1] *
+		g->k->cluster[2], have = 1;
+	Ref sidx = 0;
+
+	if (c == 1) {
+		diag_error(g->ctx, cl->span, "'cluster=' reduces across the "
+			"CTAs of a cluster; declare one: 'cta threads=... "
+			"cluster=(2)'");
+		return sg_err(g);
+	}
+	Res *b = sg_resource(g, cl->a, R_SMEM, "a shared-memory buffer",
+		&sidx);
+	if (!b)
+		return sg_err(g);
+	for (int k = 0; k < b->rank; k++)
+		have *= b->shape[k];
+	if (b->ety != TY_F32 || have < bl->m * c) {
+		diag_error(g->ctx, cl->a->span, "'cluster=' needs f32 shared "
+			"memory of at least %lld elements a stage, one per row "
+			"and CTA (%d row%s, %lld CTAs); a stage of '%s' holds "
+			"%lld %s", (long long)(bl->m * c), bl->m, bl->m == 1 ?
+			"" : "s", (long long)c, b->name, (long long)have,
+			ty_name(b->ety));
+		return sg_err(g);
+	}
+	SirIns *i = sg_emit(g, SOP_clred_put, n->span);
+	i->a[0] = part;
+	i->na = 1;
+	i->r[0] = b;
+	i->ri[0] = sidx;
+	sg_emit(g, SOP_cl_sync, cl->span);
+	Ref r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
+	sg_frag_like(g, r, sg_val(g, part));
+	i = sg_emit(g, SOP_clred_get, n->span);
+	i->dst = r;
+	i->a[0] = part;
+	i->a[1] = init;
+	i->na = init ? 2 : 1;
+	i->imm = op == SOP_rowmax;
+	i->r[0] = b;
+	i->ri[0] = sidx;
+	return r;
+}
+
+/* rowmax(x [, init] [, via=B[s], bar=NB] [, cluster=C[s]]) and
+ * rowsum(...): reduce each row of a tile to a row vector whose layout is
+ * rows(layout of x); with cluster=, the row is the CTAs' slices of it. */
 static Ref
 reduce(G *g, const Node *n, SirOp op)
 {
 	const char *f = sir_ops[op].name;
 	Ref x, init = 0, r;
 	Node one;
-	const Node *via, *bar;
+	const Node *via, *bar, *cl;
 
-	if (!via_args(g, n, &one, &via, &bar))
+	if (!via_args(g, n, &one, &via, &bar, &cl))
 		return sg_err(g);
 	if (!nargs(g, &one, f, 1, 2))
 		return sg_err(g);
@@ -197,10 +259,19 @@ reduce(G *g, const Node *n, SirOp op)
 	SirIns *i = sg_emit(g, op, n->span);
 	i->dst = r;
 	i->a[0] = x;
-	i->a[1] = wide ? 0 : init;
-	i->na = init && !wide ? 2 : 1;
+	/* the initial value joins once, at the last step */
+	i->a[1] = wide || cl ? 0 : init;
+	i->na = init && !wide && !cl ? 2 : 1;
 	if (wide)
-		return across_warps(g, n, op, r, init, via, bar);
+		r = across_warps(g, n, op, r, cl ? 0 : init, via, bar);
+	if (cl && sg_val(g, r)->ty != TY_ERR) {
+		if (xl->kind != LK_BLOCKED) {
+			diag_error(g->ctx, cl->span, "'cluster=' reduces the "
+				"rows of a 'blocked' tile");
+			return sg_err(g);
+		}
+		r = across_ctas(g, n, op, r, init, cl);
+	}
 	return r;
 }
 

@@ -358,8 +358,8 @@ def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
     rstd appended with return_rstd.
 
     x: a CUDA tensor [..., N] of torch.bfloat16, float16 or float32 (N
-    at most 32768 for 16-bit, 16384 for float32 elements: wider rows need
-    a cluster, issue #27).  weight: None (no scaling) or an (N,) tensor;
+    at most 262144 for 16-bit, 131072 for float32 elements; rows wider
+    than 32768 and 16384 are shared by the CTAs of a cluster).  weight: None (no scaling) or an (N,) tensor;
     residual: None or a tensor of x's shape; both of x's dtype and on its
     device.  Per row, in float32: s = x (+ residual), rstd = 1 /
     sqrt(mean(s^2) + eps), y = s * rstd * weight, rounded to x's dtype;
@@ -488,8 +488,9 @@ def softmax(x, dim=-1):
     exp(x - max) / sum(exp(x - max)), rounded to x's dtype.
 
     x: a CUDA tensor of torch.bfloat16, float16 or float32 whose dim is
-    at most 32768 wide for 16-bit, 16384 for float32 elements (wider rows
-    need a cluster, issue #27).  The kernel takes the last dimension: x
+    at most 262144 wide for 16-bit, 131072 for float32 elements (rows
+    wider than 32768 and 16384 are shared by the CTAs of a cluster; the
+    backward takes half as wide).  The kernel takes the last dimension: x
     is copied to be contiguous first where it is not, and a softmax over
     another dim is one over the last of x.transpose(dim, -1), copied,
     whose result is transposed back (a view, not contiguous).  Runs on

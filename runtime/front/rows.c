@@ -14,8 +14,8 @@
  *	       bytes that divides n and every tensor's address (in elements)
  *	TPR    threads per row: the smallest power of 2 from 4 up that
  *	       leaves each thread at most 4 accesses a row, at most 1024,
- *	       where a thread holds at most 64 bytes of a row (wider rows
- *	       need a cluster, issue #27)
+ *	       where a thread holds at most 64 bytes of a row (wider rows:
+ *	       CL below)
  *	WARPS  8, or TPR / 32 when more, and 32 for TPR 512 (two rows a
  *	       CTA): bench/tune_rows.py's best on an H200; a CTA holds
  *	       WARPS * 32 / TPR rows
@@ -30,6 +30,12 @@
  *	       TPR 512 or 1024)
  *	       holds more than 32 bytes of a row: then they are read again
  *	       for each row
+ *	CL     rows wider than a CTA takes (RMSNorm, softmax and its
+ *	       backward, issue #27): a cluster of CL = 2, 4 or 8 CTAs of
+ *	       512 threads (16 warps) shares each row, CTA r its columns
+ *	       r N .. (r + 1) N - 1, a thread holding at most 128 bytes
+ *	       of it (the backward: 64), the smallest CL that takes the
+ *	       row; the weight is read again for each row
  *
  * but for rmsnorm_bwd.fa, a row a CTA: TPR = WARPS * 32, the smallest
  * power of 2 from 128 that leaves a thread at most 4 accesses a row, at
@@ -67,6 +73,12 @@ enum {
 	MAXBYTES = 64,  /* of a row per thread at most: at MAXTPR a thread
 			 * has 64 registers */
 	ONETPR = 128,   /* threads of a one-row CTA at least */
+	CLTPR = 512,    /* rows wider than a CTA: a cluster of CL CTAs of
+			 * CLTPR threads shares a row */
+	CLHOLD = 128,   /* bytes of a row a thread of such a CTA holds at
+			 * most (128 registers, f32 weight included;
+			 * softmax's backward, with two tensors, half) */
+	MAXCL = 8,      /* CTAs of a cluster at most (portable) */
 	ONEHOLD = 8,    /* elements of a row a thread of a one-row CTA
 			 * holds at most (rmsnorm_bwd.fa: the row, its
 			 * gradient, the weight and the weight's partial
@@ -76,16 +88,17 @@ enum {
 /* Each kind's schedule and what it takes beyond N, DT, VEC, TPR, WARPS. */
 const RowKindInfo row_kinds[] = {
 	[ROW_RMS] = {"rmsnorm.fa", "RMSNorm", "normalization",
-		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true, true, false, false},
+		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true, true, false, false,
+		CLHOLD},
 	[ROW_RMS_BWD] = {"rmsnorm_bwd.fa", "RMSNorm backward", "backward",
 		RF_WEIGHT, 0, true, false, false, true},
 	[ROW_LAYER] = {"layernorm.fa", "LayerNorm", "normalization",
 		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true, true, false,
 		false},
 	[ROW_SOFTMAX] = {"softmax.fa", "softmax", "softmax", RF_BWD, 0,
-		false, false, false, false},
+		false, false, false, false, CLHOLD},
 	[ROW_SOFTMAX_BWD] = {"softmax.fa", "softmax", "softmax", RF_BWD,
-		RF_BWD, false, false, false, false},
+		RF_BWD, false, false, false, false, CLHOLD / 2},
 	[ROW_XENT] = {"cross_entropy.fa", "cross-entropy", "cross-entropy",
 		0, 0, false, false, true, false},
 };
@@ -433,6 +446,40 @@ aligned(const RowArgs *a, int64_t n, int vec, int esz)
 	return n % vec == 0;
 }
 
+/* Rows wider than a CTA (issue #27): the CL CTAs of a cluster share a
+ * row, each CLTPR threads holding at most clh elements of it (the
+ * smallest CL of 2, 4, 8 that takes the row), the weight read again for
+ * each row; cfg's kind, dtype and VEC are set. */
+static fg_status
+cluster_config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t,
+	int clh)
+{
+	RowCfg *g = &t->cfg;
+	int64_t per = (int64_t)CLTPR * clh;
+
+	g->cl = 2;
+	while (g->cl < MAXCL && g->cl * per < t->n)
+		g->cl *= 2;
+	if (g->cl * per < t->n)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: rows of %lld "
+			"elements are wider than a cluster of %d CTAs takes: "
+			"%d threads a CTA holding %d elements of a row each, "
+			"%lld elements", fn, (long long)t->n, MAXCL, CLTPR, clh,
+			(long long)(MAXCL * per));
+	g->tpr = CLTPR;
+	g->warps = CLTPR / 32;
+	int pair = t->esz == 2 && g->vec == 1 ? 2 : 1;
+	int64_t w = (int64_t)g->tpr * g->vec * pair;
+	int64_t slice = (t->n + g->cl - 1) / g->cl;
+	g->n = (int)((slice + w - 1) / w * w);
+	g->flags = row_kinds[g->kind].fixed;
+	for (int i = 0; i < a->nt; i++)
+		if (a->t[i].t->ptr)
+			g->flags |= a->t[i].flag;
+	t->chunk = INT32_MAX / ((int64_t)g->n * g->cl) - 1;
+	return FG_OK;
+}
+
 /* The schedule's configuration for a checked, non-empty problem. */
 static fg_status
 config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
@@ -448,15 +495,18 @@ config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t)
 	char hold[32];
 	snprintf(hold, sizeof hold, onerow ? "%d elements" : "%d bytes",
 		onerow ? ONEHOLD : MAXBYTES);
-	if (t->n > most && !online)
+	int clh = row_kinds[a->kind].clhold / t->esz;
+	if (t->n > most && !online && !clh)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: rows of %lld "
 			"elements are wider than one CTA takes: %d threads "
-			"holding %s of a row each, %lld elements; wider rows "
-			"need a cluster (issue #27)", fn, (long long)t->n,
-			MAXTPR, hold, (long long)most);
+			"holding %s of a row each, %lld elements", fn,
+			(long long)t->n, MAXTPR, hold, (long long)most);
 	g->kind = a->kind;
 	g->dt = a->dtype;
 	g->vec = vec;
+	g->cl = 1;
+	if (t->n > most && !online)
+		return cluster_config(c, fn, a, t, clh);
 	/* the forward softmax holds up to 8 accesses a thread, and never
 	 * two rows of 512 threads: its sweep on an H200 measured 0.90 of
 	 * the copy at 16384 columns in 256-thread rows, 0.79 in 512 */

@@ -22,6 +22,9 @@ typedef struct RowKindInfo {
 	bool eps;              /* param eps */
 	bool online;           /* walks a row in chunks of N: any width */
 	bool onerow;           /* a row a CTA of ONETPR threads or more */
+	int clhold;            /* rows wider than a CTA: bytes of a row a
+				* thread of a cluster's CTA holds at most (0:
+				* no clusters) */
 } RowKindInfo;
 
 /* A switch, in the order of the -D list. */

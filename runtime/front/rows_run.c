@@ -28,6 +28,8 @@ defines(const RowCfg *g, char d[MAXDEFS][24], char *list, size_t n)
 	snprintf(d[nd++], 24, "VEC=%d", g->vec);
 	snprintf(d[nd++], 24, "TPR=%d", g->tpr);
 	snprintf(d[nd++], 24, "WARPS=%d", g->warps);
+	if (g->cl > 1)
+		snprintf(d[nd++], 24, "CL=%d", g->cl);
 	for (int i = 0; i < row_nswitches; i++)
 		if (defs & row_switches[i].bit)
 			snprintf(d[nd++], 24, "%s=%s", row_switches[i].def,

@@ -192,6 +192,8 @@ typedef struct RowCfg {
 	fg_dtype dt;
 	int n, vec, tpr, warps;  /* -D N (the layout's width), VEC, TPR,
 				  * WARPS */
+	int cl;                  /* -D CL: CTAs of a cluster sharing a row,
+				  * each N of its columns (1: none) */
 	unsigned flags;          /* the RF_ switches on */
 } RowCfg;
 

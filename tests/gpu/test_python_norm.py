@@ -72,6 +72,9 @@ NS = [1, 2, 7, 64, 1000, 1024, 4096, 5120, 8192, 16384, 32768]
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 GRAD_RTOL = {torch.bfloat16: 3e-2, torch.float16: 5e-3, torch.float32: 1e-4}
 GRAD_NS = [1, 7, 64, 1000, 4096, 5120, 8192]
+WIDE = [(torch.bfloat16, 32776), (torch.float16, 65536),
+        (torch.bfloat16, 131073), (torch.bfloat16, 262144),
+        (torch.float32, 16388), (torch.float32, 131072)]
 
 
 def short(dt):
@@ -406,13 +409,13 @@ def errors():
     print("non-contiguous x copied: %s" % ("ok" if ok else "FAIL"))
     if not ok:
         failures.append("non-contiguous x")
-    # rows wider than one CTA takes (issue #27)
-    wide = torch.randn(2, 32776, device=dev, dtype=torch.bfloat16)
-    expect(fagen.FagenError, lambda: rn(wide), "32768 elements; wider "
-           "rows need a cluster (issue #27)", "FG_ERR_UNSUPPORTED")
-    wide = torch.randn(2, 16388, device=dev, dtype=torch.float32)
-    expect(fagen.FagenError, lambda: rn(wide), "16384 elements; wider "
-           "rows need a cluster", "FG_ERR_UNSUPPORTED")
+    # rows wider than a cluster of 8 CTAs takes (issue #27)
+    wide = torch.randn(2, 262145, device=dev, dtype=torch.bfloat16)
+    expect(fagen.FagenError, lambda: rn(wide), "rows of 262145 elements "
+           "are wider than a cluster of 8 CTAs takes", "FG_ERR_UNSUPPORTED")
+    wide = torch.randn(2, 131073, device=dev, dtype=torch.float32)
+    expect(fagen.FagenError, lambda: rn(wide), "131072 elements",
+           "FG_ERR_UNSUPPORTED")
     # the backward's rows: 8192 at most (with dW wanted, the count of
     # its partial rows says so first)
     for dt, n, wgrad, fn in (
@@ -423,8 +426,7 @@ def errors():
         expect(fagen.FagenError, lambda: rn(wide, ww).sum().backward(),
                "%s: rows of %d elements are wider than one CTA takes: "
                "1024 threads holding 8 elements of a row each, 8192 "
-               "elements; wider rows need a cluster (issue #27)"
-               % (fn, n), "FG_ERR_UNSUPPORTED")
+               "elements" % (fn, n), "FG_ERR_UNSUPPORTED")
     # empty tensors: nothing to do
     ncases += 1
     e = rn(torch.empty(0, 64, device=dev, dtype=torch.bfloat16),
@@ -453,6 +455,13 @@ def main():
                                           (False, False), (False, True)):
                         check((m, n), dtype, weight, resid)
         layouts()
+        # rows wider than a CTA: a cluster of 2, 4 or 8 CTAs shares each
+        # (issue #27); 131073 takes 1-element accesses
+        for dtype, n in WIDE:
+            for m in (1, 7, 300):
+                for weight, resid in ((True, False), (True, True),
+                                      (False, False), (False, True)):
+                    check((m, n), dtype, weight, resid)
     for dtype in dts:       # the backward: grad mode on
         for n in GRAD_NS:
             for m in ms:

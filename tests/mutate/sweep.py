@@ -10,6 +10,8 @@ For every shipped schedule (schedules/*.fa) it makes one-line mutants:
   move     each arrive, commit or barrive moved above the statement
            before it (the access it releases)
   mask     each TMA multicast's mask made this CTA's alone (issue #27)
+  stage    each reduction's 'via=B[i]' or 'cluster=B[i]' with a
+           computed stage i made 'B[0]' (one stage)
 and runs 'FAGEN MUTANT --check' under every variant of the schedule (its
 '// VARIANTS:' lines and its rows of tests/shipped/variants.txt).  A
 mutant is caught when some variant rejects it.  Prints each accepted
@@ -29,6 +31,7 @@ SYNC = re.compile(r"^\s*(wait|arrive|expect|bsync|barrive|commit|tma_commit|"
 RELEASE = re.compile(r"^\s*(arrive|commit|barrive)\b[^;]*;\s*(//.*)?$")
 WAIT = re.compile(r"^(\s*wait\s+[^,;]+,\s*)([^;]+?)(;\s*(//.*)?)$")
 DECL = re.compile(r"^\s*(mbar|nbar)\s+([A-Za-z_]\w*)")
+STAGE = re.compile(r"\b(via|cluster)=(\w+)\[([^\]]*[^\]\d\s][^\]]*)\]")
 MASK = re.compile(r"\bmulticast=([^;]*?)(?=\s+\w+=|;|$)")
 
 
@@ -62,6 +65,11 @@ def mutants(lines):
                                                        # it in each branch
     out = []
     for i, ln in enumerate(lines):
+        m = STAGE.search(ln)
+        if m:  # a reduction's stages: always the first (one stage)
+            new = ln[:m.start(3)] + "0" + ln[m.end(3):]
+            out.append(("stage", i + 1, ln.strip(),
+                        lines[:i] + [new] + lines[i + 1:]))
         m = MASK.search(ln)
         if m:  # a multicast to this CTA only: the peers miss their part
             new = ln[:m.start(1)] + "1 << cluster_rank" + ln[m.end(1):]

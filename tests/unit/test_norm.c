@@ -370,19 +370,38 @@ the_configuration_follows_the_width_and_alignment(void **state)
 }
 
 static void
-rows_too_wide_need_a_cluster(void **state)
+rows_too_wide_take_a_cluster(void **state)
 {
 	Fix *f = *state;
 	fg_rmsnorm_args a;
+	Rows nm;
 
+	/* past one CTA's 32768 16-bit elements (16384 f32), the smallest
+	 * cluster of 512-thread CTAs holding 64 elements a thread */
 	a = problem(FG_DTYPE_BF16, 4, 32776);
-	status(f, &a, FG_ERR_UNSUPPORTED, FN ": rows of 32776 elements are "
-		"wider than one CTA takes: 1024 threads holding 64 bytes of a "
-		"row each, 32768 elements; wider rows need a cluster (issue "
-		"#27)");
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 2);
+	assert_int_equal(nm.cfg.tpr, 512);
+	assert_int_equal(nm.cfg.warps, 16);
+	assert_int_equal(nm.cfg.vec, 8);
+	assert_int_equal(nm.cfg.n, 16384 + 4096);  /* 16388 up to 4096s */
+	assert_int_equal(nm.cfg.flags, RF_WEIGHT);  /* the weight reread */
 	a = problem(FG_DTYPE_F32, 4, 16388);
-	status(f, &a, FG_ERR_UNSUPPORTED, "16384 elements; wider rows need "
-		"a cluster (issue #27)");
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 2);
+	a = problem(FG_DTYPE_BF16, 3, 262144);
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 8);
+	assert_int_equal(nm.cfg.n, 32768);
+	a = problem(FG_DTYPE_BF16, 3, 131073);
+	assert_int_equal(check(f, &a, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 8);
+	assert_int_equal(nm.cfg.vec, 1);
+	valid(f, &a);
+	a = problem(FG_DTYPE_BF16, 3, 262145);
+	status(f, &a, FG_ERR_UNSUPPORTED, FN ": rows of 262145 elements are "
+		"wider than a cluster of 8 CTAs takes: 512 threads a CTA "
+		"holding 64 elements of a row each, 262144 elements");
 	a = problem(FG_DTYPE_F32, 4, 16384);
 	valid(f, &a);
 	/* odd widths take 1-element accesses */
@@ -552,7 +571,7 @@ main(int argc, char **argv)
 		T(outputs_must_not_overlap),
 		T(empty_problems_launch_nothing),
 		T(the_configuration_follows_the_width_and_alignment),
-		T(rows_too_wide_need_a_cluster),
+		T(rows_too_wide_take_a_cluster),
 		T(only_sm90_and_sm100_have_a_schedule),
 		T(the_binding_matches_the_schedules_interface),
 	};

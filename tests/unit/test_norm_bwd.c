@@ -379,13 +379,11 @@ rows_too_wide_are_refused(void **state)
 	a = problem(FG_DTYPE_BF16, 4, 8200);
 	status(f, &a, FG_ERR_UNSUPPORTED, FN ": rows of 8200 elements are "
 		"wider than one CTA takes: 1024 threads holding 8 elements of "
-		"a row each, 8192 elements; wider rows need a cluster (issue "
-		"#27)");
+		"a row each, 8192 elements");
 	a = problem(FG_DTYPE_F32, 4, 8193);
 	status(f, &a, FG_ERR_UNSUPPORTED, "rows of 8193 elements");
 	a = plain(FG_DTYPE_F16, 4, 32768);
-	status(f, &a, FG_ERR_UNSUPPORTED, "8192 elements; wider rows need a "
-		"cluster (issue #27)");
+	status(f, &a, FG_ERR_UNSUPPORTED, "a row each, 8192 elements");
 	a = problem(FG_DTYPE_F32, 4, 8192);
 	valid(f, &a);
 	a = problem(FG_DTYPE_BF16, 4, 8191);

@@ -486,22 +486,30 @@ the_configuration_is_fg_rms_norms(void **state)
 }
 
 static void
-rows_too_wide_need_a_cluster(void **state)
+rows_too_wide_take_a_cluster(void **state)
 {
 	Fix *f = *state;
 	fg_layernorm_args l = layer(FG_DTYPE_BF16, 4, 32776);
 	fg_softmax_args s = soft(FG_DTYPE_F16, 4, 40000);
 	fg_softmax_bwd_args b = soft_bwd(FG_DTYPE_F32, 4, 16388);
+	Rows nm;
 
+	/* LayerNorm has no cluster variant yet */
 	ln_status(f, &l, FG_ERR_UNSUPPORTED, LN ": rows of 32776 elements are "
 		"wider than one CTA takes: 1024 threads holding 64 bytes of a "
-		"row each, 32768 elements; wider rows need a cluster (issue "
-		"#27)");
-	sm_status(f, &s, FG_ERR_UNSUPPORTED, SM ": rows of 40000 elements");
-	bw_status(f, &b, FG_ERR_UNSUPPORTED, BW ": rows of 16388 elements are "
-		"wider than one CTA takes: 1024 threads holding 64 bytes of a "
-		"row each, 16384 elements; wider rows need a cluster (issue "
-		"#27)");
+		"row each, 32768 elements");
+	assert_int_equal(sm_check(f, &s, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 2);
+	assert_int_equal(bw_check(f, &b, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 4);   /* f32, two tensors: 16 a thread */
+	s = soft(FG_DTYPE_F16, 4, 262145);
+	sm_status(f, &s, FG_ERR_UNSUPPORTED, SM ": rows of 262145 elements "
+		"are wider than a cluster of 8 CTAs takes");
+	/* the backward's threads hold half as many: two tensors */
+	b = soft_bwd(FG_DTYPE_BF16, 4, 131073);
+	bw_status(f, &b, FG_ERR_UNSUPPORTED, BW ": rows of 131073 elements "
+		"are wider than a cluster of 8 CTAs takes: 512 threads a CTA "
+		"holding 32 elements of a row each, 131072 elements");
 	s = soft(FG_DTYPE_BF16, 4, 32768);
 	sm_status(f, &s, FG_ERR_NO_DRIVER, "");
 	/* an argument error comes before the width */
@@ -736,7 +744,7 @@ main(int argc, char **argv)
 		T(outputs_must_not_overlap),
 		T(empty_problems_launch_nothing),
 		T(the_configuration_is_fg_rms_norms),
-		T(rows_too_wide_need_a_cluster),
+		T(rows_too_wide_take_a_cluster),
 		T(only_sm90_and_sm100_have_a_schedule),
 		T(a_variant_is_its_schedule_and_every_define),
 		T(the_bindings_match_the_schedules_interfaces),

@@ -41,8 +41,14 @@ def main():
                     "shape and stop (for ncu --kernel-name gemm_ws)")
     ap.add_argument("--cms", default="1,2,4",
                     help="cluster sizes of fagen's plain GEMM")
+    ap.add_argument("--gelu-cm", type=int, default=1,
+                    help="cluster size of fagen's bias + GELU variant")
+    ap.add_argument("--defs", default="",
+                    help="more -D of every fagen variant, e.g. "
+                    "'BN=256,ST=3'")
     a = ap.parse_args()
     cms = [int(v) for v in a.cms.split(",")]
+    more = [d for d in a.defs.split(",") if d]
     shapes = SHAPES if not a.shapes else [
         tuple(int(v) for v in s.split(",")) for s in a.shapes.split(";")]
     path = os.path.join(os.environ.get("FAGEN_SCHEDULE_DIR", "schedules"),
@@ -51,16 +57,18 @@ def main():
     kern = {}
     for cm in cms:
         kern["fagen" if cm == 1 else "fagen cm%d" % cm] = (
-            _fglib.compile_kernel(path, ["DT=bf16", "CM=%d" % cm]), False)
+            _fglib.compile_kernel(path, ["DT=bf16", "CM=%d" % cm] + more),
+            False)
     kern["fagen+gelu"] = (_fglib.compile_kernel(path, [
-        "DT=bf16", "BIAS=true", "ACT=1", "CM=%d" % max(cms)]), True)
+        "DT=bf16", "BIAS=true", "ACT=1", "CM=%d" % a.gelu_cm] + more), True)
     for nm, ((k, why), _) in kern.items():
         if not k:
             print("%s: does not compile: %s" % (nm, why))
             return 1
     print("%s, torch %s; bf16 C = A B^T; TFLOP/s (ratio to torch.mm)" % (
         torch.cuda.get_device_name(), torch.__version__))
-    print("fagen+gelu in clusters of %d" % max(cms))
+    print("fagen+gelu in clusters of %d; -D %s" % (a.gelu_cm,
+                                                    " ".join(more)))
     cols = ["torch.mm", "addmm+gelu"] + list(kern)
     print("%6s %6s %6s  %s" % ("M", "N", "K", " ".join(
         "%-14s" % c for c in cols)))

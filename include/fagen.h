@@ -312,7 +312,7 @@ typedef enum fg_dtype {
 	FG_DTYPE_F16,
 	FG_DTYPE_F32,           /* the row kernels only (fg_rms_norm,
 				 * fg_layer_norm, fg_softmax*,
-				 * fg_cross_entropy) */
+				 * fg_cross_entropy; not fg_linear) */
 } fg_dtype;
 
 /* One attention problem: O = softmax(Q K^T * scale) V and, per query row,
@@ -653,6 +653,46 @@ typedef struct fg_cross_entropy_args {
  * columns wide; FG_ERR_UNSUPPORTED only for rows too wide for 32-bit
  * element indices (about 2^30 elements). */
 FG_API fg_status fg_cross_entropy(fg_ctx *, const fg_cross_entropy_args *a,
+	struct CUstream_st *stream);
+
+/* ---------------------------------------------------------------- linear */
+
+/* The activations of fg_linear's epilogue. */
+typedef enum fg_activation {
+	FG_ACT_NONE = 0,
+	FG_ACT_GELU_TANH = 1,     /* 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715
+				   * z^3))): PyTorch's approximate="tanh" */
+	FG_ACT_SILU = 2,          /* z / (1 + exp(-z)) */
+} fg_activation;
+
+/* nn.Linear with a fused epilogue (issue #26): out = act(alpha * x W^T +
+ * bias) + residual, computed in f32 in that order (the product
+ * accumulated in f32 by the tensor cores) and rounded once to dtype.  x
+ * is [..., K], its outer dims flattened into M rows; weight is [N, K]
+ * (nn.Linear's); bias [N]; residual and out [..., N] with x's outer dims;
+ * all of dtype (16-bit), dense and row-major (strides all 0, or those of
+ * a dense tensor).  out's, weight's and x's addresses are 16-byte aligned
+ * and K and N multiples of 8 (TMA's 16-byte rows).  out may not overlap
+ * an input.  A tensor's rank 0 with all dims 0 means the shape it must
+ * have, but for weight's, which gives N. */
+typedef struct fg_linear_args {
+	fg_tensor x;              /* input [..., K]: rank 1 to FG_MAX_RANK */
+	fg_tensor weight;         /* input [N, K], rank 2 */
+	fg_tensor bias;           /* [N]; ptr 0: none */
+	fg_tensor residual;       /* [..., N], like out; ptr 0: none */
+	fg_tensor out;            /* output [..., N]: x's outer dims, N */
+	fg_dtype dtype;           /* FG_DTYPE_BF16 or _F16 */
+	double alpha;             /* scale of x W^T before the bias; 1: none.
+				   * Finite, fitting f32 */
+	fg_activation act;
+} fg_linear_args;
+
+/* Validate *a, compile schedules/gemm_ws_sm90.fa (sm_100a:
+ * gemm_ws_sm100.fa) with the epilogue's switches on first use (kept in
+ * ctx), and launch it asynchronously on stream (not the legacy default
+ * stream).  M or N 0 launches nothing; K 0 is FG_ERR_UNSUPPORTED (the
+ * GEMM needs K >= 8), as is FG_DTYPE_F32. */
+FG_API fg_status fg_linear(fg_ctx *, const fg_linear_args *a,
 	struct CUstream_st *stream);
 
 #ifdef __cplusplus

@@ -47,7 +47,9 @@ fagen.flex_attention, fagen.create_block_mask and fagen.BlockMask
 fagen's schedule language (_flextrace.py; issue #22).  fagen.rms_norm and
 fagen.layer_norm (norm.py) are RMSNorm and LayerNorm with an optional
 fused residual add, fagen.softmax a differentiable softmax, and
-fagen.cross_entropy (xent.py) the cross-entropy loss of rows of any width
+fagen.cross_entropy (xent.py) the cross-entropy loss of rows of any width,
+and fagen.linear (linear.py) torch.nn.functional.linear with a fused
+epilogue (activation, scale, residual) on the warp-specialized GEMM
 (issue #26).
 """
 
@@ -62,7 +64,7 @@ __all__ = ["attention", "attention_varlen", "reference", "reference_varlen",
            "version",
            "FagenError", "flex_attention", "create_block_mask",
            "BlockMask", "rms_norm", "layer_norm", "softmax",
-           "cross_entropy"]
+           "cross_entropy", "linear"]
 
 _STATUS = [
     "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",
@@ -872,11 +874,13 @@ def _varlen_function(torch):
     return VarlenAttention
 
 
-# fagen.rms_norm, layer_norm, softmax and cross_entropy (issue #26);
-# norm.py and xent.py take _Tensor, _load and _ctx from here, so they are
-# imported once those are defined
+# fagen.rms_norm, layer_norm, softmax, cross_entropy and linear (issue
+# #26); norm.py, xent.py and linear.py take _Tensor, _load and _ctx from
+# here, so they are imported once those are defined.  fagen.linear is the
+# function; its module is sys.modules["fagen.linear"]
 from .norm import layer_norm, rms_norm, softmax  # noqa: E402
 from .xent import cross_entropy  # noqa: E402
+from .linear import linear  # noqa: E402
 
 
 def __getattr__(name):

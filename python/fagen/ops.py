@@ -1,10 +1,11 @@
-"""fagen's attention and row kernels as PyTorch custom ops, for
+"""fagen's attention, row kernels and linear as PyTorch custom ops, for
 torch.compile.
 
     from fagen import ops
     out, lse = ops.attention(q, k, v, causal=True)   # torch.ops.fagen.attention
     y = ops.softmax(x)                               # torch.ops.fagen.softmax
     y = ops.layer_norm(x, w, b, eps=1e-5)            # torch.ops.fagen.layer_norm
+    y = ops.linear(x, w, b, activation="silu")       # torch.ops.fagen.linear
 
 fagen.attention calls libfagen through ctypes, which torch.compile cannot
 trace: a graph break, and an error under fullgraph=True.  Importing this
@@ -34,8 +35,11 @@ except ImportError as e:
 import fagen
 
 from fagen import norm as _norm
+# fagen.linear is the function: the module's names come from sys.modules
+from fagen.linear import _compute as _lin_compute, _grads as _lin_grads, \
+    _validate as _lin_validate
 
-__all__ = ["attention", "softmax", "layer_norm"]
+__all__ = ["attention", "softmax", "layer_norm", "linear"]
 
 
 @torch.library.custom_op("fagen::attention", mutates_args=(),
@@ -203,3 +207,53 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
     torch.ops.fagen.layer_norm: for inference under torch.compile; it
     has no backward yet, as fagen.layer_norm."""
     return torch.ops.fagen.layer_norm(x, weight, bias, float(eps))
+
+
+# ------------------------------------------------------------ linear
+# Issue #26: fagen.linear as a custom op.  Its forward is fg_linear; its
+# autograd formula is fagen.linear's backward, PyTorch ops in float32,
+# which torch.compile traces like any other (no second custom op).
+
+
+@torch.library.custom_op("fagen::linear", mutates_args=(),
+                         device_types="cuda")
+def _linear(x: torch.Tensor, weight: torch.Tensor,
+            bias: Optional[torch.Tensor], residual: Optional[torch.Tensor],
+            scale: float, activation: int) -> torch.Tensor:
+    return _lin_compute(_norm._torch("linear"), x, weight, bias, residual,
+                        scale, activation)
+
+
+@_linear.register_fake
+def _(x, weight, bias, residual, scale, activation):
+    return x.new_empty(tuple(x.shape[:-1]) + (weight.shape[0],))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias, residual, scale, activation = inputs
+    ctx.save_for_backward(x, weight, bias)
+    ctx.scale, ctx.act = scale, activation
+
+
+def _linear_grad(ctx, dy):
+    x, weight, bias = ctx.saved_tensors
+    return _lin_grads(torch, x, weight, bias, dy, ctx.scale, ctx.act,
+                      ctx.needs_input_grad) + (None, None)
+
+
+_linear.register_autograd(_linear_grad, setup_context=_linear_setup)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor,
+           bias: Optional[torch.Tensor] = None,
+           activation: Optional[str] = None,
+           residual: Optional[torch.Tensor] = None,
+           scale: Optional[float] = None) -> torch.Tensor:
+    """fagen.linear (no out=) through torch.ops.fagen.linear:
+    differentiable, traceable by torch.compile (fullgraph=True).  The
+    checks that need no addresses are fagen.linear's, run before the op
+    (its activation becomes an fg_activation, scale a float, 1.0 for
+    None)."""
+    act, alpha = _lin_validate(torch, x, weight, bias, residual, activation,
+                               scale)
+    return torch.ops.fagen.linear(x, weight, bias, residual, alpha, act)

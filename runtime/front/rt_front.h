@@ -5,8 +5,8 @@
  * shipped schedules and fg_attention_reference, the unfused baseline,
  * with their shared argument checks, and the row kernels (rows.c):
  * fg_rms_norm, fg_rms_norm_backward, fg_layer_norm, fg_softmax,
- * fg_softmax_backward and fg_cross_entropy (norm.c).  Layer above:
- * runtime/api.c. */
+ * fg_softmax_backward and fg_cross_entropy (norm.c), and fg_linear on
+ * the shipped GEMM (linear.c).  Layer above: runtime/api.c. */
 #ifndef RT_FRONT_H
 #define RT_FRONT_H
 
@@ -251,6 +251,44 @@ const RowArgs *norm_layer(const fg_layernorm_args *, RowArgs *out);
 const RowArgs *norm_softmax(const fg_softmax_args *, RowArgs *out);
 const RowArgs *norm_softmax_bwd(const fg_softmax_bwd_args *, RowArgs *out);
 const RowArgs *norm_xent(const fg_cross_entropy_args *, RowArgs *out);
+
+/* ---------------------------------------------------------------- linear.c
+ * fg_linear (issue #26): x W^T on gemm_ws_sm90.fa (sm_100a:
+ * gemm_ws_sm100.fa, the same interface) with its fused epilogue. */
+
+/* A variant: the schedule's -D switches. */
+typedef struct LinCfg {
+	fg_dtype dt;           /* -D DT */
+	bool scale;            /* -D SCALE: alpha != 1 */
+	bool bias, resid;      /* -D BIAS, RESID: those tensors are given */
+	int act;               /* -D ACT, an fg_activation */
+} LinCfg;
+
+typedef struct Linear {
+	int64_t m, n, k;       /* x's rows (its outer dims' product), weight's
+				* rows, x's last dim */
+	int64_t chunk;         /* rows per launch: the tile count, M and R's
+				* 32-bit element indices fit */
+	LinCfg cfg;
+} Linear;
+
+enum { LIN_NARGS = 9 };    /* M, N, K, A, B, C, alpha, BV, R */
+
+/* Check a for fg_linear and choose its variant: FG_ERR_INVALID naming
+ * the argument and the rule, FG_ERR_UNSUPPORTED for FG_DTYPE_F32 and for
+ * K 0; out->m * out->n == 0 means nothing to launch. */
+fg_status linear_check(fg_ctx *, const fg_linear_args *a, CUstream,
+	Linear *out);
+/* cfg's kernel on compute capability cc (90: gemm_ws_sm90.fa, 100:
+ * gemm_ws_sm100.fa), compiled on first use and kept in the context;
+ * FG_ERR_UNSUPPORTED for another arch. */
+fg_status linear_kernel(fg_ctx *, int cc, const LinCfg *cfg,
+	fg_kernel **out);
+/* The kernel's arguments for rows row0 .. row0 + m - 1 of a checked
+ * problem (one launch); returns how many. */
+int linear_bind(const fg_linear_args *a, const Linear *, int64_t row0,
+	int64_t m, fg_arg args[LIN_NARGS]);
+void linear_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- reference.c */
 const char *ref_source(void);  /* the reference kernels' CUDA C */

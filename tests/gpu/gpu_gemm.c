@@ -15,6 +15,7 @@ typedef struct Epi {
 	bool scale, bias, resid;
 	int act;          /* 0 none, 1 GELU (tanh form), 2 SiLU */
 	int cm;           /* CTAs of a cluster (0: 1) */
+	int bn;           /* the tile's columns (0: the schedule's, 256) */
 } Epi;
 
 static const double alpha = 0.75;
@@ -23,9 +24,9 @@ static int
 run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 	const Epi *ep)
 {
-	char d[6][32];
-	const char *defs[] = {d[0], d[1], d[2], d[3], d[4], d[5]};
-	fg_compile_options opt = {.defines = defs, .ndefines = 6};
+	char d[8][32];
+	const char *defs[] = {d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]};
+	fg_compile_options opt = {.defines = defs, .ndefines = ep->bn ? 8 : 6};
 	int cm = ep->cm ? ep->cm : 1;
 	fg_program *prog;
 	fg_kernel *fk;
@@ -38,6 +39,8 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 	snprintf(d[3], sizeof d[3], "ACT=%d", ep->act);
 	snprintf(d[4], sizeof d[4], "RESID=%s", ep->resid ? "true" : "false");
 	snprintf(d[5], sizeof d[5], "CM=%d", cm);
+	snprintf(d[6], sizeof d[6], "BN=%d", ep->bn);
+	snprintf(d[7], sizeof d[7], "ST=%d", ep->bn == 128 ? 4 : 3);
 	FG(ctx, fg_compile_file(ctx, src, &opt, &prog));
 	FG(ctx, fg_kernel_create(ctx, fg_program_ptx(prog, NULL), 0, &fk));
 	uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
@@ -72,7 +75,8 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 		args[nargs++] = FG_PTR("BV", BV);
 	if (ep->resid)
 		args[nargs++] = FG_PTR("R", R);
-	int tiles = (M + 127) / 128 * ((N + 127) / 128);
+	int bn = ep->bn ? ep->bn : 256;
+	int tiles = (M + 127) / 128 * ((N + bn - 1) / bn);
 	if (grid > tiles)
 		grid = tiles;
 	FG(ctx, fg_kernel_set_grid_limit(fk, grid));
@@ -108,9 +112,9 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 	double rel = sqrt(err / ref2), tol = f16 ? 3e-3 : 1e-2;
 	if (rel > tol)
 		bad |= 8;
-	printf("gemm_ws_sm90 M=%d N=%d K=%d %s grid=%d cluster=%d%s%s%s%s: rel "
-		"err %.2e (tol %.0e)%s%s -> %s\n", M, N, K, f16 ? "f16" : "bf16",
-		grid, cm,
+	printf("gemm_ws_sm90 M=%d N=%d K=%d %s grid=%d cluster=%d BN=%d%s%s%s%s: "
+		"rel err %.2e (tol %.0e)%s%s -> %s\n", M, N, K, f16 ? "f16" :
+		"bf16", grid, cm, bn,
 		ep->scale ? " scale" : "", ep->bias ? " bias" : "", ep->act ==
 		1 ? " gelu" : ep->act == 2 ? " silu" : "", ep->resid ?
 		" resid" : "", rel, tol, bad & 1 ? ", NaN in C" : "", bad & 4 ?
@@ -164,6 +168,13 @@ main(void)
 		bad |= run_epi(src, 1000, 1000, 1000, false, 5,
 			&(Epi){.cm = cm, .bias = true, .act = 1});
 	}
+	/* 128-column tiles (four stages) */
+	bad |= run_epi(src, 1000, 1000, 1000, false, gpu.nsm,
+		&(Epi){.bn = 128});
+	bad |= run_epi(src, 4097, 520, 264, true, gpu.nsm,
+		&(Epi){.bn = 128, .cm = 2, .bias = true, .act = 2});
+	bad |= run_epi(src, 17, 304, 72, false, 3, &(Epi){.bn = 128,
+		.resid = true, .scale = true});
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);
 	return bad ? 1 : 0;

@@ -2,14 +2,16 @@
 
 fagen imports without PyTorch and without a GPU; its ctypes structures
 have the C layouts (sizes and offsets of fg_attention_args,
-fg_attention_bwd_args, the row kernels' args and fg_options, as numbers
-and against offsetof in a C program compiled from include/fagen.h); it
-loads libfagen ($FAGEN_LIB) and reports its version; attention(),
-rms_norm(), layer_norm(), softmax() and cross_entropy() without PyTorch
-say they need it; with PyTorch, bad arguments (CPU tensors, wrong dtype,
-shapes, strides, gradients, sinks; the norms' weights, biases, outputs
-and eps, softmax's dim, cross_entropy's target, ignore_index and
-reduction) are refused before libfagen is called.  Exits 77 (SKIP) after the
+fg_attention_bwd_args, the row kernels' args, fg_linear_args and
+fg_options, as numbers and against offsetof in a C program compiled from
+include/fagen.h); it loads libfagen ($FAGEN_LIB) and reports its
+version; attention(), rms_norm(), layer_norm(), softmax(),
+cross_entropy() and linear() without PyTorch say they need it; with
+PyTorch, bad arguments (CPU tensors, wrong dtype, shapes, strides,
+gradients, sinks; the norms' weights, biases, outputs and eps, softmax's
+dim, cross_entropy's target, ignore_index and reduction, linear's
+weight, bias, residual, activation, scale and out) are refused before
+libfagen is called.  Exits 77 (SKIP) after the
 checks that need no PyTorch when PyTorch is missing.
 """
 import importlib
@@ -48,6 +50,8 @@ def without_torch():
                "fagen.softmax needs PyTorch")
         expect(ImportError, lambda: fagen.cross_entropy(1, 2),
                "fagen.cross_entropy needs PyTorch")
+        expect(ImportError, lambda: fagen.linear(1, 2),
+               "fagen.linear needs PyTorch")
     finally:
         if saved is None:
             del sys.modules["torch"]
@@ -108,6 +112,11 @@ def layouts():
     assert ctypes.sizeof(n) == 216 and n.target.offset == 96
     assert n.loss.offset == 192 and n.lse.offset == 200
     assert n.dtype.offset == 208
+    n = sys.modules["fagen.linear"]._LinearArgs    # fagen.linear: the function
+    assert ctypes.sizeof(n) == 504, ctypes.sizeof(n)
+    assert n.bias.offset == 192 and n.residual.offset == 288
+    assert n.out.offset == 384 and n.dtype.offset == 480
+    assert n.alpha.offset == 488 and n.act.offset == 496
     assert fagen.version().count(".") == 2, fagen.version()
 
 
@@ -130,7 +139,8 @@ def c_layouts():
                ("fg_layernorm_args", fagen.norm._LayerNormArgs),
                ("fg_softmax_args", fagen.norm._SoftmaxArgs),
                ("fg_softmax_bwd_args", fagen.norm._SoftmaxBwdArgs),
-               ("fg_cross_entropy_args", fagen.xent._XentArgs))
+               ("fg_cross_entropy_args", fagen.xent._XentArgs),
+               ("fg_linear_args", sys.modules["fagen.linear"]._LinearArgs))
     lines = ['#include <stddef.h>', '#include <stdio.h>',
              '#include "fagen.h"', 'int main(void) {']
     for name, st in structs:
@@ -174,9 +184,13 @@ def with_torch(torch):
     expect(ValueError, lambda: fagen.softmax(x), "x is on cpu")
     expect(ValueError, lambda: fagen.cross_entropy(
         x[0, 0], torch.zeros(8, dtype=torch.long)), "logits is on cpu")
+    expect(ValueError, lambda: fagen.linear(x, x[0, 0]), "x is on cpu")
+    expect(TypeError, lambda: fagen.linear([1.0], x), "x must be a "
+           "torch.Tensor, not list")
     if not torch.cuda.is_available():
         return
     norm_checks(torch)
+    linear_checks(torch)
     c = x.cuda()
     expect(ValueError, lambda: fagen.attention(c.float(), c, c),
            "fagen takes torch.bfloat16 or torch.float16")
@@ -224,9 +238,8 @@ def with_torch(torch):
     # variable-length batches: (total, H, D) tensors and int32 offsets
     p = torch.zeros(10, 2, 64, dtype=torch.bfloat16, device=c.device)
     cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=c.device)
-    vl = fagen.attention_varlen
-    expect(RuntimeError, lambda: vl(p.clone().requires_grad_(), p, p, cu,
-                                    cu, 6, 6), "no backward")
+    vl = fagen.attention_varlen   # differentiable since issue #13: its
+    # gradients are checked on a GPU (tests/gpu/test_python_backward.py)
     expect(ValueError, lambda: vl(c, p, p, cu, cu, 6, 6),
            "q has 4 dimensions: attention_varlen takes (total_tokens, H, D)")
     expect(ValueError, lambda: vl(p, p, p, cu.cpu(), cu, 6, 6),
@@ -247,6 +260,53 @@ def with_torch(torch):
            "cu_seqlens_q has 3 entries and cu_seqlens_k 2")
     expect(ValueError, lambda: vl(p, p, p, cu, cu, 6, 6, lse=p),
            "lse must be a contiguous float32 (H, total_q) = (2, 10)")
+
+
+def linear_checks(torch):
+    """fagen.linear refuses bad arguments before libfagen runs."""
+    import fagen
+    li = fagen.linear
+    x = torch.zeros(8, 64, dtype=torch.bfloat16, device="cuda")
+    w = torch.zeros(32, 64, dtype=torch.bfloat16, device="cuda")
+    b = torch.zeros(32, dtype=torch.bfloat16, device="cuda")
+    expect(ValueError, lambda: li(x.float(), w.float()), "x is "
+           "torch.float32: fagen.linear takes torch.bfloat16 or "
+           "torch.float16 (the GEMM's tensor cores take 16-bit inputs)")
+    expect(ValueError, lambda: li(x[0, 0], w), "x is a 0-d tensor")
+    expect(TypeError, lambda: li(x, w.tolist()), "weight must be a "
+           "torch.Tensor, not list")
+    expect(ValueError, lambda: li(x, w.cpu()), "weight is on cpu")
+    expect(ValueError, lambda: li(x, w.half()), "weight is torch.float16 "
+           "and x torch.bfloat16: they must share a dtype")
+    expect(ValueError, lambda: li(x, w[:, :32]), "weight has shape (32, "
+           "32); it must be (N, K) with K = 64, x's last dim")
+    expect(ValueError, lambda: li(x, w[0]), "weight has shape (64,)")
+    expect(ValueError, lambda: li(x, w, b[:16]), "bias has shape (16,); "
+           "it must be (N,), N weight's rows, (32,)")
+    expect(ValueError, lambda: li(x, w, residual=x), "residual has shape "
+           "(8, 64); it must be the result's: x's outer dims, then N, "
+           "(8, 32)")
+    expect(ValueError, lambda: li(x, w, activation="gelu"), "activation "
+           "is 'gelu': fagen has GELU's tanh form only; pass 'gelu_tanh'")
+    expect(ValueError, lambda: li(x, w, activation="relu"), "activation "
+           "is 'relu': use None, 'gelu_tanh' or 'silu'")
+    expect(ValueError, lambda: li(x, w, activation=1), "activation is 1")
+    expect(ValueError, lambda: li(x, w, scale=float("nan")), "scale is "
+           "nan: it must be a finite number")
+    expect(ValueError, lambda: li(x, w, scale=1e39), "scale is 1e+39")
+    expect(ValueError, lambda: li(x, w, scale=True), "scale is True")
+    y = torch.empty(8, 32, dtype=torch.bfloat16, device="cuda")
+    expect(ValueError, lambda: li(x, w, out=y[:4]), "out has shape (4, "
+           "32); it must be the result's")
+    expect(ValueError, lambda: li(x, w, out=y.t().contiguous().t()),
+           "out has strides (1, 8): it must be contiguous")
+    odd = torch.empty(257, dtype=torch.bfloat16, device="cuda")[1:]
+    expect(ValueError, lambda: li(x, w, out=odd.view(8, 32)),
+           "not 16-byte aligned")
+    expect(ValueError, lambda: li(x, w, out=x.view(-1)[:256].view(8, 32)),
+           "out overlaps x: fagen.linear does not compute in place")
+    expect(RuntimeError, lambda: li(x, w.clone().requires_grad_(), out=y),
+           "fagen.linear: out= is not differentiable")
 
 
 def norm_checks(torch):

@@ -70,7 +70,8 @@ typedef enum {
 	X(TMEM_FREE, "tmem_free") X(TLOAD, "tmem_load") \
 	X(TSTORE, "tmem_store") X(SSTORE, "smem_store") \
 	X(SLOAD, "smem_load") \
-	X(STORE, "store") X(GLOAD, "global_load") X(EXIT, "exit")
+	X(STORE, "store") X(GLOAD, "global_load") X(EXIT, "exit") \
+	X(CLUSTER_SYNC, "cluster_sync")
 typedef enum {
 	OP_NONE,
 #define X(e, s) OP_##e,

@@ -364,10 +364,12 @@ pg_sync(PG *g, const SirIns *in)
 		emit_bar(g, in);
 		break;
 	case SOP_cl_sync:
-		/* every thread of the cluster; what it publishes its writers
-		 * fenced (clred_put: fence.acq_rel.cluster), so the arrival is
-		 * relaxed, and the wait acquires */
-		ptx_emit(g->f, "barrier.cluster.arrive.relaxed.aligned;");
+		/* every thread of the cluster; the statement releases what
+		 * each thread did, a reduction's (imm 0) writers fenced
+		 * theirs (clred_put: fence.acq_rel.cluster), so it arrives
+		 * relaxed; the wait acquires */
+		ptx_emit(g->f, "barrier.cluster.arrive.%S.aligned;", in->imm ?
+			"release" : "relaxed");
 		ptx_emit(g->f, "barrier.cluster.wait.acquire.aligned;");
 		break;
 	case SOP_tma_load: case SOP_tma_store:

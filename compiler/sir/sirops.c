@@ -653,6 +653,25 @@ op_simple(G *g, const Node *n)
 		if (sg_argc(g, n, 0, 0))
 			sg_emit(g, SOP_exit, n->span);
 		return;
+	case OP_CLUSTER_SYNC:
+		/* barrier.cluster: every thread of the cluster that has not
+		 * exited, aligned (a warp's threads together) */
+		if (!sg_argc(g, n, 0, 0))
+			return;
+		if (csize(g) == 1) {
+			diag_error(g->ctx, n->span, "'cluster_sync' needs a "
+				"cluster of several CTAs: declare 'cta threads=... "
+				"cluster=(2)'");
+			return;
+		}
+		if (g->in_elect) {
+			diag_error(g->ctx, n->span, "'cluster_sync' is a barrier "
+				"of every thread of the cluster; it cannot be inside "
+				"'elect'");
+			return;
+		}
+		sg_emit(g, SOP_cl_sync, n->span)->imm = 1;  /* release */
+		return;
 	}
 }
 

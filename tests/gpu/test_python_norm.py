@@ -72,8 +72,9 @@ NS = [1, 2, 7, 64, 1000, 1024, 4096, 5120, 8192, 16384, 32768]
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 GRAD_RTOL = {torch.bfloat16: 3e-2, torch.float16: 5e-3, torch.float32: 1e-4}
 GRAD_NS = [1, 7, 64, 1000, 4096, 5120, 8192]
-WIDE = [(torch.bfloat16, 32776), (torch.float16, 65536),
-        (torch.bfloat16, 131073), (torch.bfloat16, 262144),
+WIDE = [(torch.bfloat16, 32776), (torch.float16, 65536),   # 2 CTAs
+        (torch.bfloat16, 100000),                            # 4
+        (torch.bfloat16, 131073), (torch.bfloat16, 262144),  # 8
         (torch.float32, 16388), (torch.float32, 131072)]
 
 

@@ -347,6 +347,17 @@ complete(Sim *s, int e)
 		vf_wake(s, ev.proc);
 		break;
 	case EV_TC:
+		if (ev.bar >= 0 && s->mb[ev.bar].cta != p->cta &&
+		    vf_cta_gone(s, s->mb[ev.bar].cta)) {
+			char a[16];
+			snprintf(a, sizeof a, "%d", s->mb[ev.bar].cta);
+			s->cur = p;
+			vf_fail(s, ev.at ? ev.at->span : s->k->span,
+				"cluster-exit", "a multicast tcgen05.commit arrives in CTA %s after every warp of "
+				"CTA %s has finished: a CTA must not exit while a peer "
+				"may still arrive on its barriers", a, a);
+			break;
+		}
 		if (ev.bar >= 0) {
 			if (ev.vc) {
 				vf_join(s, s->acc[ev.bar], ev.vc);
@@ -530,10 +541,14 @@ setup(Sim *s, const SirMod *m)
 	memset(s->rlive, 0, sizeof s->rlive);
 	memset(s->rwrite, 0, sizeof s->rwrite);
 	memset(s->rpend, 0, sizeof s->rpend);
-	memset(s->ntrec, 0, sizeof s->ntrec);
-	memset(s->tlive, 0, sizeof s->tlive);
-	s->tm_state = 0;
-	s->tm_at = NULL;
+	for (int c = 0; c < s->ncta; c++) {
+		TmState *t = &s->tms[c];
+		memset(t->ntrec, 0, sizeof t->ntrec);
+		memset(t->tlive, 0, sizeof t->tlive);
+		t->tm_state = 0;
+		t->tm_at = NULL;
+	}
+	s->tm = &s->tms[0];
 	s->nev = 0;
 	s->steps = 0;
 	s->rdy = s->np < MAXPROC ? PBIT(s->np) - 1 : ~(PMask)0;  /* all B_RUN */

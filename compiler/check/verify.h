@@ -122,6 +122,7 @@ typedef struct Ev {
 	int64_t bytes;
 	int rec;              /* EV_TMA: its access record */
 	Clk *vc;              /* EV_TC commit: the issuer's clock */
+	const SirIns *at;     /* EV_TC commit: the commit */
 } Ev;
 
 /* Where a process is: its tile iteration and innermost 'for' loop. */
@@ -174,6 +175,20 @@ typedef struct Skip {
 	const SirBlock *b;
 	int *n;
 } Skip;
+
+/* A CTA's tensor memory: its access records and allocation. */
+typedef struct TmState {
+	TRec trec[TQ_MMA + 1][MAXTREC]; /* by bucket */
+	int ntrec[TQ_MMA + 1];
+	uint64_t tlive[TQ_MMA + 1];   /* bit i: trec[k][i].live */
+	int tm_state;             /* 0 not allocated, 1 allocated, 2 freed */
+	int tm_proc;              /* who allocated (freed) it */
+	Clk tm_clock;             /* the allocating process's clock at its
+				   * first 'fence tmem_before' after the
+				   * alloc (CLK_NEVER: none yet) */
+	Clk tm_raw;               /* ... and at the alloc */
+	const SirIns *tm_at;      /* the tmem_alloc (tmem_free) */
+} TmState;
 
 typedef struct Sim {
 	Ctx *ctx;
@@ -228,16 +243,9 @@ typedef struct Sim {
 	Ref *clr[64];             /* by partition: the values a new run */
 	int nclr[64];             /* clears (vf_skips()) */
 	PMask rdy;                /* processes that may move (vf_wake) */
-	TRec trec[TQ_MMA + 1][MAXTREC]; /* tensor memory, by bucket */
-	int ntrec[TQ_MMA + 1];
-	uint64_t tlive[TQ_MMA + 1];   /* bit i: trec[k][i].live */
-	int tm_state;             /* 0 not allocated, 1 allocated, 2 freed */
-	int tm_proc;              /* who allocated (freed) it */
-	Clk tm_clock;             /* the allocating process's clock at its
-				   * first 'fence tmem_before' after the
-				   * alloc (CLK_NEVER: none yet) */
-	Clk tm_raw;               /* ... and at the alloc */
-	const SirIns *tm_at;      /* the tmem_alloc (tmem_free) */
+	TmState tms[MAXCTA];      /* each CTA's tensor memory */
+	TmState *tm;              /* the CTA's of the process that steps
+				   * (vf_tmem, vf_tmem_fence, vf_tc_commit) */
 	int *mbase;               /* by mbarrier Res index: its first
 				   * element in mb */
 	int nmbase;

@@ -701,18 +701,36 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->tc_inflight++;
 		emit_event(s, EV_TC, (int)(p - s->p), -1, 0);
 		return true;
-	case SOP_tc_commit:
-		b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
-		if (b < 0)
+	case SOP_tc_commit: {
+		/* to this CTA's barrier, or (multicast) to the barrier in each
+		 * CTA of the mask: an arrival each, in the queue's order */
+		int64_t mask = in->cta ? val(p, in->cta) : 1ll << p->cta;
+		if (in->cta && (mask < 1 || mask >= 1ll << s->ncta)) {
+			rank_ok(s, p, in, mask < 1 ? -1 : 63 - __builtin_clzll(
+				(uint64_t)mask), "the multicast mask names");
 			return true;
-		emit_event(s, EV_TC, self, b, 0);
-		s->ev[s->nev - 1].vc = s->nvfree ? s->vfree[--s->nvfree] :
-			NEWARR(&s->ctx->scratch, Clk, s->nvc);
-		memcpy(s->ev[s->nev - 1].vc, p->vc, s->nvc * sizeof(Clk));
-		/* its arrival says that p's MMAs before it are done */
-		s->ev[s->nev - 1].vc[TC(s, self)] = vf_tc_commit(s, p);
+		}
+		Clk done = vf_tc_commit(s, p);
+		for (int c = 0; c < s->ncta && !s->failed; c++) {
+			if (!(mask >> c & 1) || !peer_alive(s, p, in, c,
+			    "commits to a barrier of"))
+				continue;
+			b = mbar_in(s, p, in, in->r[0], val(p, in->ri[0]), c);
+			if (b < 0)
+				return true;
+			emit_event(s, EV_TC, self, b, 0);
+			if (s->failed)
+				return true;
+			s->ev[s->nev - 1].vc = s->nvfree ? s->vfree[--s->nvfree] :
+				NEWARR(&s->ctx->scratch, Clk, s->nvc);
+			memcpy(s->ev[s->nev - 1].vc, p->vc, s->nvc * sizeof(Clk));
+			/* its arrival says that p's MMAs before it are done */
+			s->ev[s->nev - 1].vc[TC(s, self)] = done;
+			s->ev[s->nev - 1].at = in;
+		}
 		p->vc[self]++;
 		return true;
+	}
 	case SOP_fence:
 		if (in->imm == FENCE_TMEM_BEFORE || in->imm == FENCE_TMEM_AFTER)
 			vf_tmem_fence(s, p, in->imm == FENCE_TMEM_BEFORE);

@@ -475,26 +475,6 @@ parallel(Sim *s, const Plan *pl, int nthreads)
 		vf_run(s);
 }
 
-static bool
-tmem_in(const SirBlock *b)
-{
-	for (int i = 0; b && i < b->n; i++)
-		if (b->v[i].op == SOP_tmem_alloc || b->v[i].op == SOP_tc_mma ||
-		    tmem_in(b->v[i].body) || tmem_in(b->v[i].els))
-			return true;
-	return false;
-}
-
-/* Does a partition use tensor memory (sm_100a)? */
-static bool
-uses_tmem(const SirMod *m)
-{
-	for (int i = 0; i < m->nparts; i++)
-		if (tmem_in(&m->parts[i]->body))
-			return true;
-	return false;
-}
-
 void
 pass_verify(Ctx *ctx, SirMod *m)
 {
@@ -527,12 +507,7 @@ pass_verify(Ctx *ctx, SirMod *m)
 			"or %d warps in all", ncta, nw, MAXCTA, MAXPROC);
 		return;
 	}
-	if (ncta > 1 && uses_tmem(m)) {
-		diag_warn(ctx, "verify-limit", m->k->span, "the verifier does not "
-			"run: it does not model the tensor memory of a cluster's "
-			"CTAs yet");
-		return;
-	}
+
 	s = NEW(&ctx->scratch, Sim);
 	s->ctx = ctx;
 	s->m = m;

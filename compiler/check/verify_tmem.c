@@ -238,37 +238,37 @@ alloc_ok(Sim *s, Proc *q, const SirIns *in)
 
 	if (s->failed)  /* reported: the run stops at this step */
 		return false;
-	if (s->tm_state == 1 && (s->tm_proc == qi || (s->tm_clock !=
-	    CLK_NEVER && q->tvc[s->tm_proc] >= s->tm_clock)))
+	if (s->tm->tm_state == 1 && (s->tm->tm_proc == qi || (s->tm->tm_clock !=
+	    CLK_NEVER && q->tvc[s->tm->tm_proc] >= s->tm->tm_clock)))
 		return true;
-	if (s->tm_state == 1 && q->vc[s->tm_proc] >= s->tm_raw) {
+	if (s->tm->tm_state == 1 && q->vc[s->tm->tm_proc] >= s->tm->tm_raw) {
 		/* synced after the alloc, without the fence pair */
 		Iter it = {-1, -1, NULL};
 		fence_missing(s, q, in, in->op == SOP_tmem_free ? "this "
 			"'tmem_free' frees tensor memory" : "this uses tensor "
 			"memory", "'tmem_alloc' allocates it in another warp, "
-			"ordered by a thread sync", &s->p[s->tm_proc],
-			s->tm_at, &it, s->tm_clock == CLK_NEVER ||
-			q->vc[s->tm_proc] < s->tm_clock);
+			"ordered by a thread sync", &s->p[s->tm->tm_proc],
+			s->tm->tm_at, &it, s->tm->tm_clock == CLK_NEVER ||
+			q->vc[s->tm->tm_proc] < s->tm->tm_clock);
 		return false;
 	}
-	if (s->tm_state == 2) {
+	if (s->tm->tm_state == 2) {
 		vf_fail(s, in->span, "tmem-alloc", "'%s' uses tensor memory "
 			"after 'tmem_free'%s", vf_pname(s, q), "");
-		if (s->tm_at)
-			diag_note(s->ctx, s->tm_at->span, "'%s' freed it here",
-				vf_pname(s, &s->p[s->tm_proc]));
+		if (s->tm->tm_at)
+			diag_note(s->ctx, s->tm->tm_at->span, "'%s' freed it here",
+				vf_pname(s, &s->p[s->tm->tm_proc]));
 		return false;
 	}
 	vf_fail(s, in->span, "tmem-alloc", "'%s' uses tensor memory before "
 		"'tmem_alloc' is ordered before it: %s", vf_pname(s, q),
-		!s->tm_state ? "nothing has allocated it yet" : "wait for the "
+		!s->tm->tm_state ? "nothing has allocated it yet" : "wait for the "
 		"allocating warp (a 'bsync' on a barrier it arrives on after "
 		"the alloc)");
-	if (s->tm_at && s->tm_state)
-		diag_note(s->ctx, s->tm_at->span, "'%s' allocates it here",
-			vf_pname(s, &s->p[s->tm_proc]));
-	for (int i = 0; i < s->m->nparts && !s->tm_state; i++) {
+	if (s->tm->tm_at && s->tm->tm_state)
+		diag_note(s->ctx, s->tm->tm_at->span, "'%s' allocates it here",
+			vf_pname(s, &s->p[s->tm->tm_proc]));
+	for (int i = 0; i < s->m->nparts && !s->tm->tm_state; i++) {
 		const SirIns *a = find_alloc(&s->m->parts[i]->body);
 		if (a) {
 			diag_note(s->ctx, a->span, "'%s' allocates it here, and "
@@ -339,9 +339,9 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 	int32_t tile = -2;  /* q_it_tile(q), once needed */
 	for (; bk; bk &= bk - 1) {
 		int k = __builtin_ctz(bk);
-		for (uint64_t m = s->tlive[k]; m; m &= m - 1) {
+		for (uint64_t m = s->tm->tlive[k]; m; m &= m - 1) {
 			int i = __builtin_ctzll(m);
-			TRec *r = &s->trec[k][i];
+			TRec *r = &s->tm->trec[k][i];
 			/* neither joined nor met: columns apart, lanes apart */
 			if (r->c1 < c0 || c1 < r->c0 || !(r->lanes & lanes))
 				continue;
@@ -372,7 +372,7 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 			if (r->c0 >= c0 && r->c1 <= c1 && (r->lanes & ~lanes) ==
 			    0 && (w || (r->kind == kind && r->proc == qi))) {
 				r->live = false;
-				s->tlive[k] &= ~(1ull << i);
+				s->tm->tlive[k] &= ~(1ull << i);
 			}
 		}
 	}
@@ -382,10 +382,10 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 		return;
 	}
 	/* the first free slot: the lowest clear bit of tlive below ntrec */
-	int ti = ~s->tlive[mine] ? __builtin_ctzll(~s->tlive[mine]) : 64;
-	if (ti >= s->ntrec[mine] && s->ntrec[mine] < MAXTREC)
-		ti = s->ntrec[mine]++;
-	TRec *t = ti < s->ntrec[mine] ? &s->trec[mine][ti] : NULL;
+	int ti = ~s->tm->tlive[mine] ? __builtin_ctzll(~s->tm->tlive[mine]) : 64;
+	if (ti >= s->tm->ntrec[mine] && s->tm->ntrec[mine] < MAXTREC)
+		ti = s->tm->ntrec[mine]++;
+	TRec *t = ti < s->tm->ntrec[mine] ? &s->tm->trec[mine][ti] : NULL;
 	if (!t) {
 		if (!s->capped)
 			diag_warn(s->ctx, "verify-limit", s->k->span, "the "
@@ -395,7 +395,7 @@ access(Sim *s, Proc *q, const SirIns *in, int kind, const Res *res,
 		s->capped = true;
 		return;
 	}
-	s->tlive[mine] |= 1ull << ti;
+	s->tm->tlive[mine] |= 1ull << ti;
 	*t = (TRec){.kind = kind, .proc = qi, .c0 = c0, .c1 = c1, .lanes =
 		lanes, .clock = CLK_NEVER, .raw = q->vc[qi], .live = true,
 		.at = in};
@@ -408,20 +408,21 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 {
 	int self = (int)(p - s->p), c0, c1;
 
+	s->tm = &s->tms[p->cta];  /* its CTA's tensor memory */
 	switch (in->op) {
 	case SOP_tmem_alloc:
-		s->tm_state = 1;
-		s->tm_proc = self;
-		s->tm_clock = CLK_NEVER;  /* until its 'fence tmem_before' */
-		s->tm_raw = p->vc[self];
-		s->tm_at = in;
+		s->tm->tm_state = 1;
+		s->tm->tm_proc = self;
+		s->tm->tm_clock = CLK_NEVER;  /* until its 'fence tmem_before' */
+		s->tm->tm_raw = p->vc[self];
+		s->tm->tm_at = in;
 		return;
 	case SOP_tmem_free:
 		if (!alloc_ok(s, p, in))
 			return;
 		for (int k = 0; k <= TQ_MMA && !s->failed; k++)
-		FOR_BITS(i, &s->tlive[k], 1, !s->failed) {
-			const TRec *r = &s->trec[k][i];
+		FOR_BITS(i, &s->tm->tlive[k], 1, !s->failed) {
+			const TRec *r = &s->tm->trec[k][i];
 			bool bf;
 			if (ordered(s, r, p, false))
 				continue;
@@ -445,9 +446,9 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 				"that the freeing warp waits on before the free");
 			vf_note_traces(s, p);
 		}
-		s->tm_state = 2;
-		s->tm_proc = self;
-		s->tm_at = in;
+		s->tm->tm_state = 2;
+		s->tm->tm_proc = self;
+		s->tm->tm_at = in;
 		return;
 	case SOP_tmem_load: case SOP_tmem_store: {
 		if (!alloc_ok(s, p, in))
@@ -486,15 +487,16 @@ vf_tmem_fence(Sim *s, Proc *p, bool before)
 {
 	int self = (int)(p - s->p);
 
+	s->tm = &s->tms[p->cta];
 	if (!before) {
 		memcpy(p->tvc, p->vc, s->nvc * sizeof(Clk));
 		return;
 	}
-	if (s->tm_state == 1 && s->tm_proc == self && s->tm_clock == CLK_NEVER)
-		s->tm_clock = p->vc[self];  /* the alloc, published */
+	if (s->tm->tm_state == 1 && s->tm->tm_proc == self && s->tm->tm_clock == CLK_NEVER)
+		s->tm->tm_clock = p->vc[self];  /* the alloc, published */
 	int k = (p->sp->part->warp_lo + p->warp) % 4;
-	FOR_BITS(i, &s->tlive[k], 1, true) {
-		TRec *r = &s->trec[k][i];
+	FOR_BITS(i, &s->tm->tlive[k], 1, true) {
+		TRec *r = &s->tm->trec[k][i];
 		if (r->proc == self && r->clock == CLK_NEVER)
 			r->clock = p->vc[self];
 	}
@@ -507,8 +509,9 @@ vf_tc_commit(Sim *s, Proc *p)
 {
 	int self = (int)(p - s->p), n = ++p->tc_commits;
 
-	FOR_BITS(i, &s->tlive[TQ_MMA], 1, true) {
-		TRec *r = &s->trec[TQ_MMA][i];
+	s->tm = &s->tms[p->cta];
+	FOR_BITS(i, &s->tm->tlive[TQ_MMA], 1, true) {
+		TRec *r = &s->tm->trec[TQ_MMA][i];
 		if (r->proc == self && r->clock == CLK_NEVER)
 			r->clock = n;
 	}

@@ -376,6 +376,15 @@ pg_sync(PG *g, const SirIns *in)
 		emit_tma(g, in);
 		break;
 	case SOP_tc_commit:
+		if (in->cta) {  /* to the barrier in each CTA of the mask */
+			PReg m = ptx_reg(g->f, RB16), a = bar_addr(g, in->r[0],
+				in->ri[0]);
+			ptx_emit(g->f, "cvt.u16.u32 %R, %R;", m, pg_u32(g, in->cta));
+			ptx_emit(g->f, "tcgen05.commit.cta_group::1.mbarrier::"
+				"arrive::one.shared::cluster.multicast::cluster.b64 "
+				"[%R], %R;", a, m);
+			break;
+		}
 		ptx_emit(g->f, "tcgen05.commit.cta_group::1.mbarrier::arrive::one."
 			"shared::cluster.b64 [%R];", bar_addr(g, in->r[0],
 			in->ri[0]));

@@ -609,15 +609,23 @@ op_simple(G *g, const Node *n)
 			sg_emit(g, SOP_wgmma_wait, n->span)->imm = v;
 		return;
 	case OP_COMMIT: {
+		/* multicast=M: the arrival reaches B in each CTA of M */
+		sg_noattrs(g, n, (const char *const[]){"multicast", NULL});
 		if (!sg_argc(g, n, 1, 1) || !sg_need_target(g, n, T_SM100,
 		    "'commit' (tcgen05.commit)"))
 			return;
 		Res *r = sg_resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
-		if (!r)
+		const Node *mca = sg_opattr(g, n, "multicast", false);
+		Ref mask = 0;
+		if (!r || (mca && (!mca->a || !(mask = cluster_arg(g, mca->a,
+		    true)))))
 			return;
 		SirIns *i = sg_emit(g, SOP_tc_commit, n->span);
 		i->r[0] = r;
 		i->ri[0] = idx;
+		i->cta = mask;
+		if (mask)
+			r->remote = true;
 		return;
 	}
 	case OP_TMEM_ALLOC:
@@ -694,7 +702,7 @@ sg_op(G *g, const Node *n)
 		sg_op_gload(g, n);
 		return;
 	}
-	if (n->op != OP_TMA_WAIT)
+	if (n->op != OP_TMA_WAIT && n->op != OP_COMMIT)
 		sg_noattrs(g, n, NULL);
 	op_simple(g, n);
 }

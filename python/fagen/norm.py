@@ -359,8 +359,8 @@ def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
 
     x: a CUDA tensor [..., N] of torch.bfloat16, float16 or float32 (N
     at most 262144 for 16-bit, 131072 for float32 elements; rows wider
-    than 32768 and 16384 are shared by the CTAs of a cluster).  weight: None (no scaling) or an (N,) tensor;
-    residual: None or a tensor of x's shape; both of x's dtype and on its
+    than 32768 and 16384 are shared by the CTAs of a cluster).  weight:
+    None (no scaling) or an (N,) tensor; residual: None or a tensor of x's shape; both of x's dtype and on its
     device.  Per row, in float32: s = x (+ residual), rstd = 1 /
     sqrt(mean(s^2) + eps), y = s * rstd * weight, rounded to x's dtype;
     residual_out = s rounded to x's dtype (x + residual as PyTorch adds

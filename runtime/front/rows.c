@@ -30,12 +30,13 @@
  *	       TPR 512 or 1024)
  *	       holds more than 32 bytes of a row: then they are read again
  *	       for each row
- *	CL     rows wider than a CTA takes (RMSNorm, softmax and its
- *	       backward, issue #27): a cluster of CL = 2, 4 or 8 CTAs of
- *	       512 threads (16 warps) shares each row, CTA r its columns
- *	       r N .. (r + 1) N - 1, a thread holding at most 128 bytes
- *	       of it (the backward: 64), the smallest CL that takes the
- *	       row; the weight is read again for each row
+ *	CL     rows wider than a CTA takes (RMSNorm, LayerNorm, softmax
+ *	       and its backward, issue #27): a cluster of CL = 2, 4 or 8
+ *	       CTAs of 512 threads (16 warps) shares each row, CTA r its
+ *	       columns r N .. (r + 1) N - 1, a thread holding at most 128
+ *	       bytes of it (LayerNorm and the softmax backward: 64; past
+ *	       them ptxas spills), the smallest CL that takes the row; the
+ *	       weight and bias are read again for each row
  *
  * but for rmsnorm_bwd.fa, a row a CTA: TPR = WARPS * 32, the smallest
  * power of 2 from 128 that leaves a thread at most 4 accesses a row, at
@@ -94,7 +95,7 @@ const RowKindInfo row_kinds[] = {
 		RF_WEIGHT, 0, true, false, false, true},
 	[ROW_LAYER] = {"layernorm.fa", "LayerNorm", "normalization",
 		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true, true, false,
-		false},
+		false, CLHOLD / 2},
 	[ROW_SOFTMAX] = {"softmax.fa", "softmax", "softmax", RF_BWD, 0,
 		false, false, false, false, CLHOLD},
 	[ROW_SOFTMAX_BWD] = {"softmax.fa", "softmax", "softmax", RF_BWD,

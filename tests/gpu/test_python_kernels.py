@@ -462,10 +462,11 @@ def errors():
     expect(IndexError, lambda: sm(x, -3), "dim is -3")
     expect(TypeError, lambda: sm(x, None), "dim must be an int, not "
            "NoneType")
-    # rows wider than one CTA takes (issue #27)
-    wide = torch.randn(2, 32776, device=dev, dtype=torch.bfloat16)
+    # rows wider than a cluster of 8 CTAs takes (issue #27)
+    wide = torch.randn(2, 131073, device=dev, dtype=torch.bfloat16)
     expect(fagen.FagenError, lambda: ln(wide), "fg_layer_norm: rows of "
-           "32776 elements are wider than one CTA takes", "FG_ERR_UNSUPPORTED")
+           "131073 elements are wider than a cluster of 8 CTAs takes",
+           "FG_ERR_UNSUPPORTED")
     wide = torch.randn(2, 262145, device=dev, dtype=torch.bfloat16)
     expect(fagen.FagenError, lambda: sm(wide), "fg_softmax: rows of 262145 "
            "elements are wider than a cluster of 8 CTAs takes",
@@ -499,8 +500,16 @@ def main():
                     for weight, bias, resid in FLAGS:
                         ln_case((m, n), dtype, weight, bias, resid)
                 sm_case((m, n), dtype)
-    # rows wider than a CTA: clusters of 2, 4, 8 CTAs (issue #27); the
-    # backward's threads hold half as much, so 262144 is forward only
+    # rows wider than a CTA: clusters of 2, 4, 8 CTAs (issue #27)
+    for dtype, n in ((torch.bfloat16, 32776), (torch.float16, 65536),
+                     (torch.bfloat16, 131071), (torch.float32, 16388),
+                     (torch.float32, 65536)):
+        for m in (1, 7, 300):
+            with torch.no_grad():
+                for weight, bias, resid in FLAGS:
+                    ln_case((m, n), dtype, weight, bias, resid)
+    # the softmax backward's threads hold half as much, so 262144 is
+    # forward only
     for dtype, n in ((torch.bfloat16, 32776), (torch.float16, 65536),
                      (torch.bfloat16, 131071), (torch.float32, 16388),
                      (torch.float32, 65536)):

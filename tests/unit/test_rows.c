@@ -494,10 +494,15 @@ rows_too_wide_take_a_cluster(void **state)
 	fg_softmax_bwd_args b = soft_bwd(FG_DTYPE_F32, 4, 16388);
 	Rows nm;
 
-	/* LayerNorm has no cluster variant yet */
-	ln_status(f, &l, FG_ERR_UNSUPPORTED, LN ": rows of 32776 elements are "
-		"wider than one CTA takes: 1024 threads holding 64 bytes of a "
-		"row each, 32768 elements");
+	/* LayerNorm's threads hold 64 bytes: 16384 16-bit elements a CTA */
+	assert_int_equal(ln_check(f, &l, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 4);
+	assert_int_equal(nm.cfg.n, 8192 + 4096);
+	assert_int_equal(nm.cfg.flags, RF_WEIGHT | RF_BIAS);
+	l = layer(FG_DTYPE_BF16, 4, 131073);
+	ln_status(f, &l, FG_ERR_UNSUPPORTED, LN ": rows of 131073 elements "
+		"are wider than a cluster of 8 CTAs takes: 512 threads a CTA "
+		"holding 32 elements of a row each, 131072 elements");
 	assert_int_equal(sm_check(f, &s, &nm), FG_OK);
 	assert_int_equal(nm.cfg.cl, 2);
 	assert_int_equal(bw_check(f, &b, &nm), FG_OK);

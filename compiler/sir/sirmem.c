@@ -185,6 +185,10 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	}
 	if (sg_val(g, sg_tile_stored(g, n->kids.v[1], v))->ty == TY_ERR)
 		return;
+	/* new values may have moved the value table: sv again, and its
+	 * layout (arena memory, which stays) before more are made */
+	sv = sg_val(g, v);
+	bool blocked = sv->lay->kind == LK_BLOCKED;
 	if (vt != r->ety) {
 		diag_error(g->ctx, n->kids.v[1]->span, "'%s' holds %s but the "
 			"tile is %s; write 'cvt(%s, %s)'", r->name,
@@ -210,7 +214,7 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	i->a[3] = rix;
 	i->a[4] = stride;
 	i->na = 5;
-	if (sv->lay->kind == LK_BLOCKED) {
+	if (blocked) {
 		i->a[5] = wv;
 		i->na = 6;
 	}

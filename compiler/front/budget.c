@@ -70,7 +70,10 @@ check_warps(Ctx *ctx, Kernel *k)
  * warpgroup must run the same one, so a budget belongs to a warpgroup.
  * Partitions that share a warpgroup must agree on it (FA4's load, MMA and
  * epilogue warps share one at 48); the prologue then runs it once per
- * warpgroup.  The budgets must fit 64K registers. */
+ * warpgroup.  The budgets must fit 64K registers, or their share of
+ * them with per_sm=N CTAs on an SM (65536 / N: the launch gives each
+ * CTA the entry budget, which setmaxnreg then moves between its
+ * warpgroups). */
 static void
 check_regs(Ctx *ctx, Kernel *k)
 {
@@ -123,9 +126,12 @@ check_regs(Ctx *ctx, Kernel *k)
 		}
 	if (!any)
 		return;
-	/* the entry budget: what the launch can give every thread, within
-	 * ptxas's 255 and a multiple of 8 like setmaxnreg's values */
-	k->maxnreg = (65536 / k->threads) & ~7;
+	/* the entry budget: what the launch can give every thread of each
+	 * of the per_sm CTAs (max: 1, the budgets decide), within ptxas's
+	 * 255 and a multiple of 8 like setmaxnreg's values */
+	int nper = k->per_sm > 1 ? k->per_sm : 1;
+	int64_t file = 65536 / nper;
+	k->maxnreg = (int)(file / k->threads) & ~7;
 	if (k->maxnreg > 248)
 		k->maxnreg = 248;
 	for (int g = 0; g < nwg; g++) {
@@ -134,9 +140,16 @@ check_regs(Ctx *ctx, Kernel *k)
 		total += (int64_t)warps * 32 * (k->wg_regs[g] ? k->wg_regs[g] :
 			k->maxnreg);
 	}
-	if (total > 65536) {
-		diag_error(ctx, k->span, "register budgets need %lld registers; "
-			"the register file has 65536", (long long)total);
+	if (total > file) {
+		if (nper > 1)
+			diag_error(ctx, k->span, "register budgets need %lld "
+				"registers; each of per_sm=%d CTAs has %lld of the "
+				"65536 of the register file", (long long)total, nper,
+				(long long)file);
+		else
+			diag_error(ctx, k->span, "register budgets need %lld "
+				"registers; the register file has 65536",
+				(long long)total);
 		for (int g = 0; g < nwg; g++)
 			if (who[g])
 				diag_note(ctx, who[g]->nspan, "warpgroup %d: 128 "

@@ -72,7 +72,8 @@ def arg(name, v):
 
 def launcher(k, args):
     """A function that launches k with args (name -> value) on the current
-    stream, which must not be the legacy default stream."""
+    stream, which must not be the legacy default stream; it keeps the
+    tensors of args alive."""
     lib, ctx = lib_ctx()
     arr = (_Arg * len(args))(*[arg(n, v) for n, v in args.items()])
 
@@ -82,4 +83,5 @@ def launcher(k, args):
         if st:
             raise RuntimeError("fg_launch %d: %s" % (st, lib.fg_errmsg(
                 ctx).decode()))
+    go.args = args      # the tensors live as long as the launcher
     return go

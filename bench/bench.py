@@ -9,6 +9,7 @@ unfused baseline, side by side in one process (issue 7's grid).
     python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
     python3 bench/bench.py --bwd [bench_bwd.py's arguments]  # backward
     python3 bench/bench.py --kernels [bench_kernels.py's]    # norms, ..., xent
+    python3 bench/bench.py --decode [bench_decode.py's]      # KV-cache decode
 
 For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
 16k; batch 16384/S, heads 2048/D or --heads; bf16; with --gqa G, k and v
@@ -276,6 +277,14 @@ def main():
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import bench_kernels
         return bench_kernels.main()
+    if "--decode" in sys.argv[1:]:
+        # decoding against a KV cache (issue #16): bench_decode.py, with
+        # the other arguments it takes (--batches, --ctxs, --groups,
+        # --hkv, --reps, --csv, --methods)
+        sys.argv.remove("--decode")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import bench_decode
+        return bench_decode.main()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--reps", type=int, default=15)

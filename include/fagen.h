@@ -494,6 +494,90 @@ typedef struct fg_attention_bwd_args {
 FG_API fg_status fg_attention_backward(fg_ctx *,
 	const fg_attention_bwd_args *a, struct CUstream_st *stream);
 
+/* ---------------------------------------------------------------- decode */
+
+/* Attention of a few new query tokens against a KV cache (issue #16), as
+ * flash_attn_with_kvcache: O = softmax(Q K^T * scale) V over each
+ * sequence's cached keys, with the new keys and values first appended to
+ * the cache when k_new and v_new are given.  Tensors are in their own
+ * dim order (FlashAttention's B,S,H,D, not fg_attention_args's), strides
+ * in elements indexed that way (batch|page, seq|row, head, dim), the dim
+ * stride 1; all four 0: dense.  Sequence b holds L_b = cache_seqlens[b] +
+ * seq_new keys after the append (every sequence cache_len without
+ * cache_seqlens); causal and window are aligned to the bottom right, query
+ * i at position L_b - seq_q + i; a row that sees no key gets O = 0 and
+ * LSE = -inf.  The keys are cut into num_splits parts attended in
+ * parallel and merged (split-KV); the query heads of a K/V head share a
+ * tile (packed GQA).  sm_90a (sm_100a: compiled, never run here). */
+typedef struct fg_decode_args {
+	uint64_t q;               /* [batch, seq_q, heads, head_dim] */
+	uint64_t k_cache, v_cache; /* contiguous: [batch, cache_len, heads_k,
+				   * head_dim]; paged: [num_pages, page_size,
+				   * heads_k, head_dim] */
+	uint64_t k_new, v_new;    /* 0, or [batch, seq_new, heads_k,
+				   * head_dim], dense: written into the
+				   * cache at cache_seqlens[b] before the
+				   * attention; needs cache_seqlens and
+				   * dense caches */
+	uint64_t cache_seqlens;   /* int32 [batch] on the device: keys in
+				   * each sequence's cache before the
+				   * append; 0: every sequence holds
+				   * cache_len keys (then no k_new) */
+	uint64_t page_table;      /* int32 [batch, max_pages], dense (FA's
+				   * block_table): sequence b's key j is row
+				   * j % page_size of page
+				   * page_table[b][j / page_size]; 0: a
+				   * contiguous cache */
+	uint64_t o;               /* output [batch, seq_q, heads, head_dim],
+				   * dense */
+	uint64_t lse;             /* output f32 [batch, heads, seq_q], dense;
+				   * 0: not wanted (then workspace) */
+	int64_t q_strides[4];     /* (batch, seq, head, dim); 0: dense */
+	int64_t k_strides[4];     /* (batch | page, seq | row, head, dim) */
+	int64_t v_strides[4];
+	int64_t batch, seq_q, heads, heads_k, head_dim; /* heads_k 0: heads */
+	int64_t cache_len;        /* contiguous: the cache's seq extent;
+				   * paged: ignored (max_pages * page_size) */
+	int64_t num_pages, page_size, max_pages; /* paged; else ignored */
+	int64_t seq_new;          /* tokens in k_new and v_new; 0: none */
+	fg_dtype dtype;           /* FG_DTYPE_BF16 or _F16 */
+	int causal;               /* nonzero: causal, bottom-right */
+	int window;               /* nonzero: sliding window, as
+				   * fg_attention_args's */
+	int64_t window_left, window_right; /* -1: unbounded */
+	double softcap;           /* > 0: s -> softcap * tanh(s / softcap) */
+	double scale;             /* 0: 1 / sqrt(head_dim) */
+	int num_splits;           /* 0: the heuristic (docs/API.md); else
+				   * 1 .. 256 */
+	uint64_t workspace;       /* 16-byte aligned scratch of at least
+				   * fg_attention_decode_workspace's bytes;
+				   * 0: taken stream-ordered from the
+				   * context's pool */
+	size_t workspace_bytes;
+	int validate;             /* nonzero: read cache_seqlens and
+				   * page_table on the host first (this
+				   * synchronizes the stream; refused
+				   * during graph capture) and refuse
+				   * lengths past the cache and page
+				   * numbers out of range */
+} fg_decode_args;
+
+/* Validate *a, append k_new and v_new (kv_append.fa), then attend
+ * (fa_decode_sm90.fa, fa_decode_sm100.fa on sm_100a, and fa_combine.fa
+ * with splits), each compiled on
+ * first use and kept in ctx, asynchronously on stream (not the legacy
+ * default stream). */
+FG_API fg_status fg_attention_decode(fg_ctx *, const fg_decode_args *a,
+	struct CUstream_st *stream);
+
+/* The bytes of workspace fg_attention_decode(ctx, a, ...) needs, into
+ * *bytes: the splits' partial results, and the LSE when a->lse is 0 (0
+ * with one split and an lse); a is checked as the call checks it, but
+ * for workspace and workspace_bytes.  Needs the driver only when
+ * num_splits is 0 (the heuristic counts the device's SMs). */
+FG_API fg_status fg_attention_decode_workspace(fg_ctx *,
+	const fg_decode_args *a, size_t *bytes);
+
 /* ---------------------------------------------------------------- rows */
 
 /* RMSNorm (issue #26), with the residual add of pre-norm transformers

@@ -83,6 +83,7 @@ fg_ctx_destroy(fg_ctx *c)
 		return;
 	rows_free(c);         /* their modules need the driver */
 	linear_free(c);
+	decode_free(c);
 	attn_free(c);
 	ref_free(c);
 	cuda_free(c);

@@ -50,7 +50,9 @@ fused residual add, fagen.softmax a differentiable softmax, and
 fagen.cross_entropy (xent.py) the cross-entropy loss of rows of any width,
 and fagen.linear (linear.py) torch.nn.functional.linear with a fused
 epilogue (activation, scale, residual) on the warp-specialized GEMM
-(issue #26).
+(issue #26).  fagen.attention_with_kvcache (decode.py) is
+flash_attn_with_kvcache: decoding attention over a contiguous or paged
+KV cache, new keys and values appended first, split-KV (issue #16).
 """
 
 import ctypes
@@ -64,7 +66,7 @@ __all__ = ["attention", "attention_varlen", "reference", "reference_varlen",
            "version",
            "FagenError", "flex_attention", "create_block_mask",
            "BlockMask", "rms_norm", "layer_norm", "softmax",
-           "cross_entropy", "linear"]
+           "cross_entropy", "linear", "attention_with_kvcache"]
 
 _STATUS = [
     "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",
@@ -875,12 +877,14 @@ def _varlen_function(torch):
 
 
 # fagen.rms_norm, layer_norm, softmax, cross_entropy and linear (issue
-# #26); norm.py, xent.py and linear.py take _Tensor, _load and _ctx from
-# here, so they are imported once those are defined.  fagen.linear is the
+# #26) and attention_with_kvcache (issue #16); norm.py, xent.py,
+# linear.py and decode.py take _Tensor, _load and _ctx from here, so they
+# are imported once those are defined.  fagen.linear is the
 # function; its module is sys.modules["fagen.linear"]
 from .norm import layer_norm, rms_norm, softmax  # noqa: E402
 from .xent import cross_entropy  # noqa: E402
 from .linear import linear  # noqa: E402
+from .decode import attention_with_kvcache  # noqa: E402
 
 
 def __getattr__(name):

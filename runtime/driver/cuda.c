@@ -54,6 +54,9 @@ syms(Driver *d, char *why, size_t whylen)
 			"cuMemAllocFromPoolAsync"},
 		{(void **)&cu->MemFreeAsync, "cuMemFreeAsync"},
 		{(void **)&cu->MemsetD32Async, "cuMemsetD32Async"},
+		{(void **)&cu->MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
+		{(void **)&cu->StreamSynchronize, "cuStreamSynchronize"},
+		{(void **)&cu->StreamIsCapturing, "cuStreamIsCapturing"},
 	};
 
 	for (size_t i = 0; i < COUNT(tab); i++)

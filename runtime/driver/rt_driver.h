@@ -52,6 +52,11 @@ typedef struct CudaApi {
 	CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
 	/* zeroing the rows of partial sums no CTA writes (rows.c) */
 	CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+	/* fg_attention_decode's validate: its tables read on the host, and
+	 * refused under graph capture (decode_run.c) */
+	CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*StreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
 } CudaApi;
 
 struct Driver {

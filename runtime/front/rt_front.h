@@ -6,7 +6,8 @@
  * with their shared argument checks, and the row kernels (rows.c):
  * fg_rms_norm, fg_rms_norm_backward, fg_layer_norm, fg_softmax,
  * fg_softmax_backward and fg_cross_entropy (norm.c), and fg_linear on
- * the shipped GEMM (linear.c).  Layer above: runtime/api.c. */
+ * the shipped GEMM (linear.c), and fg_attention_decode on a KV cache
+ * (decode.c, decode_run.c).  Layer above: runtime/api.c. */
 #ifndef RT_FRONT_H
 #define RT_FRONT_H
 
@@ -289,6 +290,89 @@ fg_status linear_kernel(fg_ctx *, int cc, const LinCfg *cfg,
 int linear_bind(const fg_linear_args *a, const Linear *, int64_t row0,
 	int64_t m, fg_arg args[LIN_NARGS]);
 void linear_free(fg_ctx *);
+
+/* ---------------------------------------------------------------- decode.c
+ * fg_attention_decode (issue #16): kv_append.fa appends new keys and
+ * values to a KV cache, fa_decode_sm90.fa attends over it in splits and
+ * fa_combine.fa merges them.  decode.c checks the arguments and plans
+ * the splits and the workspace; decode_run.c compiles, binds and
+ * launches. */
+
+/* The three schedules. */
+typedef enum DecKind { DEC_ATTN, DEC_COMBINE, DEC_APPEND } DecKind;
+
+/* A variant: the schedule's -D consts (those its kind has; the others
+ * 0). */
+typedef struct DecCfg {
+	DecKind kind;
+	fg_dtype dt;           /* -D DT */
+	int d;                 /* -D D: the head dim */
+	int ps;                /* -D PS: the page size; 0 a contiguous cache */
+	int pack, nw;          /* -D PACK (query heads a tile), NW */
+	bool causal, window, softcap; /* -D CAUSAL, WINDOW, SOFTCAP */
+	bool seqlens, split;   /* -D SEQLENS (cache_seqlens given), SPLIT */
+} DecCfg;
+
+typedef struct Decode {
+	DecCfg cfg;            /* fa_decode_sm90.fa's variant */
+	int64_t hk, g;         /* K/V heads; query heads per K/V head */
+	int64_t cap;           /* keys a sequence's cache holds: the SKC
+				* param (max_pages * page_size paged) */
+	int64_t bn;            /* keys a block: 128, 64 at head dim 256 */
+	int64_t tiles;         /* the decode's tiles a split */
+	int64_t st[3][4];      /* q, k_cache, v_cache strides (resolved) */
+	double scale;          /* resolved: 1/sqrt(head_dim) when 0 */
+	int64_t wl, wr;        /* the window's sides, 0 .. cap */
+	int64_t chunk;         /* kv_append.fa's sequences a launch */
+	int ns;                /* splits; 0 until decode_plan */
+	size_t op, lsep, lse;  /* the workspace: offsets of the partial O
+				* and LSE (ns > 1) and of the LSE (a->lse
+				* 0) */
+	size_t bytes;          /* its size (0: none needed) */
+} Decode;
+
+enum {
+	DEC_NARGS = 20,        /* fa_decode_sm90.fa's arguments, at most */
+	DEC_MAXSPLITS = 256,   /* num_splits' bound */
+};
+
+/* Check a for fg_attention_decode, all but the stream and the
+ * workspace, and choose the variant: FG_ERR_INVALID naming the argument
+ * and the rule. */
+fg_status decode_check(fg_ctx *, const fg_decode_args *a, Decode *out);
+/* FlashAttention's num_splits_heuristic: the splits of tiles tiles over
+ * nblocks key blocks on nsm SMs (docs/API.md). */
+int decode_splits(int64_t tiles, int64_t nblocks, int nsm);
+/* The splits of a checked problem (a->num_splits, else the heuristic on
+ * nsm SMs) and the workspace they need; FG_ERR_INVALID when the
+ * partial results a->num_splits asks for overflow the kernels' 32-bit
+ * indexing. */
+void decode_retile(const fg_decode_args *a, Decode *t, int cc);
+fg_status decode_plan(fg_ctx *, const fg_decode_args *a, int nsm,
+	Decode *t);
+/* cfg's kernel on compute capability cc (90 only), compiled on first
+ * use and kept in the context; FG_ERR_UNSUPPORTED for another arch. */
+fg_status decode_kernel(fg_ctx *, int cc, const DecCfg *cfg,
+	fg_kernel **out);
+/* The arguments of a planned problem's launches, ws the workspace's
+ * address; each returns how many.  decode_append_bind: sequences z0 ..
+ * z0 + nz - 1 (a launch takes t->chunk at most). */
+int decode_bind(const fg_decode_args *a, const Decode *t, uint64_t ws,
+	fg_arg args[DEC_NARGS]);
+int decode_combine_bind(const fg_decode_args *a, const Decode *t,
+	uint64_t ws, fg_arg args[DEC_NARGS]);
+int decode_append_bind(const fg_decode_args *a, const Decode *t,
+	int64_t z0, int64_t nz, fg_arg args[DEC_NARGS]);
+/* validate's checks of the tables as read on the host (len: NULL
+ * without cache_seqlens, pt without page_table): each length 0 ..
+ * cap - seq_new, and the page numbers a sequence's keys use 0 ..
+ * num_pages - 1; FG_ERR_INVALID naming the first entry that is not. */
+fg_status decode_tables(fg_ctx *, const fg_decode_args *a, const Decode *t,
+	const int32_t *len, const int32_t *pt);
+/* The variant of kind for a planned problem: t->cfg (DEC_ATTN), or
+ * fa_combine.fa's (D, DT) or kv_append.fa's (D, DT, PS). */
+DecCfg decode_cfg(const Decode *t, DecKind kind);
+void decode_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- reference.c */
 const char *ref_source(void);  /* the reference kernels' CUDA C */

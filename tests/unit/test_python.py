@@ -2,17 +2,19 @@
 
 fagen imports without PyTorch and without a GPU; its ctypes structures
 have the C layouts (sizes and offsets of fg_attention_args,
-fg_attention_bwd_args, the row kernels' args, fg_linear_args and
-fg_options, as numbers and against offsetof in a C program compiled from
-include/fagen.h); it loads libfagen ($FAGEN_LIB) and reports its
-version; attention(), rms_norm(), layer_norm(), softmax(),
-cross_entropy() and linear() without PyTorch say they need it; with
-PyTorch, bad arguments (CPU tensors, wrong dtype, shapes, strides,
-gradients, sinks; the norms' weights, biases, outputs and eps, softmax's
-dim, cross_entropy's target, ignore_index and reduction, linear's
-weight, bias, residual, activation, scale and out) are refused before
-libfagen is called.  Exits 77 (SKIP) after the
-checks that need no PyTorch when PyTorch is missing.
+fg_attention_bwd_args, the row kernels' args, fg_linear_args,
+fg_decode_args and fg_options, as numbers and against offsetof in a C
+program compiled from include/fagen.h); it loads libfagen ($FAGEN_LIB)
+and reports its version; attention(), rms_norm(), layer_norm(),
+softmax(), cross_entropy(), linear() and attention_with_kvcache()
+without PyTorch say they need it; with PyTorch, bad arguments (CPU
+tensors, wrong dtype, shapes, strides, gradients, sinks; the norms'
+weights, biases, outputs and eps, softmax's dim, cross_entropy's target,
+ignore_index and reduction, linear's weight, bias, residual, activation,
+scale and out, attention_with_kvcache's caches, new tokens, lengths,
+page table, window, softcap, scale, splits and out) are refused before
+libfagen is called.  Exits 77 (SKIP) after the checks that need no
+PyTorch when PyTorch is missing.
 """
 import importlib
 import os
@@ -52,6 +54,8 @@ def without_torch():
                "fagen.cross_entropy needs PyTorch")
         expect(ImportError, lambda: fagen.linear(1, 2),
                "fagen.linear needs PyTorch")
+        expect(ImportError, lambda: fagen.attention_with_kvcache(1, 2, 3),
+               "fagen.attention_with_kvcache needs PyTorch")
     finally:
         if saved is None:
             del sys.modules["torch"]
@@ -117,6 +121,14 @@ def layouts():
     assert n.bias.offset == 192 and n.residual.offset == 288
     assert n.out.offset == 384 and n.dtype.offset == 480
     assert n.alpha.offset == 488 and n.act.offset == 496
+    n = fagen.decode._DecodeArgs    # issue #16
+    assert ctypes.sizeof(n) == 328, ctypes.sizeof(n)
+    assert n.o.offset == 56 and n.q_strides.offset == 72
+    assert n.batch.offset == 168 and n.cache_len.offset == 208
+    assert n.seq_new.offset == 240 and n.dtype.offset == 248
+    assert n.window_left.offset == 264 and n.softcap.offset == 280
+    assert n.num_splits.offset == 296 and n.workspace.offset == 304
+    assert n.workspace_bytes.offset == 312 and n.validate.offset == 320
     assert fagen.version().count(".") == 2, fagen.version()
 
 
@@ -140,7 +152,8 @@ def c_layouts():
                ("fg_softmax_args", fagen.norm._SoftmaxArgs),
                ("fg_softmax_bwd_args", fagen.norm._SoftmaxBwdArgs),
                ("fg_cross_entropy_args", fagen.xent._XentArgs),
-               ("fg_linear_args", sys.modules["fagen.linear"]._LinearArgs))
+               ("fg_linear_args", sys.modules["fagen.linear"]._LinearArgs),
+               ("fg_decode_args", fagen.decode._DecodeArgs))
     lines = ['#include <stddef.h>', '#include <stdio.h>',
              '#include "fagen.h"', 'int main(void) {']
     for name, st in structs:
@@ -187,10 +200,16 @@ def with_torch(torch):
     expect(ValueError, lambda: fagen.linear(x, x[0, 0]), "x is on cpu")
     expect(TypeError, lambda: fagen.linear([1.0], x), "x must be a "
            "torch.Tensor, not list")
+    kv = fagen.attention_with_kvcache
+    expect(ValueError, lambda: kv(x, x, x), "q is on cpu: fagen needs "
+           "CUDA tensors")
+    expect(TypeError, lambda: kv(None, x, x), "q must be a torch.Tensor, "
+           "not NoneType")
     if not torch.cuda.is_available():
         return
     norm_checks(torch)
     linear_checks(torch)
+    decode_checks(torch)
     c = x.cuda()
     expect(ValueError, lambda: fagen.attention(c.float(), c, c),
            "fagen takes torch.bfloat16 or torch.float16")
@@ -307,6 +326,75 @@ def linear_checks(torch):
            "out overlaps x: fagen.linear does not compute in place")
     expect(RuntimeError, lambda: li(x, w.clone().requires_grad_(), out=y),
            "fagen.linear: out= is not differentiable")
+
+
+def decode_checks(torch):
+    """fagen.attention_with_kvcache refuses bad arguments before libfagen
+    runs."""
+    import fagen
+    kv = fagen.attention_with_kvcache
+    bf = torch.bfloat16
+    q = torch.zeros(2, 1, 8, 64, dtype=bf, device="cuda")
+    kc = torch.zeros(2, 32, 2, 64, dtype=bf, device="cuda")
+    pc = torch.zeros(4, 16, 2, 64, dtype=bf, device="cuda")
+    pt = torch.zeros(2, 2, dtype=torch.int32, device="cuda")
+    new = torch.zeros(2, 1, 2, 64, dtype=bf, device="cuda")
+    lens = torch.zeros(2, dtype=torch.int32, device="cuda")
+    expect(ValueError, lambda: kv(q.float(), kc, kc), "q is torch.float32: "
+           "fagen takes torch.bfloat16 or torch.float16")
+    expect(ValueError, lambda: kv(q[0], kc, kc), "q has 3 dimensions: it "
+           "must be (B, Sq, H, D)")
+    expect(ValueError, lambda: kv(q, kc.half(), kc), "k_cache is "
+           "torch.float16: it must be torch.bfloat16 (q's dtype)")
+    expect(ValueError, lambda: kv(q, kc.cpu(), kc), "k_cache is on cpu")
+    expect(ValueError, lambda: kv(q, kc, kc[:, :16]), "the caches must be "
+           "(B, Sk, Hk, D) with q's D and B")
+    expect(ValueError, lambda: kv(q, kc[:1], kc[:1]), "the caches must be")
+    expect(ValueError, lambda: kv(q[:, :, :3], kc, kc), "q has 3 heads and "
+           "the caches 2: the query heads must be a multiple of the K/V "
+           "heads")
+    expect(ValueError, lambda: kv(q, kc, kc, k=new), "k is given and v is "
+           "None: give the new keys and values together")
+    expect(ValueError, lambda: kv(q, kc, kc, new, new[:, :, :1]), "v has "
+           "shape (2, 1, 1, 64): k and v must be (B, Sn, Hk, D) = (2, Sn, "
+           "2, 64)")
+    expect(ValueError, lambda: kv(q, kc, kc, new, new), "k and v need "
+           "cache_seqlens")
+    expect(ValueError, lambda: kv(q, kc.transpose(0, 1).contiguous()
+                                  .transpose(0, 1), kc, new, new,
+                                  cache_seqlens=3),
+           "the caches, which must be contiguous")
+    expect(ValueError, lambda: kv(q, kc, kc, cache_seqlens=-1),
+           "cache_seqlens is -1: a length must be >= 0")
+    expect(ValueError, lambda: kv(q, kc, kc, cache_seqlens=lens.long()),
+           "cache_seqlens is torch.int64: it must be torch.int32")
+    expect(ValueError, lambda: kv(q, kc, kc, cache_seqlens=lens[:1]),
+           "cache_seqlens has shape (1,): it must be an int or a "
+           "contiguous int32 (B,) = (2,) tensor")
+    expect(ValueError, lambda: kv(q, pc, pc, page_table=pt.long()),
+           "page_table is torch.int64: it must be torch.int32")
+    expect(ValueError, lambda: kv(q, pc, pc, page_table=pt[:1]),
+           "page_table has shape (1, 2): it must be a contiguous int32 (B, "
+           "max_pages) tensor, B = 2")
+    expect(ValueError, lambda: kv(q, pc, pc, page_table=pt,
+                                  block_table=pt.clone()),
+           "page_table and block_table are the same argument")
+    expect(ValueError, lambda: kv(q, kc, kc, window=(1, -2)), "window is "
+           "(1, -2): it must be (left, right)")
+    expect(ValueError, lambda: kv(q, kc, kc, softcap=-1.0), "softcap is "
+           "-1.0: it must be a finite number > 0 (None or 0: none)")
+    expect(ValueError, lambda: kv(q, kc, kc, scale=0.0), "scale is 0.0: "
+           "it must be > 0")
+    expect(ValueError, lambda: kv(q, kc, kc, num_splits=257), "num_splits "
+           "is 257: it must be 0 (the heuristic) or 1 to 256")
+    expect(ValueError, lambda: kv(q, kc, kc, out=q[:1]), "out must be a "
+           "contiguous, 16-byte aligned tensor of q's shape (2, 1, 8, 64)")
+    expect(RuntimeError, lambda: kv(q.clone().requires_grad_(), kc, kc),
+           "fagen.attention_with_kvcache has no backward")
+    # libfagen's own checks: a page size that does not tile a block
+    bad = torch.zeros(4, 24, 2, 64, dtype=bf, device="cuda")
+    expect(fagen.FagenError, lambda: kv(q, bad, bad, page_table=pt),
+           "fg_attention_decode: page_size is 24")
 
 
 def norm_checks(torch):

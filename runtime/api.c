@@ -81,9 +81,7 @@ fg_ctx_destroy(fg_ctx *c)
 {
 	if (!c)
 		return;
-	rows_free(c);         /* their modules need the driver */
-	linear_free(c);
-	decode_free(c);
+	front_free(c);        /* their modules need the driver */
 	attn_free(c);
 	ref_free(c);
 	cuda_free(c);

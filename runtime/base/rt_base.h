@@ -51,9 +51,7 @@ typedef struct Driver Driver;           /* driver/cuda.c */
 typedef struct Tools Tools;             /* jit/jit.c */
 typedef struct AttnVariant AttnVariant; /* front/attention.c */
 typedef struct RefModule RefModule;     /* front/reference.c */
-typedef struct RowVariant RowVariant;   /* front/rows.c */
-typedef struct LinVariant LinVariant;   /* front/linear.c */
-typedef struct DecVariant DecVariant;   /* front/decode_run.c */
+typedef struct FrontVariant FrontVariant; /* front/variants.c */
 
 struct fg_ctx {
 	fg_alloc alloc;
@@ -74,13 +72,11 @@ struct fg_ctx {
 	Driver *drv;          /* loaded on first use */
 	Tools *tools;         /* found on first use */
 	char *schedule_dir;   /* NULL: $FAGEN_SCHEDULE_DIR or the defaults */
-	pthread_mutex_t attn_mu;  /* guards attn, rows, linear and decode; held
+	pthread_mutex_t attn_mu;  /* guards attn, variants and ref; held
 				   * while one compiles */
 	AttnVariant *attn;    /* fg_attention_forward's kernels */
-	RowVariant *rows;     /* the row kernels' (fg_rms_norm, ...), under
-			       * attn_mu */
-	LinVariant *linear;   /* fg_linear's, under attn_mu */
-	DecVariant *decode;   /* fg_attention_decode's, under attn_mu */
+	FrontVariant *variants; /* the row kernels', fg_linear's and
+			       * fg_attention_decode's, under attn_mu */
 	RefModule *ref;       /* fg_attention_reference's, under attn_mu */
 	/* the scratch pool of fg_attention_backward and the row kernels,
 	 * under attn_mu; NULL until first used */

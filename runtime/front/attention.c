@@ -412,10 +412,47 @@ static fg_status
 build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
-	char path[4096], d1[16], d2[16], d3[16], d4[16], list[256];
+	char d1[16], d2[16], d3[16], d4[16];
 	const char *defs[12] = {d1, d2, d3};
-	fg_compile_options o = {.defines = defs, .ndefines = v->plain ? 2 :
-		3, .mods = v->mods, .mods_name = "<mods>"};
+	int nd = v->plain ? 2 : 3;
+
+	snprintf(d1, sizeof d1, "D=%d", v->d);
+	snprintf(d2, sizeof d2, "DT=%s", v->dt == FG_DTYPE_F16 ? "f16" :
+		"bf16");
+	snprintf(d3, sizeof d3, "CAUSAL=%s", v->causal ? "true" : "false");
+	/* each only when asked: a schedule without it stays valid */
+	if (v->window)
+		defs[nd++] = "WINDOW=true";
+	if (v->softcap)
+		defs[nd++] = "SOFTCAP=true";
+	if (v->sinks)
+		defs[nd++] = "SINKS=true";
+	if (v->varlen)
+		defs[nd++] = "VARLEN=true";
+	if (v->alibi)
+		defs[nd++] = "ALIBI=true";
+	if (v->score_mod)
+		defs[nd++] = "SCORE_MOD=true";
+	if (v->mask_mod)
+		defs[nd++] = "MASK_MOD=true";
+	if (v->blocks)
+		defs[nd++] = "BLOCKS=true";
+	if (v->pack > 1) {
+		snprintf(d4, sizeof d4, "PACK=%d", v->pack);
+		defs[nd++] = d4;
+	}
+	return front_build(c, fn, v->cc, file, defs, nd, v->mods, out);
+}
+
+fg_status
+front_build(fg_ctx *c, const char *fn, int cc, const char *file,
+	const char *const *defs, int nd, const char *mods, fg_kernel **out)
+{
+	char path[4096], list[512] = "";
+	/* a schedule that declares sm_90a compiles for sm_100a as it is */
+	fg_compile_options o = {.defines = (const char **)defs, .ndefines =
+		nd, .arch = cc == 100 ? "sm_100a" : NULL, .mods = mods,
+		.mods_name = mods ? "<mods>" : NULL};
 	const Shipped *in;
 	fg_program *p;
 	fg_status st;
@@ -423,43 +460,18 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 
 	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
 		return st;
-	snprintf(d1, sizeof d1, "D=%d", v->d);
-	snprintf(d2, sizeof d2, "DT=%s", v->dt == FG_DTYPE_F16 ? "f16" :
-		"bf16");
-	snprintf(d3, sizeof d3, "CAUSAL=%s", v->causal ? "true" : "false");
-	/* each only when asked: a schedule without it stays valid */
-	if (v->window)
-		defs[o.ndefines++] = "WINDOW=true";
-	if (v->softcap)
-		defs[o.ndefines++] = "SOFTCAP=true";
-	if (v->sinks)
-		defs[o.ndefines++] = "SINKS=true";
-	if (v->varlen)
-		defs[o.ndefines++] = "VARLEN=true";
-	if (v->alibi)
-		defs[o.ndefines++] = "ALIBI=true";
-	if (v->score_mod)
-		defs[o.ndefines++] = "SCORE_MOD=true";
-	if (v->mask_mod)
-		defs[o.ndefines++] = "MASK_MOD=true";
-	if (v->blocks)
-		defs[o.ndefines++] = "BLOCKS=true";
-	if (v->pack > 1) {
-		snprintf(d4, sizeof d4, "PACK=%d", v->pack);
-		defs[o.ndefines++] = d4;
-	}
 	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
 		&o, &p) : fg_compile_file(c, path, &o, &p);
 	if (st == FG_OK) {
 		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
 	} else if (st == FG_ERR_COMPILE) {
-		list[0] = 0;
-		for (int i = 0; i < o.ndefines && at < sizeof list; i++)
+		for (int i = 0; i < nd && at < sizeof list; i++)
 			at += (size_t)snprintf(list + at, sizeof list - at,
 				"%s-D %s", i ? " " : "", defs[i]);
-		st = rt_err(c, st, "%s: the schedule %s (%s%s) does not "
-			"compile:\n%s", fn, path, list, v->mods ?
-			" with the mods given" : "", fg_program_diagnostics(p));
+		st = rt_err(c, st, "%s: the schedule %s (%s%s%s) does not "
+			"compile:\n%s", fn, path, list, o.arch ? " for sm_100a" :
+			"", mods ? " with the mods given" : "",
+			fg_program_diagnostics(p));
 	}
 	fg_program_free(p);
 	return st;

@@ -38,8 +38,8 @@ enum {
 static const char *const qdim[4] = {"batch", "seq", "head", "dim"};
 static const char *const pdim[4] = {"page", "row", "head", "dim"};
 
-static fg_status FMT(2, 3)
-bad(fg_ctx *c, const char *fmt, ...)
+fg_status
+decode_bad(fg_ctx *c, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -72,33 +72,33 @@ sizes(fg_ctx *c, const fg_decode_args *a, Decode *t)
 
 	for (size_t i = 0; i < COUNT(s); i++) {
 		if (s[i].v <= 0)
-			return bad(c, "%s is %lld: sizes must be > 0",
+			return decode_bad(c, "%s is %lld: sizes must be > 0",
 				s[i].name, (long long)s[i].v);
 		if (s[i].v > INT32_MAX)
-			return bad(c, "%s is %lld, which overflows 32-bit "
+			return decode_bad(c, "%s is %lld, which overflows 32-bit "
 				"indexing (at most 2^31 - 1)", s[i].name,
 				(long long)s[i].v);
 	}
 	if (a->head_dim != 64 && a->head_dim != 128 && a->head_dim != 256)
-		return bad(c, "head_dim is %lld; the decode kernel supports "
+		return decode_bad(c, "head_dim is %lld; the decode kernel supports "
 			"64, 128 and 256", (long long)a->head_dim);
 	if (a->heads_k < 0 || a->heads_k > a->heads)
-		return bad(c, "heads_k is %lld: the K/V heads must be between "
+		return decode_bad(c, "heads_k is %lld: the K/V heads must be between "
 			"1 and heads (%lld), or 0 for heads",
 			(long long)a->heads_k, (long long)a->heads);
 	t->hk = a->heads_k ? a->heads_k : a->heads;
 	if (a->heads % t->hk)
-		return bad(c, "heads (%lld) is not a multiple of heads_k "
+		return decode_bad(c, "heads (%lld) is not a multiple of heads_k "
 			"(%lld): grouped-query attention shares each K/V head "
 			"among heads / heads_k query heads",
 			(long long)a->heads, (long long)t->hk);
 	t->g = a->heads / t->hk;
 	if (a->seq_q > POS_MAX)
-		return bad(c, "seq_q is %lld: the kernel's 32-bit query "
+		return decode_bad(c, "seq_q is %lld: the kernel's 32-bit query "
 			"positions take at most 2^30 - 1", (long long)a->seq_q);
 	/* the kernels write the LSE with 32-bit indices */
 	if (!ck_mul64(a->batch, a->heads, &bh) || bh > INT32_MAX / a->seq_q)
-		return bad(c, "batch * heads * seq_q = %lld * %lld * %lld LSE "
+		return decode_bad(c, "batch * heads * seq_q = %lld * %lld * %lld LSE "
 			"entries overflow the kernels' 32-bit indexing (at "
 			"most 2^31 - 1)", (long long)a->batch,
 			(long long)a->heads, (long long)a->seq_q);
@@ -120,11 +120,11 @@ pages(fg_ctx *c, const fg_decode_args *a, Decode *t)
 
 	for (size_t i = 0; i < COUNT(s); i++)
 		if (s[i].v <= 0 || s[i].v > INT32_MAX)
-			return bad(c, "%s is %lld: a paged cache (page_table "
+			return decode_bad(c, "%s is %lld: a paged cache (page_table "
 				"given) needs it between 1 and 2^31 - 1",
 				s[i].name, (long long)s[i].v);
 	if (ps % 8 || (t->bn % ps && ps % t->bn))
-		return bad(c, "page_size is %lld: at head_dim %lld the kernel "
+		return decode_bad(c, "page_size is %lld: at head_dim %lld the kernel "
 			"loads blocks of %lld keys, so pages hold a multiple "
 			"of 8 keys that divides %lld or that %lld divides (%s)",
 			(long long)ps, (long long)a->head_dim,
@@ -132,12 +132,12 @@ pages(fg_ctx *c, const fg_decode_args *a, Decode *t)
 			t->bn == 128 ? "8, 16, 32, 64, 128, 256, 384, ..." :
 			"8, 16, 32, 64, 128, 192, ...");
 	if (!ck_mul64(a->max_pages, ps, &t->cap) || t->cap > POS_MAX)
-		return bad(c, "max_pages * page_size = %lld * %lld keys a "
+		return decode_bad(c, "max_pages * page_size = %lld * %lld keys a "
 			"sequence overflow the kernel's 32-bit key positions "
 			"(at most 2^30 - 1)", (long long)a->max_pages,
 			(long long)ps);
 	if (!ck_mul64(a->batch, a->max_pages, &n) || n > INT32_MAX)
-		return bad(c, "batch * max_pages = %lld * %lld page_table "
+		return decode_bad(c, "batch * max_pages = %lld * %lld page_table "
 			"entries overflow the kernels' 32-bit indexing (at "
 			"most 2^31 - 1)", (long long)a->batch,
 			(long long)a->max_pages);
@@ -154,7 +154,7 @@ cache(fg_ctx *c, const fg_decode_args *a, Decode *t)
 	if (a->page_table)
 		return pages(c, a, t);
 	if (a->cache_len <= 0 || a->cache_len > POS_MAX)
-		return bad(c, "cache_len is %lld: a contiguous cache holds 1 "
+		return decode_bad(c, "cache_len is %lld: a contiguous cache holds 1 "
 			"to 2^30 - 1 keys a sequence (the kernel's 32-bit key "
 			"positions)", (long long)a->cache_len);
 	t->cap = a->cache_len;
@@ -165,22 +165,22 @@ static fg_status
 scalars(fg_ctx *c, const fg_decode_args *a, Decode *t)
 {
 	if (a->dtype != FG_DTYPE_BF16 && a->dtype != FG_DTYPE_F16)
-		return bad(c, "dtype is %d: use FG_DTYPE_BF16 or FG_DTYPE_F16",
+		return decode_bad(c, "dtype is %d: use FG_DTYPE_BF16 or FG_DTYPE_F16",
 			(int)a->dtype);
 	if (!isfinite(a->scale) || a->scale < 0 || a->scale > FLT_MAX / 2)
-		return bad(c, "scale is %g: it must be finite and > 0 (0: "
+		return decode_bad(c, "scale is %g: it must be finite and > 0 (0: "
 			"1/sqrt(head_dim))", a->scale);
 	t->scale = a->scale ? a->scale : 1 / sqrt((double)a->head_dim);
 	if (!isfinite(a->softcap) || a->softcap < 0 ||
 	    a->softcap > FLT_MAX / 2)
-		return bad(c, "softcap is %g: it must be finite and > 0 (0: "
+		return decode_bad(c, "softcap is %g: it must be finite and > 0 (0: "
 			"none)", a->softcap);
 	if (a->window && (a->window_left < -1 || a->window_right < -1))
-		return bad(c, "window is (%lld, %lld): each side is a number "
+		return decode_bad(c, "window is (%lld, %lld): each side is a number "
 			"of keys >= 0, or -1 for unbounded",
 			(long long)a->window_left, (long long)a->window_right);
 	if (a->num_splits < 0 || a->num_splits > DEC_MAXSPLITS)
-		return bad(c, "num_splits is %d: give 1 to %d splits of the "
+		return decode_bad(c, "num_splits is %d: give 1 to %d splits of the "
 			"keys, or 0 for the heuristic", a->num_splits,
 			DEC_MAXSPLITS);
 	/* attn_window's mapping, over the cache's capacity */
@@ -205,34 +205,34 @@ strided(fg_ctx *c, const char *name, uint64_t ptr, const char *sn,
 	int64_t span = 0, x;
 
 	if (!ptr)
-		return bad(c, "%s is NULL", name);
+		return decode_bad(c, "%s is NULL", name);
 	if (ptr % 16)
-		return bad(c, "%s = 0x%llx is not 16-byte aligned, as TMA "
+		return decode_bad(c, "%s = 0x%llx is not 16-byte aligned, as TMA "
 			"requires", name, (unsigned long long)ptr);
 	st[3] = dense ? 1 : given[3];
 	for (int i = 2; i >= 0; i--) {
 		st[i] = given[i];
 		if (dense && !ck_mul64(st[i + 1], n[i + 1], &st[i]))
-			return bad(c, "%s: its dense strides overflow 64-bit "
+			return decode_bad(c, "%s: its dense strides overflow 64-bit "
 				"addressing", name);
 	}
 	if (st[3] != 1)
-		return bad(c, "%s[3] (dim) is %lld: the head dimension must be "
+		return decode_bad(c, "%s[3] (dim) is %lld: the head dimension must be "
 			"contiguous (stride 1)", sn, (long long)st[3]);
 	for (int i = 0; i < 3; i++) {
 		if (st[i] <= 0)
-			return bad(c, "%s[%d] (%s) is %lld: strides must be > "
+			return decode_bad(c, "%s[%d] (%s) is %lld: strides must be > "
 				"0 (or all 0: dense)", sn, i, dn[i],
 				(long long)st[i]);
 		if (st[i] % 8 || st[i] >= (int64_t)1 << 39)
-			return bad(c, "%s[%d] (%s) is %lld elements; TMA "
+			return decode_bad(c, "%s[%d] (%s) is %lld elements; TMA "
 				"needs a multiple of 8 (16 bytes) below 2^39 "
 				"(2^40 bytes)", sn, i, dn[i], (long long)st[i]);
 	}
 	for (int i = 0; i < 4; i++)
 		if (!ck_mul64(n[i] - 1, st[i], &x) ||
 		    !ck_add64(span, x, &span) || span >= INT64_MAX / ESZ)
-			return bad(c, "%s: its strides overflow 64-bit "
+			return decode_bad(c, "%s: its strides overflow 64-bit "
 				"addressing (its span through %s[%d], %s)",
 				name, sn, i, dn[i]);
 	return FG_OK;
@@ -257,9 +257,9 @@ tensors(fg_ctx *c, const fg_decode_args *a, Decode *t)
 	    nk, kd, t->st[2])))
 		return st;
 	if (!a->o)
-		return bad(c, "o is NULL");
+		return decode_bad(c, "o is NULL");
 	if (a->o % 16)
-		return bad(c, "o = 0x%llx is not 16-byte aligned, as TMA "
+		return decode_bad(c, "o = 0x%llx is not 16-byte aligned, as TMA "
 			"requires", (unsigned long long)a->o);
 	const struct {
 		const char *name;
@@ -276,7 +276,7 @@ tensors(fg_ctx *c, const fg_decode_args *a, Decode *t)
 	};
 	for (size_t i = 0; i < COUNT(al); i++)
 		if (al[i].p % (uint64_t)al[i].align)
-			return bad(c, "%s = 0x%llx is not %s", al[i].name,
+			return decode_bad(c, "%s = 0x%llx is not %s", al[i].name,
 				(unsigned long long)al[i].p, al[i].what);
 	return FG_OK;
 }
@@ -291,7 +291,7 @@ dense_cache(fg_ctx *c, const char *name, const int64_t *st, const Decode *t,
 	if (!ck_mul64(a->page_table ? a->page_size : t->cap, row, &want))
 		want = -1;      /* no stride matches */
 	if (st[0] != want || st[1] != row || st[2] != a->head_dim)
-		return bad(c, "%s's strides are (%lld, %lld, %lld, 1), but "
+		return decode_bad(c, "%s's strides are (%lld, %lld, %lld, 1), but "
 			"kv_append.fa writes k_new and v_new into a dense "
 			"cache: they must be (%lld, %lld, %lld, 1) (or all 0)",
 			name, (long long)st[0], (long long)st[1],
@@ -311,27 +311,27 @@ append(fg_ctx *c, const fg_decode_args *a, Decode *t)
 
 	if (!a->k_new && !a->v_new) {
 		if (a->seq_new)
-			return bad(c, "seq_new is %lld but k_new and v_new are "
+			return decode_bad(c, "seq_new is %lld but k_new and v_new are "
 				"NULL: give the new keys and values, or "
 				"seq_new 0", (long long)a->seq_new);
 		return FG_OK;
 	}
 	if (!a->k_new || !a->v_new)
-		return bad(c, "%s is NULL but %s is given: the new keys and "
+		return decode_bad(c, "%s is NULL but %s is given: the new keys and "
 			"values come together", a->k_new ? "v_new" : "k_new",
 			a->k_new ? "k_new" : "v_new");
 	if (a->k_new % 16 || a->v_new % 16)
-		return bad(c, "%s = 0x%llx is not 16-byte aligned: "
+		return decode_bad(c, "%s = 0x%llx is not 16-byte aligned: "
 			"kv_append.fa reads it in 16-byte vectors",
 			a->k_new % 16 ? "k_new" : "v_new",
 			(unsigned long long)(a->k_new % 16 ? a->k_new :
 			a->v_new));
 	if (a->seq_new < 1 || a->seq_new > t->cap)
-		return bad(c, "seq_new is %lld: k_new and v_new hold 1 to %lld "
+		return decode_bad(c, "seq_new is %lld: k_new and v_new hold 1 to %lld "
 			"new tokens a sequence (the cache's capacity)",
 			(long long)a->seq_new, (long long)t->cap);
 	if (!a->cache_seqlens)
-		return bad(c, "k_new is given but cache_seqlens is NULL: the "
+		return decode_bad(c, "k_new is given but cache_seqlens is NULL: the "
 			"new tokens go after each sequence's cached keys, so "
 			"give cache_seqlens (int32 [batch], the keys before "
 			"them)");
@@ -339,10 +339,10 @@ append(fg_ctx *c, const fg_decode_args *a, Decode *t)
 	    (st = dense_cache(c, "v_cache", t->st[2], t, a)))
 		return st;
 	if (cdiv(t->hk, HB) > GRID_MAX)
-		return bad(c, "heads_k is %lld: kv_append.fa's grid takes at "
+		return decode_bad(c, "heads_k is %lld: kv_append.fa's grid takes at "
 			"most %d K/V heads", (long long)t->hk, GRID_MAX * HB);
 	if (!ck_mul64(a->seq_new, row, &seq) || seq > INT32_MAX)
-		return bad(c, "k_new: a sequence's seq_new * heads_k * "
+		return decode_bad(c, "k_new: a sequence's seq_new * heads_k * "
 			"head_dim = %lld * %lld * %lld elements overflow "
 			"kv_append.fa's 32-bit indexing (at most 2^31 - 1)",
 			(long long)a->seq_new, (long long)t->hk,
@@ -350,14 +350,14 @@ append(fg_ctx *c, const fg_decode_args *a, Decode *t)
 	nz = INT32_MAX / seq;
 	if (a->page_table && (!ck_mul64(a->num_pages * a->page_size, row,
 	    &n) || n > INT32_MAX))
-		return bad(c, "k_cache: num_pages * page_size * heads_k * "
+		return decode_bad(c, "k_cache: num_pages * page_size * heads_k * "
 			"head_dim = %lld * %lld * %lld * %lld elements "
 			"overflow kv_append.fa's 32-bit indexing (at most 2^31 "
 			"- 1) when k_new is given", (long long)a->num_pages,
 			(long long)a->page_size, (long long)t->hk,
 			(long long)a->head_dim);
 	if (!a->page_table && (!ck_mul64(t->cap, row, &n) || n > INT32_MAX))
-		return bad(c, "k_cache: a sequence's cache_len * heads_k * "
+		return decode_bad(c, "k_cache: a sequence's cache_len * heads_k * "
 			"head_dim = %lld * %lld * %lld elements overflow "
 			"kv_append.fa's 32-bit indexing (at most 2^31 - 1) "
 			"when k_new is given", (long long)t->cap,
@@ -388,7 +388,7 @@ decode_check(fg_ctx *c, const fg_decode_args *a, Decode *t)
 
 	memset(t, 0, sizeof *t);
 	if (!a)
-		return bad(c, "args is NULL");
+		return decode_bad(c, "args is NULL");
 	if ((st = sizes(c, a, t)) || (st = cache(c, a, t)) ||
 	    (st = scalars(c, a, t)) || (st = tensors(c, a, t)) ||
 	    (st = append(c, a, t)))
@@ -461,7 +461,7 @@ decode_plan(fg_ctx *c, const fg_decode_args *a, int nsm, Decode *t)
 	/* the partials and fa_combine.fa's O are indexed in 32 bits */
 	if (ns > 1 && (rd > INT32_MAX || ns > INT32_MAX / rd)) {
 		if (a->num_splits)
-			return bad(c, "num_splits is %d: the partial results, "
+			return decode_bad(c, "num_splits is %d: the partial results, "
 				"num_splits * batch * heads * seq_q * head_dim "
 				"= %d * %lld * %lld * %lld * %lld elements, "
 				"overflow the kernels' 32-bit indexing (at "

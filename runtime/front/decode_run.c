@@ -4,17 +4,15 @@
  * A call launches on the caller's stream: kv_append.fa when k_new is
  * given (as many launches as decode.c's chunk asks), fa_decode_sm90.fa
  * (-D SPLIT=true with several splits, its partials in the workspace),
- * then fa_combine.fa with several splits.  Each variant is compiled once
- * per context under ctx->attn_mu and kept until fg_ctx_destroy, as
- * linear.c keeps its own.  Every launch's arguments are checked
+ * then fa_combine.fa with several splits (fa_decode_sm100.fa on
+ * sm_100a).  Each variant is compiled once per context and kept until
+ * fg_ctx_destroy (variants.c).  Every launch's arguments are checked
  * (fg_kernel_check) before the first launch, so a refusal leaves the
  * cache as it was.  With validate, the tables are read on the host
  * before anything is launched.  Without a workspace of the caller's,
  * one is taken stream-ordered from the context's pool (which a CUDA
  * graph captures) and freed on the stream after the last launch. */
-#include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "rt_front.h"
 
@@ -26,13 +24,6 @@ enum {
 			 * SPLIT, PACK, NW */
 };
 
-struct DecVariant {
-	int cc;
-	DecCfg cfg;
-	fg_kernel *k;
-	DecVariant *next;
-};
-
 /* fa_decode_sm100.fa on sm_100 (the others declare sm_90a and compile
  * for sm_100a as they are) */
 static const char *const files[] = {
@@ -40,19 +31,6 @@ static const char *const files[] = {
 	[DEC_COMBINE] = "fa_combine.fa",
 	[DEC_APPEND] = "kv_append.fa",
 };
-
-static fg_status FMT(2, 3)
-bad(fg_ctx *c, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	int n = snprintf(msg, sizeof msg, FN ": ");
-
-	va_start(ap, fmt);
-	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-	va_end(ap);
-	return rt_err(c, FG_ERR_INVALID, "%s", msg);
-}
 
 static const char *
 tf(bool b)
@@ -84,79 +62,22 @@ defines(const DecCfg *g, char d[MAXDEFS][24])
 	return nd;
 }
 
-/* Compile cfg's kernel; called with c->attn_mu held. */
-static fg_status
-build(fg_ctx *c, int cc, const DecCfg *cfg, fg_kernel **out)
-{
-	char path[4096], d[MAXDEFS][24], list[MAXDEFS * 28] = "";
-	const char *defs[MAXDEFS], *file = cc == 100 && cfg->kind ==
-		DEC_ATTN ? "fa_decode_sm100.fa" : files[cfg->kind];
-	int nd = defines(cfg, d);
-	fg_compile_options o = {.defines = defs, .ndefines = nd,
-		.arch = cc == 100 ? "sm_100a" : NULL};
-	const Shipped *in;
-	fg_program *p;
-	fg_status st;
-	size_t at = 0;
-
-	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
-		return st;
-	for (int i = 0; i < nd; i++) {
-		defs[i] = d[i];
-		at += (size_t)snprintf(list + at, sizeof list - at, "%s-D %s",
-			i ? " " : "", d[i]);
-	}
-	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
-		&o, &p) : fg_compile_file(c, path, &o, &p);
-	if (st == FG_OK)
-		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
-	else if (st == FG_ERR_COMPILE)
-		st = rt_err(c, st, FN ": the schedule %s (%s) does not "
-			"compile:\n%s", path, list, fg_program_diagnostics(p));
-	fg_program_free(p);
-	return st;
-}
-
-static bool
-same(const DecCfg *a, const DecCfg *b)
-{
-	return a->kind == b->kind && a->dt == b->dt && a->d == b->d &&
-		a->ps == b->ps && a->pack == b->pack && a->nw == b->nw &&
-		a->causal == b->causal && a->window == b->window &&
-		a->softcap == b->softcap && a->seqlens == b->seqlens &&
-		a->split == b->split;
-}
-
 fg_status
 decode_kernel(fg_ctx *c, int cc, const DecCfg *cfg, fg_kernel **out)
 {
-	DecVariant *v;
-	fg_kernel *k = NULL;
-	fg_status st = FG_OK;
+	char d[MAXDEFS][24];
+	const char *defs[MAXDEFS], *file = cc == 100 && cfg->kind ==
+		DEC_ATTN ? "fa_decode_sm100.fa" : files[cfg->kind];
+	int nd = defines(cfg, d);
 
 	if (cc != 90 && cc != 100)
 		return rt_err(c, FG_ERR_UNSUPPORTED, FN ": device %d is sm_%d; "
 			"fagen's decode attention (fa_decode_sm90.fa, "
 			"fa_decode_sm100.fa) runs on sm_90a (H100, H200) and "
 			"sm_100a (B200) only", c->device, cc);
-	pthread_mutex_lock(&c->attn_mu);
-	for (v = c->decode; v; v = v->next)
-		if (v->cc == cc && same(&v->cfg, cfg))
-			break;
-	if (!v && !(st = build(c, cc, cfg, &k))) {
-		if ((v = rt_alloc(c, sizeof *v))) {
-			*v = (DecVariant){.cc = cc, .cfg = *cfg, .k = k,
-				.next = c->decode};
-			c->decode = v;
-		} else {
-			fg_kernel_free(k);
-			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
-		}
-	}
-	pthread_mutex_unlock(&c->attn_mu);
-	if (v)
-		*out = v->k;
-	return st;
+	for (int i = 0; i < nd; i++)
+		defs[i] = d[i];
+	return front_kernel(c, FN, cc, file, defs, nd, out);
 }
 
 DecCfg
@@ -282,7 +203,7 @@ decode_tables(fg_ctx *c, const fg_decode_args *a, const Decode *t,
 	for (int64_t b = 0; b < a->batch; b++) {
 		int64_t l = t->cap;
 		if (len && (len[b] < 0 || len[b] > most))
-			return bad(c, "validate: cache_seqlens[%lld] is %d: "
+			return decode_bad(c, "validate: cache_seqlens[%lld] is %d: "
 				"each must be 0 .. %lld (the cache holds %lld "
 				"keys a sequence%s)", (long long)b, (int)len[b],
 				(long long)most, (long long)t->cap, a->seq_new ?
@@ -293,7 +214,7 @@ decode_tables(fg_ctx *c, const fg_decode_args *a, const Decode *t,
 		for (int64_t j = 0; pt && j < used; j++) {
 			int32_t p = pt[b * a->max_pages + j];
 			if (p < 0 || p >= a->num_pages)
-				return bad(c, "validate: "
+				return decode_bad(c, "validate: "
 					"page_table[%lld][%lld] is %d: page "
 					"numbers must be 0 .. %lld "
 					"(num_pages); sequence %lld's %lld "
@@ -329,7 +250,7 @@ validate(fg_ctx *c, const Driver *d, const fg_decode_args *a,
 		return st;
 	if (!(st = cuda_check(c, d, cu->StreamIsCapturing(s, &cs),
 	    "cuStreamIsCapturing")) && cs != CU_STREAM_CAPTURE_STATUS_NONE)
-		st = bad(c, "validate is set but the stream is capturing a "
+		st = decode_bad(c, "validate is set but the stream is capturing a "
 			"CUDA graph: validate reads cache_seqlens and "
 			"page_table on the host, which synchronizes the "
 			"stream; pass validate 0 during capture");
@@ -389,7 +310,7 @@ prepare(fg_ctx *c, const fg_decode_args *a, Decode *t, Driver **d)
 	if ((st = decode_plan(c, a, a->num_splits ? 0 : (*d)->nsm, t)))
 		return st;
 	if (a->workspace && a->workspace_bytes < t->bytes)
-		return bad(c, "workspace_bytes is %zu: this call needs %zu "
+		return decode_bad(c, "workspace_bytes is %zu: this call needs %zu "
 			"bytes of workspace (fg_attention_decode_workspace)",
 			a->workspace_bytes, t->bytes);
 	return a->num_splits ? cuda_get(c, d) : FG_OK;
@@ -459,9 +380,9 @@ fg_attention_decode(fg_ctx *c, const fg_decode_args *a, CUstream s)
 	if (!c)
 		return FG_ERR_INVALID;
 	if (!a)
-		return bad(c, "args is NULL");
+		return decode_bad(c, "args is NULL");
 	if (s == NULL || s == CU_STREAM_LEGACY)
-		return bad(c, "fagen does not launch on the legacy default "
+		return decode_bad(c, "fagen does not launch on the legacy default "
 			"stream (%s); pass a stream you created "
 			"(cuStreamCreate, best with CU_STREAM_NON_BLOCKING) or "
 			"CU_STREAM_PER_THREAD", s ? "CU_STREAM_LEGACY" :
@@ -498,7 +419,7 @@ fg_attention_decode_workspace(fg_ctx *c, const fg_decode_args *a,
 	if (!c)
 		return FG_ERR_INVALID;
 	if (a && !bytes)
-		return bad(c, "bytes is NULL");
+		return decode_bad(c, "bytes is NULL");
 	if ((st = decode_check(c, a, &t)) ||
 	    (!a->num_splits && (st = cuda_get(c, &d))))
 		return st;
@@ -509,17 +430,4 @@ fg_attention_decode_workspace(fg_ctx *c, const fg_decode_args *a,
 	*bytes = t.bytes;
 	rt_clear(c);
 	return FG_OK;
-}
-
-void
-decode_free(fg_ctx *c)
-{
-	DecVariant *v, *next;
-
-	for (v = c->decode; v; v = next) {
-		next = v->next;
-		fg_kernel_free(v->k);
-		rt_free(c, v, sizeof *v);
-	}
-	c->decode = NULL;
 }

@@ -8,8 +8,8 @@
  * Every argument is checked before anything needs the GPU, as rows.c
  * checks the row kernels'.  The variant is -D DT, SCALE (alpha != 1),
  * BIAS, ACT and RESID, with CM=1 on sm_90a (one CTA a cluster: the
- * measured best), compiled once per context and arch under
- * ctx->attn_mu and kept until fg_ctx_destroy.  A launch covers at most
+ * measured best), compiled once per context and arch (variants.c)
+ * and kept until fg_ctx_destroy.  A launch covers at most
  * Linear.chunk rows of x, so its M fits the schedule's i32, its tile
  * count 32 bits and, with a residual, the kernel's 32-bit element
  * indices into R; more rows take more launches on the stream.
@@ -34,13 +34,6 @@ enum {
 	TILE = 128,     /* the schedules' tile rows; their tiles have 128
 			 * or 256 columns, so N / 128 bounds the count */
 	MAXDEFS = 6,    /* DT, SCALE, BIAS, ACT, RESID, CM */
-};
-
-struct LinVariant {
-	int cc;
-	LinCfg cfg;
-	fg_kernel *k;
-	LinVariant *next;
 };
 
 /* A tensor's bytes, for the overlap check. */
@@ -346,76 +339,22 @@ defines(const LinCfg *g, int cc, char d[MAXDEFS][24])
 	return nd;
 }
 
-/* Compile cfg's kernel of file; called with c->attn_mu held. */
-static fg_status
-build(fg_ctx *c, int cc, const char *file, const LinCfg *cfg,
-	fg_kernel **out)
-{
-	char path[4096], d[MAXDEFS][24], list[MAXDEFS * 28] = "";
-	const char *defs[MAXDEFS];
-	int nd = defines(cfg, cc, d);
-	fg_compile_options o = {.defines = defs, .ndefines = nd};
-	const Shipped *in;
-	fg_program *p;
-	fg_status st;
-	size_t at = 0;
-
-	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
-		return st;
-	for (int i = 0; i < nd; i++) {
-		defs[i] = d[i];
-		at += (size_t)snprintf(list + at, sizeof list - at, "%s-D %s",
-			i ? " " : "", d[i]);
-	}
-	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
-		&o, &p) : fg_compile_file(c, path, &o, &p);
-	if (st == FG_OK)
-		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
-	else if (st == FG_ERR_COMPILE)
-		st = rt_err(c, st, FN ": the schedule %s (%s) does not "
-			"compile:\n%s", path, list, fg_program_diagnostics(p));
-	fg_program_free(p);
-	return st;
-}
-
-static bool
-same(const LinCfg *a, const LinCfg *b)
-{
-	return a->dt == b->dt && a->scale == b->scale && a->bias == b->bias &&
-		a->resid == b->resid && a->act == b->act;
-}
-
 fg_status
 linear_kernel(fg_ctx *c, int cc, const LinCfg *cfg, fg_kernel **out)
 {
 	const char *file = cc == 100 ? "gemm_ws_sm100.fa" : "gemm_ws_sm90.fa";
-	LinVariant *v;
-	fg_kernel *k = NULL;
-	fg_status st = FG_OK;
+	char d[MAXDEFS][24];
+	const char *defs[MAXDEFS];
+	int nd = defines(cfg, cc, d);
 
 	if (cc != 90 && cc != 100)
 		return rt_err(c, FG_ERR_UNSUPPORTED, FN ": device %d is sm_%d; "
 			"fagen's GEMM (gemm_ws_sm90.fa, gemm_ws_sm100.fa) runs "
 			"on sm_90a (H100, H200) and sm_100a (B200) only",
 			c->device, cc);
-	pthread_mutex_lock(&c->attn_mu);
-	for (v = c->linear; v; v = v->next)
-		if (v->cc == cc && same(&v->cfg, cfg))
-			break;
-	if (!v && !(st = build(c, cc, file, cfg, &k))) {
-		if ((v = rt_alloc(c, sizeof *v))) {
-			*v = (LinVariant){.cc = cc, .cfg = *cfg, .k = k,
-				.next = c->linear};
-			c->linear = v;
-		} else {
-			fg_kernel_free(k);
-			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
-		}
-	}
-	pthread_mutex_unlock(&c->attn_mu);
-	if (v)
-		*out = v->k;
-	return st;
+	for (int i = 0; i < nd; i++)
+		defs[i] = d[i];
+	return front_kernel(c, FN, cc, file, defs, nd, out);
 }
 
 int
@@ -468,17 +407,4 @@ fg_linear(fg_ctx *c, const fg_linear_args *a, CUstream s)
 		st = fg_launch(k, s, args, linear_bind(a, &l, r0, m, args));
 	}
 	return st;
-}
-
-void
-linear_free(fg_ctx *c)
-{
-	LinVariant *v, *next;
-
-	for (v = c->linear; v; v = next) {
-		next = v->next;
-		fg_kernel_free(v->k);
-		rt_free(c, v, sizeof *v);
-	}
-	c->linear = NULL;
 }

@@ -8,7 +8,6 @@
 
 enum {
 	MAXDEFS = 10,   /* N, DT, VEC, TPR, WARPS and the switches */
-	DEFLEN = 256,   /* their text: about 110 bytes at most */
 };
 
 /* A kind's schedule and what it takes beyond N, DT, VEC, TPR, WARPS. */

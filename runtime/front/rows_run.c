@@ -1,26 +1,16 @@
-/* rows_run.c: the row kernels' variants (compiled once per context and
- * arch, known by their schedule and whole -D list), their bindings,
+/* rows_run.c: the row kernels' variants (their schedule and -D list,
+ * compiled once per context and arch: variants.c), their bindings,
  * scratch and chunked launches, for the checked, configured problems of
  * rows.c (whose header comment says how they are chosen). */
 #include <stdio.h>
-#include <string.h>
 
 #include "rt_front.h"
 #include "rows.h"
 
-struct RowVariant {
-	int cc;
-	const char *file;
-	char defs[DEFLEN];  /* "-D N=4096 -D DT=bf16 ...": the whole list */
-	fg_kernel *k;
-	RowVariant *next;
-};
-
 static int
-defines(const RowCfg *g, char d[MAXDEFS][24], char *list, size_t n)
+defines(const RowCfg *g, char d[MAXDEFS][24])
 {
 	unsigned defs = row_kinds[g->kind].defs;
-	size_t at = 0;
 	int nd = 0;
 
 	snprintf(d[nd++], 24, "N=%d", g->n);
@@ -34,42 +24,7 @@ defines(const RowCfg *g, char d[MAXDEFS][24], char *list, size_t n)
 		if (defs & row_switches[i].bit)
 			snprintf(d[nd++], 24, "%s=%s", row_switches[i].def,
 				g->flags & row_switches[i].bit ? "true" : "false");
-	list[0] = 0;
-	for (int i = 0; i < nd && at < n; i++)
-		at += (size_t)snprintf(list + at, n - at, "%s-D %s",
-			i ? " " : "", d[i]);
 	return nd;
-}
-
-/* Compile the kernel of file with the -D list (nd in d, list their
- * text); called with c->attn_mu held. */
-static fg_status
-build(fg_ctx *c, const char *fn, int cc, const char *file,
-	char d[MAXDEFS][24], int nd, const char *list, fg_kernel **out)
-{
-	char path[4096];
-	const char *defs[MAXDEFS];
-	/* the schedules' target is sm_90a; they compile for sm_100a too */
-	fg_compile_options o = {.defines = defs, .ndefines = nd,
-		.arch = cc == 100 ? "sm_100a" : NULL};
-	const Shipped *in;
-	fg_program *p;
-	fg_status st;
-
-	if ((st = attn_schedule(c, file, path, sizeof path, &in)))
-		return st;
-	for (int i = 0; i < nd; i++)
-		defs[i] = d[i];
-	st = in ? fg_compile_string(c, path, (const char *)in->text, in->len,
-		&o, &p) : fg_compile_file(c, path, &o, &p);
-	if (st == FG_OK)
-		st = fg_kernel_create(c, fg_program_ptx(p, NULL), 0, out);
-	else if (st == FG_ERR_COMPILE)
-		st = rt_err(c, st, "%s: the schedule %s (%s%s) does not "
-			"compile:\n%s", fn, path, list, o.arch ?
-			" for sm_100a" : "", fg_program_diagnostics(p));
-	fg_program_free(p);
-	return st;
 }
 
 fg_status
@@ -77,37 +32,18 @@ rows_kernel(fg_ctx *c, const char *fn, int cc, const RowCfg *cfg,
 	fg_kernel **out)
 {
 	const char *file = row_kinds[cfg->kind].file;
-	char d[MAXDEFS][24], list[DEFLEN];
-	int nd = defines(cfg, d, list, sizeof list);
-	RowVariant *v;
-	fg_kernel *k = NULL;
-	fg_status st = FG_OK;
+	char d[MAXDEFS][24];
+	int nd = defines(cfg, d);
+	const char *defs[MAXDEFS];
 
 	if (cc != 90 && cc != 100)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
 			"fagen's %s (%s) runs on sm_90a (H100, H200) and "
 			"sm_100a (B200) only", fn, c->device, cc,
 			row_kinds[cfg->kind].what, file);
-	pthread_mutex_lock(&c->attn_mu);
-	for (v = c->rows; v; v = v->next)
-		if (v->cc == cc && !strcmp(v->file, file) &&
-		    !strcmp(v->defs, list))
-			break;
-	if (!v && !(st = build(c, fn, cc, file, d, nd, list, &k))) {
-		if ((v = rt_alloc(c, sizeof *v))) {
-			*v = (RowVariant){.cc = cc, .file = file, .k = k,
-				.next = c->rows};
-			memcpy(v->defs, list, sizeof list);
-			c->rows = v;
-		} else {
-			fg_kernel_free(k);
-			st = rt_err(c, FG_ERR_NOMEM, "out of memory");
-		}
-	}
-	pthread_mutex_unlock(&c->attn_mu);
-	if (v)
-		*out = v->k;
-	return st;
+	for (int i = 0; i < nd; i++)
+		defs[i] = d[i];
+	return front_kernel(c, fn, cc, file, defs, nd, out);
 }
 
 /* Where row row0 of tensor r is, bytes past its address: a checked
@@ -370,15 +306,3 @@ rows_parts(fg_ctx *c, const char *fn, const RowArgs *a, int64_t *out)
 	return FG_OK;
 }
 
-void
-rows_free(fg_ctx *c)
-{
-	RowVariant *v, *next;
-
-	for (v = c->rows; v; v = next) {
-		next = v->next;
-		fg_kernel_free(v->k);
-		rt_free(c, v, sizeof *v);
-	}
-	c->rows = NULL;
-}

@@ -45,6 +45,19 @@ extern const Shipped attn_shipped[];
  * copy was taken.  FG_ERR_IO naming the places looked in. */
 fg_status attn_schedule(fg_ctx *, const char *file, char *path, size_t n,
 	const Shipped **in);
+/* Compile the shipped schedule file with the nd -D definitions defs (and
+ * the mod text mods, or NULL) for compute capability cc (100: sm_100a,
+ * else the file's target) and create its kernel in *out; a compile
+ * error names fn, the file and the definitions.  The fronts' variants
+ * call it with c->attn_mu held. */
+fg_status front_build(fg_ctx *, const char *fn, int cc, const char *file,
+	const char *const *defs, int nd, const char *mods, fg_kernel **out);
+/* The kernel of file with the -D list defs for cc, built on first use
+ * and kept in the context (variants.c), into *out. */
+fg_status front_kernel(fg_ctx *, const char *fn, int cc, const char *file,
+	const char *const *defs, int nd, fg_kernel **out);
+/* Frees front_kernel's kernels (fg_ctx_destroy). */
+void front_free(fg_ctx *);
 /* The kernel for a's variant on compute capability cc (90: sm_90a),
  * compiled on first use and kept in the context; FG_ERR_UNSUPPORTED for
  * an arch without a schedule. */
@@ -240,7 +253,6 @@ fg_status rows_run(fg_ctx *, const char *fn, const RowArgs *a, CUstream);
  * into *out: a checked as rows_run checks it, a->part not looked at. */
 fg_status rows_parts(fg_ctx *, const char *fn, const RowArgs *a,
 	int64_t *out);
-void rows_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- norm.c
  * fg_rms_norm, fg_rms_norm_backward, fg_layer_norm, fg_softmax,
@@ -289,7 +301,6 @@ fg_status linear_kernel(fg_ctx *, int cc, const LinCfg *cfg,
  * problem (one launch); returns how many. */
 int linear_bind(const fg_linear_args *a, const Linear *, int64_t row0,
 	int64_t m, fg_arg args[LIN_NARGS]);
-void linear_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- decode.c
  * fg_attention_decode (issue #16): kv_append.fa appends new keys and
@@ -347,6 +358,8 @@ int decode_splits(int64_t tiles, int64_t nblocks, int nsm);
  * nsm SMs) and the workspace they need; FG_ERR_INVALID when the
  * partial results a->num_splits asks for overflow the kernels' 32-bit
  * indexing. */
+/* FG_ERR_INVALID with "fg_attention_decode: " and the message. */
+fg_status decode_bad(fg_ctx *, const char *fmt, ...) FMT(2, 3);
 void decode_retile(const fg_decode_args *a, Decode *t, int cc);
 fg_status decode_plan(fg_ctx *, const fg_decode_args *a, int nsm,
 	Decode *t);
@@ -372,7 +385,6 @@ fg_status decode_tables(fg_ctx *, const fg_decode_args *a, const Decode *t,
 /* The variant of kind for a planned problem: t->cfg (DEC_ATTN), or
  * fa_combine.fa's (D, DT) or kv_append.fa's (D, DT, PS). */
 DecCfg decode_cfg(const Decode *t, DecKind kind);
-void decode_free(fg_ctx *);
 
 /* ---------------------------------------------------------------- reference.c */
 const char *ref_source(void);  /* the reference kernels' CUDA C */

@@ -12,44 +12,13 @@
 #include <string.h>
 
 #include "rt_front.h"
-#include "testalloc.h"
+#include "offlinefix.h"
 
 #define FN "fg_attention_decode"
 #define X0 0x7f0000000000ull   /* a 16-byte aligned device address */
 #define GiB 0x40000000ull
 #define FAKE_STREAM ((struct CUstream_st *)0x1234)
-#define SHIPPED FAGEN_SRCDIR "/schedules"
 #define UNUSED __attribute__((unused))
-
-typedef struct Fix {
-	TestAlloc ta;
-	fg_ctx *ctx;
-} Fix;
-
-static int
-setup(void **state)
-{
-	Fix *f = calloc(1, sizeof *f);
-	fg_options o = {.alloc = test_alloc, .alloc_ud = &f->ta,
-		.cache_dir = "", .driver_lib = "/nonexistent/libcuda.so.1",
-		.schedule_dir = SHIPPED};
-
-	assert_int_equal(fg_ctx_create(&f->ctx, &o), FG_OK);
-	*state = f;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	Fix *f = *state;
-
-	fg_ctx_destroy(f->ctx);
-	assert_int_equal(f->ta.live, 0);
-	assert_int_equal(f->ta.bytes, 0);
-	free(f);
-	return 0;
-}
 
 /* A contiguous cache of cap keys a sequence: q at X0, k_cache, v_cache,
  * o, lse and cache_seqlens 1 to 5 GiB on, all dense; one split. */

@@ -15,45 +15,13 @@
 #include <cmocka.h>
 
 #include "rt_front.h"
-#include "testalloc.h"
+#include "offlinefix.h"
 
 #define FN "fg_linear"
 #define X0 0x7f0000000000ull   /* a 16-byte aligned device address */
 #define GiB 0x40000000ull
 #define FAR 0x100000000000ull  /* 16 TiB: apart for the largest problems */
 #define FAKE_STREAM ((struct CUstream_st *)0x1234)
-#define SHIPPED FAGEN_SRCDIR "/schedules"
-
-typedef struct Fix {
-	TestAlloc ta;
-	fg_ctx *ctx;
-} Fix;
-
-static int
-setup(void **state)
-{
-	Fix *f = calloc(1, sizeof *f);
-	fg_options o = {.alloc = test_alloc, .alloc_ud = &f->ta,
-		.cache_dir = "", .driver_lib = "/nonexistent/libcuda.so.1",
-		.schedule_dir = SHIPPED};
-
-	assert_int_equal(fg_ctx_create(&f->ctx, &o), FG_OK);
-	*state = f;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	Fix *f = *state;
-
-	fg_ctx_destroy(f->ctx);
-	assert_int_equal(f->ta.live, 0);
-	assert_int_equal(f->ta.bytes, 0);
-	free(f);
-	return 0;
-}
-
 /* x [m, k] of dt at X0, weight [n, k] 1 GiB on, out 2 GiB on; no bias,
  * residual, scale or activation. */
 static fg_linear_args

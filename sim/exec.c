@@ -119,11 +119,13 @@ mem_at(Cta *c, int op, uint64_t a, uint32_t n)
 		}
 		uint8_t *p = smem_at(c, (uint32_t)a, n, op == OP_LD_SHARED ?
 			"a load" : "a store");
-		if (p && op == OP_ST_SHARED && c->mbmark[(uint32_t)a / 8]) {
-			sim_fail(c->sim, "a store at shared address 0x%x writes "
-				"over an mbarrier", (unsigned)a);
-			return NULL;
-		}
+		for (uint32_t b = (uint32_t)a / 8; p && op == OP_ST_SHARED &&
+		    b <= ((uint32_t)a + n - 1) / 8; b++)
+			if (c->mbmark[b]) {
+				sim_fail(c->sim, "a store at shared address 0x%x "
+					"writes over an mbarrier", (unsigned)a);
+				return NULL;
+			}
 		return p;
 	}
 	if (op == OP_LD_PARAM) {
@@ -145,15 +147,22 @@ mem_at(Cta *c, int op, uint64_t a, uint32_t n)
 		op == OP_RED_GLOBAL_ADD ? "an atomic add" : "a load");
 }
 
-/* A vector access (ld.global.nc.v4.b32 {a, b, c, d}, [x]): each of the
+/* A vector access (ld.global.nc.v4.b32 {a, b, c, d}, [x]; the shared
+ * forms alike): each of the
  * vector's registers in turn, from consecutive elements; the address
  * aligned to the whole vector, as the hardware requires. */
 static int
 ldst_vec(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
-	bool st = in->op == OP_ST_GLOBAL_V2 || in->op == OP_ST_GLOBAL_V4;
-	int nv = in->op == OP_LD_GLOBAL_NC_V2 || in->op == OP_ST_GLOBAL_V2 ?
-		2 : 4;
+	int op = in->op;
+	bool st = op == OP_ST_GLOBAL_V2 || op == OP_ST_GLOBAL_V4 ||
+		op == OP_ST_SHARED_V2 || op == OP_ST_SHARED_V4;
+	bool sh = op == OP_LD_SHARED_V2 || op == OP_LD_SHARED_V4 ||
+		op == OP_ST_SHARED_V2 || op == OP_ST_SHARED_V4;
+	int nv = op == OP_LD_GLOBAL_NC_V2 || op == OP_ST_GLOBAL_V2 ||
+		op == OP_LD_SHARED_V2 || op == OP_ST_SHARED_V2 ? 2 : 4;
+	int base = sh ? (st ? OP_ST_SHARED : OP_LD_SHARED) :
+		st ? OP_ST_GLOBAL : OP_LD_GLOBAL_NC;
 	const Opnd *ad = &in->o[st ? 0 : 1], *v = &in->o[st ? 1 : 0];
 	uint32_t n = (uint32_t)ty_bits(in->ty[0]) / 8;
 
@@ -166,8 +175,7 @@ ldst_vec(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		uint64_t a = (uint64_t)ad->imm;
 		if (ad->r >= 0)
 			a += *reg_at(w, ad->r, l);
-		uint8_t *p = mem_at(c, st ? OP_ST_GLOBAL : OP_LD_GLOBAL_NC, a,
-			n * (uint32_t)nv);
+		uint8_t *p = mem_at(c, base, a, n * (uint32_t)nv);
 		if (!p)
 			return ST_ERR;
 		for (int q = 0; q < nv; q++) {
@@ -434,6 +442,29 @@ op_check(const Ins *in)
 	case OP_SETP:
 		return in->nopnd == 3 ? NULL : "setp with two results is not "
 			"modelled";
+	case OP_TC_LD: case OP_TC_ST: {
+		int v = in->op == OP_TC_LD ? 0 : 1;
+		if (in->nopnd != 2 || in->o[v].k != OK_VEC ||
+		    in->o[v].n != in->aux || in->o[1 - v].k != OK_ADDR ||
+		    in->aux < 1 || in->aux > 128 || (in->aux & (in->aux - 1)))
+			return "expected .xN (N a power of two to 128), N "
+				"registers and [taddr]";
+		return NULL;
+	}
+	case OP_TC_MMA:
+		if (in->nopnd != 5 || in->o[0].k != OK_ADDR ||
+		    in->o[2].k != OK_REG || in->o[3].k != OK_IMM ||
+		    (in->o[1].k != OK_ADDR && in->o[1].k != OK_REG))
+			return "expected [d], a-desc or [a], b-desc, idesc, "
+				"enable-input-d (no scale or disable masks)";
+		return NULL;
+	case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_COMMIT:
+		if (in->nopnd != (in->op == OP_TC_COMMIT ? 1 : 2) ||
+		    in->o[0].k != (in->op == OP_TC_DEALLOC ? OK_REG : OK_ADDR))
+			return in->op == OP_TC_ALLOC ? "expected [slot], ncols" :
+				in->op == OP_TC_DEALLOC ? "expected taddr, ncols" :
+				"expected [mbar]";
+		return NULL;
 	default:
 		return NULL;
 	}
@@ -535,6 +566,8 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		return ldst(c, w, in, mask);
 	case OP_LD_GLOBAL_NC_V2: case OP_LD_GLOBAL_NC_V4:
 	case OP_ST_GLOBAL_V2: case OP_ST_GLOBAL_V4:
+	case OP_LD_SHARED_V2: case OP_LD_SHARED_V4:
+	case OP_ST_SHARED_V2: case OP_ST_SHARED_V4:
 		return ldst_vec(c, w, in, mask);
 	case OP_ELECT: case OP_VOTE_ANY: case OP_VOTE_ALL: case OP_VOTE_BALLOT:
 	case OP_SHFL_BFLY: case OP_SHFL_IDX: case OP_SHFL_UP:

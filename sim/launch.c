@@ -287,6 +287,12 @@ step(Cta *c, Warp *w)
 		case OP_WG_MMA:
 			st = wgmma_op(c, w, in, run);
 			break;
+		case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_RELINQUISH:
+		case OP_TC_FENCE_BEFORE: case OP_TC_FENCE_AFTER: case OP_TC_LD:
+		case OP_TC_ST: case OP_TC_WAIT_LD: case OP_TC_WAIT_ST:
+		case OP_TC_MMA: case OP_TC_COMMIT:
+			st = tc_op(c, w, in, run);
+			break;
 		default:
 			st = exec_scalar(c, w, in, run);
 		}
@@ -313,7 +319,8 @@ drain(Cta *c)
 	for (int i = 0; i < c->nq; i++) {
 		Async *a = &c->q[i];
 		bool ok = a->kind == AS_WGMMA ? wgmma_complete(c, a) :
-			tma_complete(c, a);
+			a->kind == AS_TC_MMA || a->kind == AS_TC_COMMIT ?
+			tc_complete(c, a) : tma_complete(c, a);
 		if (!ok) {
 			char *msg = c->sim->err ? strdup(c->sim->err) : NULL;
 			sim_fail(c->sim, "CTA (%u,%u,%u) warp %d, the asynchronous "
@@ -415,7 +422,7 @@ run_cta(Cta *c)
 			"line %d)", c->ctaid[0], c->ctaid[1], c->ctaid[2], c->nq,
 			a->warp, a->line);
 	}
-	return 0;
+	return tc_exit(c) ? 0 : -1;
 }
 
 /* The parameter buffer, in the .entry's order, and the tensor maps. */
@@ -496,6 +503,7 @@ free_cta(Cta *c)
 	free(c->q);
 	free(c->smem);
 	free(c->mbmark);
+	free(c->tmem);
 }
 
 static int

@@ -4,13 +4,14 @@
  * opcode such as "setp.ge.s32" or "cp.async.bulk.tensor.2d.shared::cluster
  * .global.mbarrier::complete_tx::bytes" into a key by replacing each type
  * suffix with "T", a setp comparison with "C", a wgmma shape (m64n128k16)
- * with "S" and a tensor rank (2d) with "D", and looks the key up here; the
+ * with "S", a tensor rank (2d) with "D" and a tcgen05.ld/st repeat count
+ * (x16) with "X", and looks the key up here; the
  * types it replaced must be in the row's mask.  A form not in the table is
  * an error at load time naming it and its line: nothing is skipped.
  *
- * Adding an instruction (tcgen05, say): a row here, its case in the
- * executor that owns it (exec.c scalar, sync.c barriers, tma.c bulk
- * copies, wgmma.c tensor cores), and a unit test in tests/sim/.
+ * Adding an instruction: a row here, its case in the executor that owns
+ * it (exec.c scalar, sync.c barriers, tma.c bulk copies, wgmma.c and
+ * tcgen05.c tensor cores), and a unit test in tests/sim/.
  *
  *   name            key                                         types */
 #define SIM_OPS(X) \
@@ -62,6 +63,10 @@
 	X(LD_GLOBAL_NC_V4, "ld.global.nc.v4.T",                      TM_BITS | TM_F32) \
 	X(ST_GLOBAL_V2,  "st.global.v2.T",                           TM_BITS | TM_F32) \
 	X(ST_GLOBAL_V4,  "st.global.v4.T",                           TM_BITS | TM_F32) \
+	X(LD_SHARED_V2,  "ld.shared.v2.T",                           TM_BITS | TM_F32) \
+	X(LD_SHARED_V4,  "ld.shared.v4.T",                           TM_BITS | TM_F32) \
+	X(ST_SHARED_V2,  "st.shared.v2.T",                           TM_BITS | TM_F32) \
+	X(ST_SHARED_V4,  "st.shared.v4.T",                           TM_BITS | TM_F32) \
 	X(BRA,           "bra",                                      0) \
 	X(BRA_UNI,       "bra.uni",                                  0) \
 	X(RET,           "ret",                                      0) \
@@ -97,4 +102,15 @@
 	X(WG_FENCE,      "wgmma.fence.sync.aligned",                 0) \
 	X(WG_COMMIT,     "wgmma.commit_group.sync.aligned",          0) \
 	X(WG_WAIT,       "wgmma.wait_group.sync.aligned",            0) \
-	X(WG_MMA,        "wgmma.mma_async.sync.aligned.S.T.T.T",     TM_F32)
+	X(WG_MMA,        "wgmma.mma_async.sync.aligned.S.T.T.T",     TM_F32) \
+	X(TC_ALLOC,      "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.T", TM_B32) \
+	X(TC_DEALLOC,    "tcgen05.dealloc.cta_group::1.sync.aligned.T", TM_B32) \
+	X(TC_RELINQUISH, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned", 0) \
+	X(TC_FENCE_BEFORE, "tcgen05.fence::before_thread_sync",      0) \
+	X(TC_FENCE_AFTER, "tcgen05.fence::after_thread_sync",        0) \
+	X(TC_LD,         "tcgen05.ld.sync.aligned.32x32b.X.T",       TM_B32) \
+	X(TC_ST,         "tcgen05.st.sync.aligned.32x32b.X.T",       TM_B32) \
+	X(TC_WAIT_LD,    "tcgen05.wait::ld.sync.aligned",            0) \
+	X(TC_WAIT_ST,    "tcgen05.wait::st.sync.aligned",            0) \
+	X(TC_MMA,        "tcgen05.mma.cta_group::1.kind::f16",       0) \
+	X(TC_COMMIT,     "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.T", TM_B64)

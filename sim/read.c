@@ -427,7 +427,7 @@ vec(R *r, Opnd *o)
 }
 
 /* Builds the table key of an opcode: types -> T, setp's comparison -> C,
- * wgmma's shape -> S, a tensor rank -> D. */
+ * wgmma's shape -> S, a tensor rank -> D, a repeat count (x16) -> X. */
 static bool
 opcode(R *r, const char *s, int n, Ins *in)
 {
@@ -466,6 +466,10 @@ opcode(R *r, const char *s, int n, Ins *in)
 		    tok[0] <= '5') {
 			in->aux = tok[0] - '0';
 			rep = "D";
+		} else if (!rep && tok[0] == 'x' && sscanf(tok + 1, "%d%n", &a,
+		    &b) == 1 && b == tn - 1) {
+			in->aux = a;
+			rep = "X";
 		}
 		k += (size_t)snprintf(key + k, sizeof key - k, "%s%s",
 			t == s ? "" : ".", rep ? rep : tok);

@@ -7,6 +7,7 @@
  *          asynchronous queue and the hang report
  * tma.c    tensor maps and cp.async.bulk.tensor
  * wgmma.c  wgmma.mma_async and its shared-memory descriptors
+ * tcgen05.c tensor memory and tcgen05 (alloc, ld/st, mma, commit)
  * fp.c     bf16/f16 conversions and the approximate functions */
 #ifndef SIMI_H
 #define SIMI_H
@@ -177,14 +178,23 @@ typedef struct NBar {
 } NBar;
 
 /* A pending asynchronous operation. */
-enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA };
+enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA, AS_TC_MMA, AS_TC_COMMIT };
+
+/* A tcgen05.mma, as issued (operands are read when it completes). */
+typedef struct TcMma {
+	uint32_t d, a;               /* tensor-memory addresses */
+	uint32_t idesc;
+	uint64_t da, db;             /* shared-memory descriptors */
+	bool a_tmem, acc;            /* A in tensor memory; D += A B */
+} TcMma;
 typedef struct Async {
 	int kind, warp, group, line;
 	bool reduce;                 /* AS_TMA_STORE: .add into global */
 	int tmap;                    /* index into Cta.tmaps */
 	int32_t coord[5];
-	uint32_t smem, mbar;
+	uint32_t smem, mbar;         /* mbar: also AS_TC_COMMIT's */
 	struct WgOp *wg;             /* AS_WGMMA */
+	TcMma tc;                    /* AS_TC_MMA */
 } Async;
 
 typedef struct Cta {
@@ -206,6 +216,12 @@ typedef struct Cta {
 	Async *q;
 	int nq, capq;
 	uint64_t steps;
+	/* Tensor memory (sm_100a): 128 lanes of 512 32-bit columns, the
+	 * allocations (start column, columns) and the permit. */
+	uint32_t *tmem;
+	struct { int col, n; } talloc[8];
+	int ntalloc;
+	bool relinquished;
 } Cta;
 
 struct Sim {
@@ -239,6 +255,7 @@ int sync_op(Cta *, Warp *, const Ins *, uint32_t mask);
 Mbar *mbar_find(Cta *, uint32_t addr);
 bool mbar_complete_tx(Cta *, uint32_t addr, int64_t bytes);
 int async_push(Cta *, const Async *);
+bool mbar_arrive(Cta *, uint32_t addr, int64_t tx);
 
 /* tma.c */
 int tma_op(Cta *, Warp *, const Ins *, uint32_t mask);
@@ -250,6 +267,18 @@ bool tmap_build(Sim *, const SimMeta *, int arg, const int64_t *pv,
 int wgmma_op(Cta *, Warp *, const Ins *, uint32_t mask);
 bool wgmma_complete(Cta *, const Async *);
 void wgmma_free(Async *);
+/* A shared-memory matrix operand: start, leading and stride byte
+ * offsets, and the swizzle span (0: none, the 16-byte interleave). */
+typedef struct SmemDesc {
+	uint32_t start, lbo, sbo, span;
+} SmemDesc;
+bool smem_operand(Cta *, const SmemDesc *, bool mn_major, int mn, int k,
+	int ty, float *out);
+
+/* tcgen05.c */
+int tc_op(Cta *, Warp *, const Ins *, uint32_t mask);
+bool tc_complete(Cta *, const Async *);
+bool tc_exit(Cta *);   /* at the CTA's end: every column deallocated */
 
 int sim_fail(Sim *, const char *fmt, ...) FMT(2, 3);
 

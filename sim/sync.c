@@ -70,6 +70,23 @@ mbar_complete_tx(Cta *c, uint32_t addr, int64_t bytes)
 	return true;
 }
 
+/* One arrival (with tx more expected bytes) on the mbarrier at addr. */
+bool
+mbar_arrive(Cta *c, uint32_t addr, int64_t tx)
+{
+	Mbar *b = mbar_get(c, addr, "mbarrier.arrive");
+
+	if (!b)
+		return false;
+	b->tx += tx;
+	if (b->pending == 0)
+		return sim_fail(c->sim, "an arrival on the mbarrier at 0x%x, "
+			"whose phase has no pending arrivals", addr), false;
+	b->pending--;
+	mbar_check(b);
+	return true;
+}
+
 static bool
 mbar_init(Cta *c, uint32_t addr, int64_t count)
 {
@@ -125,20 +142,13 @@ mbar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 				return ST_ERR;
 			break;
 		case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: {
-			Mbar *b;
+			int64_t tx = in->op == OP_MBAR_ARRIVE_TX ?
+				(int64_t)(uint32_t)opnd_u(c, w, &o[2], l) : 0;
 			if (!mbar_addr(c, w, &o[1], l, &a) ||
-			    !(b = mbar_get(c, a, "mbarrier.arrive")))
+			    !mbar_arrive(c, a, tx))
 				return ST_ERR;
-			if (in->op == OP_MBAR_ARRIVE_TX)
-				b->tx += (int64_t)(uint32_t)opnd_u(c, w, &o[2], l);
-			if (b->pending == 0)
-				return sim_fail(c->sim, "an arrival on the "
-					"mbarrier at 0x%x, whose phase has no "
-					"pending arrivals", a), ST_ERR;
-			b->pending--;
-			mbar_check(b);
 			if (o[0].k == OK_REG)   /* the state: the phase */
-				*reg_at(w, o[0].r, l) = b->phase;
+				*reg_at(w, o[0].r, l) = mbar_find(c, a)->phase;
 			break;
 		}
 		default: {   /* try_wait.parity */

@@ -42,11 +42,57 @@ typedef struct WgOp {
 } WgOp;
 
 static uint32_t
-swz(uint32_t a, int layout)
+swz(uint32_t a, uint32_t span)
 {
-	int bits = layout == 1 ? 3 : layout == 2 ? 2 : layout == 3 ? 1 : 0;
+	int bits = span == 128 ? 3 : span == 64 ? 2 : span == 32 ? 1 : 0;
 
 	return a ^ ((a >> 7) & ((1u << bits) - 1)) << 4;
+}
+
+/* Element (mn, k) of a 16-bit operand laid out as d says. */
+bool
+smem_operand(Cta *c, const SmemDesc *d, bool mn_major, int mn, int k,
+	int ty, float *out)
+{
+	uint32_t w = d->span, off;
+
+	if (w == 0 && !mn_major)
+		off = (uint32_t)(mn % 8) * 16 + (uint32_t)(mn / 8) * d->sbo +
+			(uint32_t)(k / 8) * d->lbo + (uint32_t)(k % 8) * 2;
+	else if (w == 0)
+		off = (uint32_t)(mn % 8) * 2 + (uint32_t)(mn / 8) * d->sbo +
+			(uint32_t)(k % 8) * 16 + (uint32_t)(k / 8) * d->lbo;
+	else if (!mn_major)
+		off = (uint32_t)(mn % 8) * w + (uint32_t)(mn / 8) * d->sbo +
+			(uint32_t)(k / 8) * 16 + (uint32_t)(k % 8) * 2;
+	else
+		off = (uint32_t)(mn % (int)(w / 2)) * 2 +
+			(uint32_t)(mn / (int)(w / 2)) * d->lbo +
+			(uint32_t)(k % 8) * w + (uint32_t)(k / 8) * d->sbo;
+	uint8_t *p = smem_at(c, swz(d->start + off, w), 2,
+		"a matrix operand read");
+	uint16_t h;
+	if (!p)
+		return false;
+	memcpy(&h, p, 2);
+	*out = ty == TY_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+	return true;
+}
+
+/* A wgmma descriptor's fields; false for a base offset (not modelled). */
+static bool
+decode(Cta *c, uint64_t desc, SmemDesc *d)
+{
+	int layout = (int)(desc >> 62), base = (int)(desc >> 49 & 7);
+
+	*d = (SmemDesc){(uint32_t)(desc & 0x3fff) << 4,
+		(uint32_t)(desc >> 16 & 0x3fff) << 4,
+		(uint32_t)(desc >> 32 & 0x3fff) << 4,
+		layout == 1 ? 128 : layout == 2 ? 64 : layout == 3 ? 32 : 0};
+	if (base)
+		return sim_fail(c->sim, "a matrix descriptor with base offset "
+			"%d is not modelled", base), false;
+	return true;
 }
 
 /* Element (mn, k) of a 16-bit operand described by desc. */
@@ -54,36 +100,10 @@ static bool
 elem(Cta *c, uint64_t desc, bool mn_major, int mn, int k, float *out,
 	int ty)
 {
-	uint32_t start = (uint32_t)(desc & 0x3fff) << 4;
-	uint32_t lbo = (uint32_t)(desc >> 16 & 0x3fff) << 4;
-	uint32_t sbo = (uint32_t)(desc >> 32 & 0x3fff) << 4;
-	int layout = (int)(desc >> 62), base = (int)(desc >> 49 & 7);
-	uint32_t w = layout == 1 ? 128 : layout == 2 ? 64 : 32, off;
+	SmemDesc d;
 
-	if (base)
-		return sim_fail(c->sim, "a matrix descriptor with base offset "
-			"%d is not modelled", base), false;
-	if (layout == 0 && !mn_major)
-		off = (uint32_t)(mn % 8) * 16 + (uint32_t)(mn / 8) * sbo +
-			(uint32_t)(k / 8) * lbo + (uint32_t)(k % 8) * 2;
-	else if (layout == 0)
-		off = (uint32_t)(mn % 8) * 2 + (uint32_t)(mn / 8) * sbo +
-			(uint32_t)(k % 8) * 16 + (uint32_t)(k / 8) * lbo;
-	else if (!mn_major)
-		off = (uint32_t)(mn % 8) * w + (uint32_t)(mn / 8) * sbo +
-			(uint32_t)(k / 8) * 16 + (uint32_t)(k % 8) * 2;
-	else
-		off = (uint32_t)(mn % (int)(w / 2)) * 2 +
-			(uint32_t)(mn / (int)(w / 2)) * lbo +
-			(uint32_t)(k % 8) * w + (uint32_t)(k / 8) * sbo;
-	uint32_t a = swz(start + off, layout);
-	uint8_t *p = smem_at(c, a, 2, "a wgmma operand read");
-	uint16_t h;
-	if (!p)
-		return false;
-	memcpy(&h, p, 2);
-	*out = ty == TY_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-	return true;
+	return decode(c, desc, &d) && smem_operand(c, &d, mn_major, mn, k,
+		ty, out);
 }
 
 static float

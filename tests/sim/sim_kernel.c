@@ -5,8 +5,11 @@
  *   sim_kernel gemm PTX M N K [eager] [ctas=N] [scale=A] [bias] [gelu|silu]
  *                  [resid]                    C = A B^T (and the fused
  *                                             epilogue) against float64
- *   sim_kernel fa PTX Z H SQ SK D causal|full [eager]
+ *   sim_kernel fa PTX Z H SQ SK D causal|full [eager] [g=G] [window=L,R]
+ *                  [cap=C] [alibi] [sinks] [varlen=Q1,..:K1,..]
  *                                             softmax(QK^T s) V, LSE
+ *                                             (varlen: Z, SQ and SK are
+ *                                             the lists' count and sums)
  *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
  *                  [cap=C] [alibi] [varlen=Q1,Q2,..:K1,K2,..] (varlen: Z, SQ
  *                  and SK are the lists' count and sums)
@@ -657,53 +660,145 @@ softmax(long m, long nc, bool bwd, bool f16)
 	return bad != 0;
 }
 
+/* The forward's options (also the backward's: window=, cap=, alibi,
+ * varlen=), and for the forward g=G (query heads per K/V head) and sinks. */
+static int win_l = -2, win_r = -2;   /* window=L,R (-1: unbounded) */
+static double cap;                   /* cap=C */
+static bool alibi;                   /* alibi: slopes 0.05 (h + 1) */
+static bool sinks;                   /* sinks: per-head logits */
+static int groups = 1;               /* g=G */
+static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
+
+/* A value for each of the kernel's arguments, found by name. */
+typedef struct Named {
+	const char *name;
+	SimVal v;
+} Named;
+
+static void
+launch_named(const Named *nv, int n)
+{
+	const SimMeta *mt = sim_meta(mod);
+	SimVal v[SIM_MAXARGS];
+	int nu = 0;
+
+	for (int i = 0; i < mt->nargs; i++) {
+		const SimArg *g = &mt->args[i];
+		int j = 0;
+		if (g->user < 0)
+			continue;
+		while (j < n && strcmp(nv[j].name, g->name))
+			j++;
+		if (j == n) {
+			printf("sim_kernel: no value for the kernel's '%s'\n",
+				g->name);
+			exit(1);
+		}
+		v[g->user] = nv[j].v;
+		nu++;
+	}
+	launch(v, nu);
+}
+
+/* softmax(Q K^T s) V and LSE against float64 (gpu_ref.h), with the
+ * options above; varlen: Z sequences of the given lengths packed in one
+ * batch (SQ and SK their sums), each compared as its own problem. */
 static int
 fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 {
-	size_t nq = (size_t)z * sq * h * d, nk = (size_t)z * sk * h * d;
-	size_t nl = (size_t)z * h * sq;
+	int hk = h / groups, zt = nvl ? 1 : z;
+	size_t nq = (size_t)zt * sq * h * d, nk = (size_t)zt * sk * hk * d;
+	size_t nl = (size_t)zt * h * sq;
 	uint16_t *q, *k, *v, *o;
-	float *lse;
-	RefProb p = {z, h, sq, sk, d, causal, f16, {
+	float *lse, *sink = NULL, *slopes = NULL;
+	int32_t *cuq = NULL, *cuk = NULL;
+	double scale = 1 / sqrt((double)d);
+	RefProb p = {zt, h, sq, sk, d, causal, f16, {
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-		{(int64_t)sk * h * d, d, (int64_t)h * d, 1},
-		{(int64_t)sk * h * d, d, (int64_t)h * d, 1},
+		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
+		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, 1, false, -1, -1, 0, NULL, NULL};
-	SimVal a[11] = {{.i = z}, {.i = h}, {.i = 1}, {.i = sq}, {.i = sk},
-		{.f = 1.4426950408889634 / sqrt((double)d)}};
+	}, groups, win_l > -2, win_l, win_r, cap, NULL, NULL};
+	Named a[24] = {{"Z", {.i = z}}, {"H", {.i = h}}, {"G", {.i = groups}},
+		{"SQ", {.i = sq}}, {"SK", {.i = sk}},
+		{"scale_log2", {.f = 1.4426950408889634 * (cap > 0 ? cap :
+		scale)}}, {"sc_in", {.f = scale / (cap > 0 ? cap : 1)}},
+		/* as the runtime's attn_window: -1 is seq_k */
+		{"WL", {.i = win_l < 0 ? sk : win_l}},
+		{"WR", {.i = causal ? 0 : win_r < 0 ? sk : win_r}}};
+	int na = 9;
 
-	a[6].ptr = buffer(nq * 2, 0, (void **)&q);
-	a[7].ptr = buffer(nk * 2, 0, (void **)&k);
-	a[8].ptr = buffer(nk * 2, 0, (void **)&v);
-	a[9].ptr = buffer(nq * 2, 0xff, (void **)&o);
-	a[10].ptr = buffer(nl * 4, 0xff, (void **)&lse);
+	a[na++] = (Named){"Q", {.ptr = buffer(nq * 2, 0, (void **)&q)}};
+	a[na++] = (Named){"K", {.ptr = buffer(nk * 2, 0, (void **)&k)}};
+	a[na++] = (Named){"V", {.ptr = buffer(nk * 2, 0, (void **)&v)}};
+	a[na++] = (Named){"O", {.ptr = buffer(nq * 2, 0xff, (void **)&o)}};
+	a[na++] = (Named){"LSE", {.ptr = buffer(nl * 4, 0xff,
+		(void **)&lse)}};
+	a[na++] = (Named){"SINK", {.ptr = buffer((size_t)h * 4, 0,
+		(void **)&sink)}};
+	a[na++] = (Named){"SLOPES", {.ptr = buffer((size_t)h * 4, 0,
+		(void **)&slopes)}};
+	a[na++] = (Named){"CUQ", {.ptr = buffer((size_t)(nvl + 1) * 4, 0,
+		(void **)&cuq)}};
+	a[na++] = (Named){"CUK", {.ptr = buffer((size_t)(nvl + 1) * 4, 0,
+		(void **)&cuk)}};
+	int mq = 0, mk = 0;
+	for (int b = 0; b < nvl; b++) {
+		cuq[b + 1] = cuq[b] + vlq[b];
+		cuk[b + 1] = cuk[b] + vlk[b];
+		mq = vlq[b] > mq ? vlq[b] : mq;
+		mk = vlk[b] > mk ? vlk[b] : mk;
+	}
+	a[na++] = (Named){"MQ", {.i = mq}};
+	a[na++] = (Named){"MK", {.i = mk}};
+	for (int i = 0; i < h; i++) {
+		sink[i] = (float)urand();
+		slopes[i] = 0.05f * (float)(i + 1);
+	}
+	p.sinks = sinks ? sink : NULL;
+	p.alibi = alibi ? slopes : NULL;
 	for (size_t i = 0; i < nq; i++)
 		q[i] = to16(2 * urand(), f16);
 	for (size_t i = 0; i < nk; i++) {
 		k[i] = to16(2 * urand(), f16);
 		v[i] = to16(urand(), f16);
 	}
-	launch(a, 11);
+	launch_named(a, na);
 	int nan = 0;
 	for (size_t i = 0; i < nq; i++)
 		nan |= from16(o[i], f16) != from16(o[i], f16);
-	RefErr e = ref_compare(&p, q, k, v, o, lse);
-	printf("fa Z=%d H=%d SQ=%d SK=%d D=%d %s %s%s: rel err %.2e, LSE err "
-		"%.1e over %ld rows%s -> %s\n", z, h, sq, sk, d, causal ?
-		"causal" : "full", f16 ? "f16" : "bf16", eager ? " eager" : "",
-		e.rel, e.lerr, e.rows, nan ? ", NaN in O" : "",
-		e.bad || nan ? "FAIL" : "ok");
+	RefErr e = {0};
+	if (!nvl)
+		e = ref_compare(&p, q, k, v, o, lse);
+	for (int b = 0; b < nvl; b++) {
+		RefProb pb = p;
+		float *lb = malloc((size_t)h * (size_t)(vlq[b] + 1) * 4);
+		size_t oq = (size_t)cuq[b] * h * d, ok = (size_t)cuk[b] * hk * d;
+		pb.z = 1, pb.sq = vlq[b], pb.sk = vlk[b];
+		for (int hh = 0; hh < h; hh++)
+			for (int r = 0; r < vlq[b]; r++)
+				lb[(size_t)hh * vlq[b] + r] = lse[(size_t)hh * sq +
+					cuq[b] + r];
+		RefErr eb = vlq[b] ? ref_compare(&pb, q + oq, k + ok, v + ok,
+			o + oq, lb) : (RefErr){0};
+		e.bad |= eb.bad;
+		e.rel = eb.rel > e.rel ? eb.rel : e.rel;
+		e.lerr = eb.lerr > e.lerr ? eb.lerr : e.lerr;
+		e.rows += eb.rows;
+		free(lb);
+	}
+	printf("fa Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s%s%s%s%s: rel err "
+		"%.2e, LSE err %.1e over %ld rows%s -> %s\n", z, h, groups, sq,
+		sk, d, causal ? "causal" : "full", f16 ? "f16" : "bf16",
+		win_l > -2 ? " window" : "", cap > 0 ? " softcap" : "", alibi ?
+		" alibi" : "", sinks ? " sinks" : "", nvl ? " varlen" : "",
+		eager ? " eager" : "", e.rel, e.lerr, e.rows, nan ?
+		", NaN in O" : "", e.bad || nan ? "FAIL" : "ok");
 	return e.bad || nan;
 }
 
 /* The backward pass: pre (DELTA, DQACC cleared), the main loop, post
  * (dQ), from a float64 forward's O (rounded to 16 bits) and LSE (f32). */
-static int win_l = -2, win_r = -2;   /* window=L,R (-1: unbounded) */
-static double cap;                   /* cap=C */
-static bool alibi;                   /* alibi: slopes 0.05 (h + 1) */
-static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
-
 static int
 bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	bool causal, bool f16)
@@ -852,6 +947,10 @@ main(int argc, char **argv)
 			cap = atof(argv[i] + 4);
 		else if (!strcmp(argv[i], "alibi"))
 			alibi = true;
+		else if (!strcmp(argv[i], "sinks"))
+			sinks = true;
+		else if (!strncmp(argv[i], "g=", 2))
+			groups = atoi(argv[i] + 2);
 		else if (!strncmp(argv[i], "varlen=", 7)) {
 			char *x = argv[i] + 7;
 			int nk = 0;

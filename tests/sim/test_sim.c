@@ -451,6 +451,151 @@ vector_mov_cvt_and_red_add(void **state)
 	sim_free(s);
 }
 
+/* Tensor memory (sm_100a): an M = 128, N = 16 MMA of bf16 operands laid
+ * out without swizzle (K-major core matrices: 16-byte rows, LBO 128,
+ * SBO 256) into columns the warp allocated, twice (D = AB, then D += AB),
+ * committed to an mbarrier, and read back with tcgen05.ld: A[m][k] is 1
+ * where k = m % 16, B[n][k] = 16n + k, so D[m][n] = 2 (16n + m % 16);
+ * thread t reads lane t, column 3. */
+static const char tc_mma[] =
+	"\t.reg .b16 %h<4>;\n"
+	"\tmov.b32 %r2, 0;\n"
+	"\tand.b32 %r3, %r0, 15;\n"
+	"$LA:\n"
+	"\tsetp.eq.s32 %p1, %r3, %r2;\n"
+	"\tselp.f32 %f1, 0f3F800000, 0f00000000, %p1;\n"
+	"\tcvt.rn.bf16.f32 %h1, %f1;\n"
+	"\tand.b32 %r4, %r0, 7;\n\tshl.b32 %r4, %r4, 4;\n"
+	"\tshr.u32 %r5, %r0, 3;\n\tshl.b32 %r5, %r5, 8;\n"
+	"\tadd.s32 %r4, %r4, %r5;\n"
+	"\tshr.u32 %r5, %r2, 3;\n\tshl.b32 %r5, %r5, 7;\n"
+	"\tadd.s32 %r4, %r4, %r5;\n"
+	"\tand.b32 %r5, %r2, 7;\n\tshl.b32 %r5, %r5, 1;\n"
+	"\tadd.s32 %r4, %r4, %r5;\n\tadd.s32 %r4, %r4, %r9;\n"
+	"\tst.shared.b16 [%r4], %h1;\n"
+	"\tsetp.lt.u32 %p2, %r0, 16;\n"
+	"\tmad.lo.s32 %r6, %r0, 16, %r2;\n"
+	"\tcvt.rn.f32.s32 %f2, %r6;\n\tcvt.rn.bf16.f32 %h2, %f2;\n"
+	"\tadd.s32 %r7, %r4, 4096;\n"
+	"\t@%p2 st.shared.b16 [%r7], %h2;\n"
+	"\tadd.s32 %r2, %r2, 1;\n"
+	"\tsetp.lt.s32 %p3, %r2, 16;\n\t@%p3 bra $LA;\n"
+	"\tshr.u32 %r10, %r0, 5;\n"
+	"\tsetp.eq.u32 %p4, %r10, 0;\n"
+	"\tadd.s32 %r11, %r9, 8200;\n\tadd.s32 %r12, %r9, 8192;\n"
+	"\t@!%p4 bra $LB;\n"
+	"\ttcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r11], 32;\n"
+	"\ttcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\n"
+	"\tmbarrier.init.shared::cta.b64 [%r12], 1;\n"
+	"$LB:\n"
+	"\tbar.sync 0;\n"
+	"\tld.shared.b32 %r13, [%r11];\n"
+	"\tsetp.eq.u32 %p5, %r0, 0;\n"
+	"\tshr.u32 %r14, %r9, 4;\n\tcvt.u64.u32 %rd2, %r14;\n"
+	"\tor.b64 %rd2, %rd2, 0x0000401000080000;\n"
+	"\tadd.s32 %r15, %r9, 4096;\n\tshr.u32 %r15, %r15, 4;\n"
+	"\tcvt.u64.u32 %rd3, %r15;\n"
+	"\tor.b64 %rd3, %rd3, 0x0000401000080000;\n"
+	"\t@%p5 tcgen05.mma.cta_group::1.kind::f16 [%r13], %rd2, %rd3, "
+	"0x8040490, 0;\n"
+	"\t@%p5 tcgen05.mma.cta_group::1.kind::f16 [%r13], %rd2, %rd3, "
+	"0x8040490, 1;\n"
+	"\t@%p5 tcgen05.commit.cta_group::1.mbarrier::arrive::one."
+	"shared::cluster.b64 [%r12];\n"
+	"$LW:\n"
+	"\tmbarrier.try_wait.parity.shared::cta.b64 %p6, [%r12], 0;\n"
+	"\t@!%p6 bra $LW;\n"
+	"\ttcgen05.fence::after_thread_sync;\n"
+	"\tand.b32 %r16, %r10, 3;\n\tshl.b32 %r16, %r16, 21;\n"
+	"\tadd.s32 %r16, %r16, %r13;\n\tadd.s32 %r16, %r16, 3;\n"
+	"\ttcgen05.ld.sync.aligned.32x32b.x1.b32 {%r17}, [%r16];\n"
+	"\ttcgen05.wait::ld.sync.aligned;\n"
+	"\tmov.b32 %f3, %r17;\n\tcvt.rzi.u32.f32 %r1, %f3;\n"
+	"\ttcgen05.fence::before_thread_sync;\n"
+	"\tbar.sync 0;\n"
+	"\t@%p4 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r13, 32;\n";
+
+static void
+tcgen05_mma_into_tensor_memory(void **state)
+{
+	uint32_t o[128];
+
+	(void)state;
+	if (run(tc_mma, 128, 8208, o))
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(run(tc_mma, 128, 8208, o), 0);
+	for (int t = 0; t < 128; t++)
+		assert_int_equal(o[t], 2 * (48 + t % 16));
+}
+
+/* tcgen05.st then ld of two columns from each warp's own lanes; the
+ * second allocation lands above the first; and the errors: a warp's
+ * lanes, columns outside the allocation, a count not a power of two, an
+ * exit without dealloc. */
+static void
+tcgen05_ld_st_and_allocation(void **state)
+{
+	static const char *const head =
+		"\tshr.u32 %r10, %r0, 5;\n"
+		"\tadd.s32 %r11, %r9, 16;\n\tadd.s32 %r12, %r9, 20;\n"
+		"\tsetp.eq.u32 %p4, %r10, 0;\n\t@!%p4 bra $LB;\n"
+		"\ttcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 "
+		"[%r11], 32;\n"
+		"\ttcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 "
+		"[%r12], 64;\n"
+		"$LB:\n\tbar.sync 0;\n"
+		"\tld.shared.b32 %r13, [%r12];\n"
+		"\tand.b32 %r16, %r10, 3;\n\tshl.b32 %r16, %r16, 21;\n"
+		"\tadd.s32 %r16, %r16, %r13;\n"
+		"\tmul.lo.s32 %r2, %r0, 3;\n";
+	static const char *const tail[] = {
+		/* fine */
+		"\ttcgen05.st.sync.aligned.32x32b.x2.b32 [%r16+62], {%r0, %r2};\n"
+		"\ttcgen05.ld.sync.aligned.32x32b.x1.b32 {%r1}, [%r16+63];\n"
+		"\tadd.s32 %r1, %r1, %r13;\n",
+		/* warps 1 to 3 at lane 0 */
+		"\ttcgen05.st.sync.aligned.32x32b.x1.b32 [%r13], {%r0};\n",
+		/* past the 64 columns */
+		"\ttcgen05.st.sync.aligned.32x32b.x4.b32 [%r16+62], {%r0, %r0, "
+		"%r0, %r0};\n",
+	};
+	static const char *const dealloc =
+		"\tbar.sync 0;\n\t@!%p4 bra $LC;\n"
+		"\tld.shared.b32 %r14, [%r11];\n"
+		"\ttcgen05.dealloc.cta_group::1.sync.aligned.b32 %r14, 32;\n"
+		"\ttcgen05.dealloc.cta_group::1.sync.aligned.b32 %r13, 64;\n"
+		"$LC:\n";
+	static const char *const why[] = {NULL, "tcgen05.st at lane 0: warp",
+		"outside every tensor-memory allocation"};
+	char body[4096];
+	uint32_t o[128];
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		snprintf(body, sizeof body, "%s%s%s", head, tail[i], dealloc);
+		int rc = run(body, 128, 64, o);
+		if (!why[i]) {
+			if (rc)
+				fprintf(stderr, "%s\n", err);
+			assert_int_equal(rc, 0);
+			for (int t = 0; t < 128; t++)   /* columns 64.. */
+				assert_int_equal(o[t], 3 * (uint32_t)t + 64);
+		} else {
+			assert_int_equal(rc, -1);
+			if (!strstr(err, why[i]))
+				fprintf(stderr, "%s\n", err);
+			assert_non_null(strstr(err, why[i]));
+		}
+	}
+	snprintf(body, sizeof body, "%s", head);   /* no dealloc */
+	assert_int_equal(run(body, 128, 64, o), -1);
+	assert_non_null(strstr(err, "tensor-memory columns at 0x0 still "
+		"allocated"));
+	assert_int_equal(run("\ttcgen05.alloc.cta_group::1.sync.aligned."
+		"shared::cta.b32 [%r9], 48;\n", 32, 16, o), -1);
+	assert_non_null(strstr(err, "a power of two"));
+}
+
 int
 main(void)
 {
@@ -469,6 +614,8 @@ main(void)
 		cmocka_unit_test(faults_and_unmodelled_opcodes_are_errors),
 		cmocka_unit_test(vector_mov_cvt_and_red_add),
 		cmocka_unit_test(guarded_off_load_makes_no_access),
+		cmocka_unit_test(tcgen05_mma_into_tensor_memory),
+		cmocka_unit_test(tcgen05_ld_st_and_allocation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -216,6 +216,9 @@ struct Sim {
 	char *err;
 	size_t errlen, errcap;
 	SimStats stats;
+	/* sim_map's host ranges, addressed by their host addresses */
+	struct Gmap { uint64_t lo; size_t n; } *map;
+	int nmap;
 };
 
 bool meta_read(SimMod *, char *err, size_t errlen);

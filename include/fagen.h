@@ -108,6 +108,13 @@ typedef struct fg_options {
 				 * (fg_rms_norm, ...); NULL:
 				 * $FAGEN_SCHEDULE_DIR, else the built-in
 				 * copy */
+	const char *sim;        /* run kernels on the CPU simulator instead
+				 * of the GPU: "sm_90a" or "sm_100a"
+				 * ("1" is sm_90a), with host pointers as
+				 * device pointers (docs/TARGETS.md, "The
+				 * simulator"); NULL: $FAGEN_SIM; "" or
+				 * "0": the GPU.  Appended: zeroed callers
+				 * keep the GPU */
 } fg_options;
 
 typedef struct fg_ctx fg_ctx;
@@ -194,6 +201,7 @@ typedef enum fg_code_source {
 	FG_CODE_NVJITLINK,      /* assembled by nvJitLink */
 	FG_CODE_PTXAS,          /* assembled by ptxas */
 	FG_CODE_DRIVER,         /* left to the driver's JIT at load */
+	FG_CODE_SIM,            /* PTX for the simulator (fg_options.sim) */
 } fg_code_source;
 
 typedef struct fg_kernel_info {

@@ -15,6 +15,23 @@ fg_version(void)
 	return FAGEN_VERSION;
 }
 
+/* fg_options.sim, else $FAGEN_SIM, as fg_ctx.sim; -2 for an option
+ * value it does not know (an invalid option), -1 for such a variable
+ * (an error with a message once the driver is needed). */
+static int
+sim_target(const char *opt)
+{
+	const char *s = opt ? opt : getenv("FAGEN_SIM");
+
+	if (!s || !s[0] || !strcmp(s, "0"))
+		return 0;
+	if (!strcmp(s, "1") || !strcmp(s, "sm_90a"))
+		return 90;
+	if (!strcmp(s, "sm_100a"))
+		return 100;
+	return opt ? -2 : -1;
+}
+
 static void *
 default_alloc(void *ud, void *p, size_t osize, size_t nsize)
 {
@@ -40,7 +57,7 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 	*out = NULL;
 	if (o->log_level < FG_LOG_OFF || o->log_level > FG_LOG_DEBUG ||
 	    o->device < 0 || o->jit > (FG_JIT_NVJITLINK | FG_JIT_PTXAS |
-	    FG_JIT_DRIVER))
+	    FG_JIT_DRIVER) || sim_target(o->sim) == -2)
 		return FG_ERR_INVALID;
 	if (!(c = alloc(o->alloc_ud, NULL, 0, sizeof *c)))
 		return FG_ERR_NOMEM;
@@ -52,6 +69,7 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 	c->log_ud = o->log_ud;
 	c->log_level = o->log_level;
 	c->device = o->device;
+	c->sim = sim_target(o->sim);
 	c->jit = o->jit ? o->jit : FG_JIT_NVJITLINK | FG_JIT_PTXAS |
 		FG_JIT_DRIVER;
 	atomic_init(&c->disk_ok, true);
@@ -60,6 +78,8 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 	bool ok = true;
 	if (o->driver_lib)
 		ok = (c->driver_lib = rt_strdup(c, o->driver_lib)) != NULL;
+	if (ok && c->sim < 0)
+		ok = (c->sim_bad = rt_strdup(c, getenv("FAGEN_SIM"))) != NULL;
 	if (ok && o->schedule_dir)
 		ok = (c->schedule_dir = rt_strdup(c, o->schedule_dir)) != NULL;
 	if (ok && o->cache_dir && o->cache_dir[0])
@@ -70,8 +90,9 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 		fg_ctx_destroy(c);
 		return FG_ERR_NOMEM;
 	}
-	rt_log(c, FG_LOG_INFO, "fagen %s: cache %s", FAGEN_VERSION,
-		c->cache_dir ? c->cache_dir : "in memory only");
+	rt_log(c, FG_LOG_INFO, "fagen %s: cache %s%s", FAGEN_VERSION,
+		c->cache_dir ? c->cache_dir : "in memory only", c->sim > 0 ?
+		"; kernels run on the simulator (FAGEN_SIM)" : "");
 	*out = c;
 	return FG_OK;
 }
@@ -91,6 +112,7 @@ fg_ctx_destroy(fg_ctx *c)
 	rt_strfree(c, c->driver_lib);
 	rt_strfree(c, c->cache_dir);
 	rt_strfree(c, c->schedule_dir);
+	rt_strfree(c, c->sim_bad);
 	pthread_mutex_destroy(&c->attn_mu);
 	pthread_mutex_destroy(&c->mu);
 	c->alloc(c->alloc_ud, c, sizeof *c, 0);

@@ -42,6 +42,7 @@ sim_free(Sim *s)
 	for (int i = 0; i < s->nbuf; i++)
 		free(s->buf[i].p);
 	free(s->buf);
+	free(s->map);
 	free(s->err);
 	free(s);
 }
@@ -73,15 +74,50 @@ sim_alloc(Sim *s, size_t n)
 	return (uint64_t)++s->nbuf << GBUF_SHIFT;
 }
 
+/* sim_alloc's buffers first, then sim_map's ranges: a Sim that holds
+ * both could see a host address inside a buffer's window, but the
+ * runtime's holds ranges only and the CLI's buffers only. */
 void *
 sim_host(Sim *s, uint64_t a, size_t n)
 {
 	uint64_t i = (a >> GBUF_SHIFT) - 1, off = a & ((1ull << GBUF_SHIFT) - 1);
 
-	if ((a >> GBUF_SHIFT) == 0 || i >= (uint64_t)s->nbuf ||
-	    off > s->buf[i].n || n > s->buf[i].n - off)
-		return NULL;
-	return s->buf[i].p + off;
+	if ((a >> GBUF_SHIFT) != 0 && i < (uint64_t)s->nbuf &&
+	    off <= s->buf[i].n && n <= s->buf[i].n - off)
+		return s->buf[i].p + off;
+	for (int k = s->nmap - 1; k >= 0; k--) {
+		const struct Gmap *g = &s->map[k];
+		if (a >= g->lo && a - g->lo <= g->n && n <= g->n - (a - g->lo))
+			return (void *)(uintptr_t)a;
+	}
+	return NULL;
+}
+
+uint64_t
+sim_map(Sim *s, void *host, size_t n)
+{
+	uint64_t lo = (uint64_t)(uintptr_t)host;
+
+	if (!host || n == 0 || lo + n < lo || s->nmap >= 1 << 20)
+		return 0;
+	struct Gmap *g = realloc(s->map, (size_t)(s->nmap + 1) * sizeof *g);
+	if (!g)
+		return 0;
+	s->map = g;
+	g[s->nmap++] = (struct Gmap){lo, n};
+	return lo;
+}
+
+void
+sim_unmap(Sim *s, uint64_t a)
+{
+	for (int k = 0; k < s->nmap; k++)
+		if (s->map[k].lo == a) {
+			memmove(&s->map[k], &s->map[k + 1],
+				(size_t)(s->nmap - k - 1) * sizeof *s->map);
+			s->nmap--;
+			return;
+		}
 }
 
 uint8_t *
@@ -477,7 +513,7 @@ globals(Sim *s, const SimMeta *mt, const SimVal *v, const int64_t *pv)
 		if (g->kind != SIM_ARG_GLOBAL)
 			continue;
 		for (int k = 0; k < g->rank; k++) {
-			if (!rpn_eval(&g->dims[k], pv, &d) || d <= 0 ||
+			if (!sim_rpn_eval(&g->dims[k], pv, &d) || d <= 0 ||
 			    __builtin_mul_overflow(n, d, &n))
 				return sim_fail(s, "global '%s': dimension %d has "
 					"no positive extent from the params",
@@ -543,13 +579,28 @@ out:
 	return rc;
 }
 
+/* The CTAs one after another, x fastest. */
+static int
+run_grid(Sim *s, const SimMod *m, const uint8_t *pbuf, const Tmap *maps,
+	const unsigned *grid)
+{
+	unsigned id[3];
+	int rc = 0;
+
+	for (id[2] = 0; !rc && id[2] < grid[2]; id[2]++)
+		for (id[1] = 0; !rc && id[1] < grid[1]; id[1]++)
+			for (id[0] = 0; !rc && id[0] < grid[0]; id[0]++)
+				rc = one_cta(s, m, pbuf, maps, id, grid);
+	return rc;
+}
+
 int
 sim_launch(Sim *s, const SimMod *m, const SimVal *v, int nargs)
 {
 	const SimMeta *mt = &m->meta;
 	int64_t pv[SIM_MAXARGS] = {0}, tiles[3] = {1, 1, 1}, n = 1;
 	Tmap maps[SIM_MAXARGS];
-	unsigned grid[3] = {1, 1, 1}, id[3];
+	unsigned grid[3] = {1, 1, 1};
 
 	sim_fail(s, "%s", "");
 	if (nargs != mt->nuser)
@@ -562,7 +613,7 @@ sim_launch(Sim *s, const SimMod *m, const SimVal *v, int nargs)
 		if (mt->args[i].kind == SIM_ARG_PARAM)
 			pv[i] = v[mt->args[i].user].i;
 	for (int i = 0; i < mt->ntiles; i++)
-		if (!rpn_eval(&mt->grid[i], pv, &tiles[i]) || tiles[i] <= 0 ||
+		if (!sim_rpn_eval(&mt->grid[i], pv, &tiles[i]) || tiles[i] <= 0 ||
 		    tiles[i] > 65535 || __builtin_mul_overflow(n, tiles[i], &n))
 			return sim_fail(s, "the tile grid's dimension %d has no "
 				"extent in 1..65535 from the params", i);
@@ -581,11 +632,211 @@ sim_launch(Sim *s, const SimMod *m, const SimVal *v, int nargs)
 	} else {
 		grid[0] = (unsigned)(n < s->max_ctas ? n : s->max_ctas);
 	}
-	int rc = 0;
-	for (id[2] = 0; !rc && id[2] < grid[2]; id[2]++)
-		for (id[1] = 0; !rc && id[1] < grid[1]; id[1]++)
-			for (id[0] = 0; !rc && id[0] < grid[0]; id[0]++)
-				rc = one_cta(s, m, pbuf, maps, id, grid);
+	int rc = run_grid(s, m, pbuf, maps, grid);
+	free(pbuf);
+	return rc;
+}
+
+/* ---- launches from the runtime's simulated driver (runtime/driver/sim.c)
+ *
+ * sim_tmap_encode's record, in a CUtensorMap's opaque bytes: the launch
+ * turns it into a Tmap and leaves TMAP_MAGIC and the map's index in the
+ * parameter buffer, where tma.c looks for them, as params() does. */
+typedef struct RawTmap {
+	uint64_t magic, idx, addr;
+	int64_t dim[SIM_MAXRANK], stride[SIM_MAXRANK];  /* stride[0]: esize */
+	uint16_t box[SIM_MAXRANK];
+	uint8_t rank, esize, swizzle, oob_nan;          /* swizzle in bytes */
+} RawTmap;
+_Static_assert(sizeof(RawTmap) <= SIM_TMAP_BYTES, "a CUtensorMap's bytes");
+
+bool
+sim_tmap_encode(void *map, uint64_t addr, int rank, int esize,
+	const uint64_t *dim, const uint64_t *stride, const uint32_t *box,
+	int swizzle, bool oob_nan)
+{
+	RawTmap t = {.magic = TMAP_MAGIC, .addr = addr, .rank = (uint8_t)rank,
+		.esize = (uint8_t)esize, .swizzle = (uint8_t)swizzle,
+		.oob_nan = oob_nan};
+
+	if (rank < 1 || rank > SIM_MAXRANK || (esize != 1 && esize != 2 &&
+	    esize != 4 && esize != 8) || (swizzle != 0 && swizzle != 32 &&
+	    swizzle != 64 && swizzle != 128) || addr % 16)
+		return false;
+	for (int i = 0; i < rank; i++) {
+		if (dim[i] < 1 || dim[i] > 1ull << 32 || box[i] < 1 ||
+		    box[i] > 256)
+			return false;
+		if (i && (stride[i - 1] % 16 || stride[i - 1] >= 1ull << 40))
+			return false;
+		t.dim[i] = (int64_t)dim[i];
+		t.stride[i] = i ? (int64_t)stride[i - 1] : esize;
+		t.box[i] = (uint16_t)box[i];
+	}
+	memset(map, 0, SIM_TMAP_BYTES);
+	memcpy(map, &t, sizeof t);
+	return true;
+}
+
+/* The record at p (from sim_tmap_encode) as the Tmap tma.c uses, with
+ * tmap_build's limits on what is modelled. */
+static int
+tmap_decode(Sim *s, const char *name, const uint8_t *p, Tmap *t)
+{
+	RawTmap r;
+
+	memcpy(&r, p, sizeof r);
+	if (r.magic != TMAP_MAGIC || r.rank < 1 || r.rank > SIM_MAXRANK)
+		return sim_fail(s, "tensor map '%s' was not written by the "
+			"simulator's cuTensorMapEncodeTiled", name);
+	memset(t, 0, sizeof *t);
+	t->addr = r.addr;
+	t->rank = r.rank;
+	t->esize = r.esize;
+	t->swizzle = r.swizzle;
+	t->oob_nan = r.oob_nan;
+	for (int i = 0; i < r.rank; i++) {
+		t->dim[i] = r.dim[i];
+		t->stride[i] = r.stride[i];
+		t->box[i] = r.box[i];
+	}
+	int inner = t->box[0] * t->esize;
+	if (inner % 16)
+		return sim_fail(s, "tma '%s': the inner box (%d bytes) must be "
+			"a 16-byte multiple", name, inner);
+	if (t->swizzle && inner != t->swizzle)
+		return sim_fail(s, "tma '%s': an inner box of %d bytes under a "
+			"%d-byte swizzle is not modelled (only equal spans)",
+			name, inner, t->swizzle);
+	return 0;
+}
+
+/* [a, a + n) reachable for this launch, unless it already is. */
+static int
+reach(Sim *s, const char *name, uint64_t a, int64_t n)
+{
+	if (a == 0 || n <= 0 || sim_host(s, a, (size_t)n))
+		return 0;
+	if (!sim_map(s, (void *)(uintptr_t)a, (size_t)n))
+		return sim_fail(s, "global '%s': cannot map %lld bytes at "
+			"0x%llx", name, (long long)n, (unsigned long long)a);
+	return 0;
+}
+
+/* What the kernel may touch: each global without a tensor map over its
+ * dense extent, each tensor map over the bytes its dims and strides
+ * span.  A null pointer (an absent optional global) reaches nothing. */
+static int
+reach_all(Sim *s, const SimMeta *mt, const uint8_t *pbuf, const int *poff,
+	const int64_t *pv, const Tmap *maps)
+{
+	for (int a = 0; a < mt->nargs; a++) {
+		const SimArg *g = &mt->args[a];
+		int64_t n = ty_bits(g->ty) / 8, d;
+		uint64_t ptr;
+		bool viewed = false;
+		if (g->kind == SIM_ARG_TMA && poff[a] >= 0) {
+			const Tmap *t = &maps[a];
+			for (int i = 0; i < t->rank; i++)
+				n += (t->dim[i] - 1) * t->stride[i];
+			if (reach(s, g->name, t->addr, n))
+				return -1;
+			continue;
+		}
+		if (g->kind != SIM_ARG_GLOBAL || poff[a] < 0)
+			continue;
+		for (int j = 0; j < mt->nargs; j++)
+			viewed |= mt->args[j].kind == SIM_ARG_TMA &&
+				mt->args[j].of == a;
+		if (viewed)
+			continue;
+		for (int k = 0; k < g->rank; k++)
+			if (!sim_rpn_eval(&g->dims[k], pv, &d) || d <= 0 ||
+			    __builtin_mul_overflow(n, d, &n))
+				return sim_fail(s, "global '%s': dimension "
+					"%d has no positive extent from the "
+					"params", g->name, k);
+		memcpy(&ptr, pbuf + poff[a], 8);
+		if (reach(s, g->name, ptr, n))
+			return -1;
+	}
+	return 0;
+}
+
+/* The parameter buffer from the driver's parameters, the params' values
+ * for the size programs and the tensor maps. */
+static int
+raw_params(Sim *s, const SimMod *m, void *const *pp, uint8_t *pbuf,
+	int *poff, int64_t *pv, Tmap *maps)
+{
+	const SimMeta *mt = &m->meta;
+
+	for (int i = 0; i < m->nparams; i++) {
+		const Param *p = &m->params[i];
+		uint8_t *d = pbuf + p->off;
+		int a = -1;
+		if (!pp[i])
+			return sim_fail(s, "parameter '%s' has no value",
+				p->name);
+		memcpy(d, pp[i], (size_t)p->size);
+		for (int j = 0; j < mt->nargs; j++)
+			if (!strcmp(mt->args[j].name, p->name))
+				a = j;
+		if (a < 0)
+			continue;
+		const SimArg *g = &mt->args[a];
+		poff[a] = p->off;
+		if (g->kind == SIM_ARG_TMA) {
+			uint64_t magic = TMAP_MAGIC, idx = (uint64_t)a;
+			if ((size_t)p->size < sizeof(RawTmap))
+				return sim_fail(s, "tensor map '%s' has %d "
+					"bytes", p->name, p->size);
+			if (tmap_decode(s, p->name, d, &maps[a]))
+				return -1;
+			memcpy(d, &magic, 8);
+			memcpy(d + 8, &idx, 8);
+		} else if (g->kind == SIM_ARG_PARAM && p->size <= 8) {
+			uint64_t u = 0;
+			int sh = 64 - 8 * p->size;
+			memcpy(&u, d, (size_t)p->size);
+			pv[a] = ty_signed(g->ty) && sh ?
+				(int64_t)(u << sh) >> sh : (int64_t)u;
+		}
+	}
+	return 0;
+}
+
+int
+sim_launch_raw(Sim *s, const SimMod *m, void *const *pp,
+	const unsigned grid[3], unsigned block, const unsigned cluster[3],
+	unsigned smem)
+{
+	const SimMeta *mt = &m->meta;
+	int64_t pv[SIM_MAXARGS] = {0};
+	int poff[SIM_MAXARGS];
+	Tmap maps[SIM_MAXARGS];
+	int nmap = s->nmap, rc = -1;
+
+	sim_fail(s, "%s", "");
+	if (cluster[0] * cluster[1] * cluster[2] != 1)
+		return sim_fail(s, "kernel '%s': clusters of more than one CTA "
+			"(%u x %u x %u) are not modelled", mt->name, cluster[0],
+			cluster[1], cluster[2]);
+	if ((int)block != mt->threads || (int)smem < mt->smem)
+		return sim_fail(s, "kernel '%s' launched with %u threads and "
+			"%u bytes of shared memory; its metadata says %d and "
+			"%d", mt->name, block, smem, mt->threads, mt->smem);
+	if (!grid[0] || !grid[1] || !grid[2])
+		return sim_fail(s, "kernel '%s': an empty grid", mt->name);
+	for (int a = 0; a < SIM_MAXARGS; a++)
+		poff[a] = -1;
+	uint8_t *pbuf = calloc((size_t)m->param_bytes + 8, 1);
+	if (!pbuf)
+		return sim_fail(s, "out of memory");
+	if (!raw_params(s, m, pp, pbuf, poff, pv, maps) &&
+	    !reach_all(s, mt, pbuf, poff, pv, maps))
+		rc = run_grid(s, m, pbuf, maps, grid);
+	s->nmap = nmap;   /* the launch's ranges go with it */
 	free(pbuf);
 	return rc;
 }

@@ -130,7 +130,7 @@ main(int argc, char **argv)
 		if (a->kind != SIM_ARG_GLOBAL)
 			continue;
 		for (int k = 0; k < a->rank; k++)
-			if (rpn_eval(&a->dims[k], pv, &d) && d > 0)
+			if (sim_rpn_eval(&a->dims[k], pv, &d) && d > 0)
 				bytes *= d;
 		v[a->user].ptr = sim_alloc(s, (size_t)bytes);
 		if (!v[a->user].ptr) {

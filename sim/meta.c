@@ -50,7 +50,7 @@ ty_lookup(const char *s)
 		if (!strcmp(s, alias[i][0]))
 			s = alias[i][1];
 	for (int t = 1; t < NTY; t++)
-		if (!strcmp(s, ty_name(t)))
+		if (!strcmp(s, sim_ty_name(t)))
 			return t;
 	return TY_NONE;
 }
@@ -312,7 +312,7 @@ fail:
 /* Evaluates a size program over the param values; false on overflow,
  * division by zero or a malformed program. */
 bool
-rpn_eval(const SimRpn *r, const int64_t *pv, int64_t *out)
+sim_rpn_eval(const SimRpn *r, const int64_t *pv, int64_t *out)
 {
 	int64_t st[SIM_MAXRPN];
 	int sp = 0;

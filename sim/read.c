@@ -31,7 +31,7 @@ static const char *const tynames[NTY] = {
 };
 
 const char *
-ty_name(int t)
+sim_ty_name(int t)
 {
 	return t > 0 && t < NTY ? tynames[t] : "?";
 }
@@ -486,7 +486,7 @@ opcode(R *r, const char *s, int n, Ins *in)
 			    i == OP_CVT_RZI)))
 				return fail(r, "'%.*s': type .%s is not modelled "
 					"for this instruction", n, s,
-					ty_name(in->ty[j]));
+					sim_ty_name(in->ty[j]));
 		in->op = (uint16_t)i;
 		return true;
 	}

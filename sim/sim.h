@@ -92,4 +92,36 @@ int sim_launch(Sim *, const SimMod *, const SimVal *args, int nargs);
 const char *sim_error(const Sim *);
 SimStats sim_stats(const Sim *);
 
+/* ---- the runtime's simulated device (FAGEN_SIM, runtime/driver/sim.c)
+ * There the device's memory is the host's, and the driver's calls arrive
+ * with raw parameters rather than the metadata's arguments. */
+
+/* Host memory as a global buffer: [host, host + n) is reachable at the
+ * address (uint64_t)host itself, checked like sim_alloc's buffers; the
+ * address, or 0 when it cannot be registered.  Not copied or freed. */
+uint64_t sim_map(Sim *, void *host, size_t n);
+void sim_unmap(Sim *, uint64_t addr);   /* a range sim_map returned */
+
+enum { SIM_TMAP_BYTES = 128 };  /* a CUtensorMap */
+
+/* What cuTensorMapEncodeTiled records, into map's SIM_TMAP_BYTES bytes:
+ * rank 1 to SIM_MAXRANK, dimensions innermost first, stride[i] the byte
+ * stride of dimension i + 1 (rank - 1 of them), box extents 1 to 256,
+ * swizzle 0, 32, 64 or 128 bytes.  false when a field is out of range. */
+bool sim_tmap_encode(void *map, uint64_t addr, int rank, int esize,
+	const uint64_t *dim, const uint64_t *stride, const uint32_t *box,
+	int swizzle, bool oob_nan);
+
+/* Runs one launch as cuLaunchKernelEx receives it: params[i] points at
+ * the value of the .entry's parameter i (a tensor map: sim_tmap_encode's
+ * record), the grid in CTAs, block threads (the metadata's), cluster
+ * (1, 1, 1 only) and smem bytes of dynamic shared memory.  Each global
+ * argument is reached over its extent from the metadata (dense; a
+ * global with tensor maps over the maps' extents) and whatever sim_map
+ * or sim_alloc provide; every other access is out of bounds.  0, or -1
+ * with sim_error() set. */
+int sim_launch_raw(Sim *, const SimMod *, void *const *params,
+	const unsigned grid[3], unsigned block, const unsigned cluster[3],
+	unsigned smem);
+
 #endif

@@ -52,7 +52,7 @@ enum {
 
 int ty_bits(int t);
 bool ty_signed(int t);
-const char *ty_name(int t);
+const char *sim_ty_name(int t);
 
 /* Comparisons of setp. */
 enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_LS,
@@ -232,10 +232,13 @@ struct Sim {
 	char *err;
 	size_t errlen, errcap;
 	SimStats stats;
+	/* sim_map's host ranges, addressed by their host addresses */
+	struct Gmap { uint64_t lo; size_t n; } *map;
+	int nmap;
 };
 
 bool meta_read(SimMod *, char *err, size_t errlen);
-bool rpn_eval(const SimRpn *, const int64_t *pv, int64_t *out);
+bool sim_rpn_eval(const SimRpn *, const int64_t *pv, int64_t *out);
 const char *op_check(const Ins *);     /* NULL, or why it is refused */
 int opcode_of(const char *key);
 

@@ -38,7 +38,7 @@ tmap_build(Sim *s, const SimMeta *mt, int a, const int64_t *pv,
 	t->swizzle = v->swizzle;
 	t->oob_nan = v->oob_nan;
 	for (int i = 0; i < r; i++) {
-		if (!rpn_eval(&g->dims[r - 1 - i], pv, &t->dim[i]))
+		if (!sim_rpn_eval(&g->dims[r - 1 - i], pv, &t->dim[i]))
 			return sim_fail(s, "tma '%s': bad dims", v->name), false;
 		t->stride[i] = i ? t->stride[i - 1] * t->dim[i - 1] : t->esize;
 		int bi = v->rank - 1 - i;

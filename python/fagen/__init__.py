@@ -181,6 +181,7 @@ class _Options(ctypes.Structure):   # fg_options
         ("log", ctypes.c_void_p), ("log_ud", ctypes.c_void_p),
         ("device", ctypes.c_int), ("jit", ctypes.c_uint),
         ("driver_lib", ctypes.c_char_p), ("schedule_dir", ctypes.c_char_p),
+        ("sim", ctypes.c_char_p),
     ]
 
 

@@ -61,6 +61,11 @@ struct fg_ctx {
 	void *log_ud;
 	int log_level;
 	int device;
+	int sim;              /* 0: the GPU; 90 or 100: the simulator's
+			       * sm_90a or sm_100a (fg_options.sim,
+			       * $FAGEN_SIM); -1: a $FAGEN_SIM it does not
+			       * know, an error on the driver's first use */
+	char *sim_bad;        /* that $FAGEN_SIM, for the message */
 	unsigned jit;
 	char *driver_lib;     /* NULL: $FAGEN_DRIVER_LIB or libcuda.so.1 */
 	char *cache_dir;      /* NULL: memory only */

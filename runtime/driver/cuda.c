@@ -2,7 +2,9 @@
  * the GPU, so that a program linking libfagen starts on a machine without
  * one.  The library is $FAGEN_DRIVER_LIB, fg_options.driver_lib or
  * libcuda.so.1.  The first attempt's outcome is kept: a context without a
- * driver answers FG_ERR_NO_DRIVER at once afterwards.
+ * driver answers FG_ERR_NO_DRIVER at once afterwards.  A context in
+ * simulator mode (fg_ctx.sim) takes sim.c's table instead and opens its
+ * device through it the same way.
  *
  * A context works in its device's primary context, which it retains; the
  * calls that need it push it and pop it again, so the caller's current
@@ -182,7 +184,15 @@ load(fg_ctx *c, Driver *d)
 		"libcuda.so.1";
 	char why[768];
 
-	if (!(d->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL))) {
+	if (c->sim > 0) {
+		simdrv_api(&d->cu, c->sim);
+		d->status = open_device(c, d, why, sizeof why);
+	} else if (c->sim < 0) {
+		snprintf(why, sizeof why, "FAGEN_SIM=%s: expected 1, sm_90a "
+			"or sm_100a (or 0 or nothing for the GPU)",
+			c->sim_bad);
+		d->status = FG_ERR_NO_DEVICE;
+	} else if (!(d->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL))) {
 		snprintf(why, sizeof why, "cannot load the CUDA driver (%s): "
 			"%s", lib, dlerror());
 		d->status = FG_ERR_NO_DRIVER;
@@ -221,7 +231,7 @@ cuda_get(fg_ctx *c, Driver **out)
 fg_status
 cuda_check(fg_ctx *c, const Driver *d, CUresult r, const char *what)
 {
-	char e[512];
+	char e[16384];   /* the simulator's hang reports name every warp */
 
 	if (r == CUDA_SUCCESS)
 		return FG_OK;

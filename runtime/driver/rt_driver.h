@@ -80,4 +80,10 @@ fg_status cuda_get(fg_ctx *, Driver **);  /* load on first use */
 fg_status cuda_check(fg_ctx *, const Driver *, CUresult, const char *what);
 void cuda_free(fg_ctx *);
 
+/* ---------------------------------------------------------------- sim.c
+ * The same table backed by libfgsim: a simulated device of compute
+ * capability cc / 10 (90: sm_90a, 100: sm_100a) whose memory is the
+ * host's, for a context with fg_ctx.sim set. */
+void simdrv_api(CudaApi *, int cc);
+
 #endif

@@ -257,6 +257,11 @@ module(fg_ctx *c, const char *fn, const Driver *d, RefModule **out)
 	fg_status st = FG_OK;
 	RefModule *m;
 
+	*out = NULL;
+	if (c->sim > 0)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s runs CUDA C, which "
+			"the simulator (FAGEN_SIM) does not: it runs fagen's "
+			"kernels only", fn);
 	pthread_mutex_lock(&c->attn_mu);
 	if (!(m = c->ref)) {
 		snprintf(arch, sizeof arch, "sm_%d%d", d->cc_major,

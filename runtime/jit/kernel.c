@@ -4,9 +4,10 @@
  * fg_kernel_assemble obtains a cubin: the memory cache, the disk cache,
  * else an assembler (jit.c), whose result is cached.  fg_kernel_load puts
  * it on the device, or hands the PTX to the driver's JIT when there is no
- * assembler.  Assembly and loading happen once per kernel, under the
- * kernel's mutex; afterwards the kernel is only read, so launches from
- * several threads need no lock. */
+ * assembler, or to the simulator (driver/sim.c) in simulator mode, which
+ * assembles and caches nothing.  Assembly and loading happen once per
+ * kernel, under the kernel's mutex; afterwards the kernel is only read,
+ * so launches from several threads need no lock. */
 #include <stdio.h>
 #include <string.h>
 
@@ -95,6 +96,13 @@ assemble(fg_kernel *k)
 
 	if (k->cubin || k->driver_jit)
 		return FG_OK;
+	if (c->sim > 0) {
+		/* the simulator reads the PTX itself: no assembler, and no
+		 * cubin to cache */
+		k->driver_jit = true;
+		k->source = FG_CODE_SIM;
+		return FG_OK;
+	}
 	if ((st = jit_tool(c, k->ptx, &which, &tool)))
 		return st;
 	if (which == FG_JIT_DRIVER) {
@@ -161,6 +169,13 @@ fits(fg_kernel *k, const Driver *d)
 		return rt_err(k->ctx, FG_ERR_UNSUPPORTED, "kernel '%s' needs "
 			"%lld bytes of shared memory; %s allows %d per block",
 			m->name, (long long)m->smem, d->name, d->smem_optin);
+	if (k->ctx->sim > 0 && m->cluster[0] * m->cluster[1] *
+	    m->cluster[2] > 1)
+		return rt_err(k->ctx, FG_ERR_UNSUPPORTED, "kernel '%s' runs in "
+			"clusters of %d x %d x %d CTAs; the simulator "
+			"(FAGEN_SIM) runs clusters of one CTA only: pick a "
+			"variant without a cluster, or run it on a GPU",
+			m->name, m->cluster[0], m->cluster[1], m->cluster[2]);
 	return FG_OK;
 }
 
@@ -180,9 +195,11 @@ driver_jit(fg_kernel *k, const Driver *d)
 		return rt_err(c, FG_ERR_NOMEM, "out of memory");
 	log[0] = '\0';
 	r = d->cu.ModuleLoadDataEx(&k->mod, k->ptx, 2, o, v);
-	fg_status st = r ? rt_err(c, FG_ERR_JIT, "the driver's JIT "
-		"rejected kernel '%s' (error %d):\n%s", k->meta.name, (int)r,
-		log) : FG_OK;
+	fg_status st = !r ? FG_OK : c->sim > 0 ? rt_err(c,
+		FG_ERR_UNSUPPORTED, "the simulator (FAGEN_SIM) cannot run "
+		"kernel '%s': %s; run it on a GPU", k->meta.name, log) :
+		rt_err(c, FG_ERR_JIT, "the driver's JIT rejected kernel '%s' "
+		"(error %d):\n%s", k->meta.name, (int)r, log);
 	rt_free(c, log, LOG);
 	return st;
 }

@@ -1,0 +1,315 @@
+/* test_simdrv.c: the runtime on the simulator (FAGEN_SIM, issue #18 item
+ * 5), with no GPU: the C API on host buffers, against float64.
+ * fg_attention_forward (the shipped sm_90a schedule, d64 bf16, 1 x 2
+ * heads, 130 queries and keys, causal and not) and fg_rms_norm on
+ * pseudo-random inputs, their outputs poisoned with NaN bytes first; a
+ * schedule that hangs and the sm_100a device's kernels end in an error
+ * whose message says what happened, never a crash or a silent result.
+ * Every context uses a counting allocator and gives back every byte. */
+#include <cuda.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fagen.h"
+#include "testalloc.h"
+#include "../gpu/gpu_ref.h"
+
+typedef struct Fix {
+	TestAlloc ta;
+	fg_ctx *ctx;
+} Fix;
+
+static Fix *
+open_ctx(const char *sim)
+{
+	Fix *f = calloc(1, sizeof *f);
+	fg_options o = {.alloc = test_alloc, .alloc_ud = &f->ta,
+		.cache_dir = "", .sim = sim};
+
+	assert_non_null(f);
+	assert_int_equal(fg_ctx_create(&f->ctx, &o), FG_OK);
+	return f;
+}
+
+static void
+close_ctx(Fix *f)
+{
+	fg_ctx_destroy(f->ctx);
+	assert_int_equal(f->ta.live, 0);
+	assert_int_equal(f->ta.bytes, 0);
+	free(f);
+}
+
+static uint16_t *
+random16(size_t n)
+{
+	uint16_t *p = malloc(n * 2);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = to16(urand(), false);
+	return p;
+}
+
+static void *
+poisoned(size_t bytes)
+{
+	void *p = malloc(bytes);
+
+	assert_non_null(p);
+	memset(p, 0xff, bytes);
+	return p;
+}
+
+/* fg_attention_forward on fx's device against float64 (gpu_ref.h). */
+static fg_status
+attention(Fix *fx, bool causal)
+{
+	enum { Z = 1, H = 2, S = 130, D = 64 };
+	size_t n = (size_t)Z * H * S * D;
+	uint16_t *q = random16(n), *k = random16(n), *v = random16(n);
+	uint16_t *o = poisoned(n * 2);
+	float *lse = poisoned((size_t)Z * H * S * 4);
+	fg_attention_args a = {
+		.q = (uintptr_t)q, .k = (uintptr_t)k, .v = (uintptr_t)v,
+		.o = (uintptr_t)o, .lse = (uintptr_t)lse,
+		.batch = Z, .heads = H, .seq_q = S, .seq_k = S, .head_dim = D,
+		.dtype = FG_DTYPE_BF16, .causal = causal,
+	};
+	fg_status st = fg_attention_forward(fx->ctx, &a,
+		CU_STREAM_PER_THREAD);
+
+	if (st == FG_OK) {
+		RefProb c = {.z = Z, .h = H, .sq = S, .sk = S, .d = D,
+			.causal = causal};
+		for (int t = 0; t < 4; t++) {
+			int64_t st4[4] = {(int64_t)H * S * D, (int64_t)S * D, D,
+				1};
+			memcpy(c.st[t], st4, sizeof st4);
+		}
+		RefErr e = ref_compare(&c, q, k, v, o, lse);
+		printf("attention %s: rel %.2e, lse %.2e over %ld rows\n",
+			causal ? "causal" : "full", e.rel, e.lerr, e.rows);
+		assert_true(e.rows >= 2 * 48);  /* gpu_ref.h's sample */
+		assert_int_equal(e.bad, 0);
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(o);
+	free(lse);
+	return st;
+}
+
+static void
+attention_matches_float64(void **state)
+{
+	Fix *fx = open_ctx("sm_90a");
+
+	(void)state;
+	assert_int_equal(attention(fx, false), FG_OK);
+	assert_int_equal(attention(fx, true), FG_OK);
+	close_ctx(fx);
+}
+
+/* fg_rms_norm over 37 rows of 1000 with a weight, rstd wanted. */
+static void
+rms_norm_matches_float64(void **state)
+{
+	enum { R = 37, N = 1000 };
+	Fix *fx = open_ctx("1");
+	uint16_t *x = random16((size_t)R * N), *w = random16(N);
+	uint16_t *y = poisoned((size_t)R * N * 2);
+	float *rstd = poisoned(R * 4);
+	fg_rmsnorm_args a = {
+		.x = {.ptr = (uintptr_t)x, .rank = 2, .dims = {R, N}},
+		.weight = {.ptr = (uintptr_t)w, .rank = 1, .dims = {N}},
+		.out = {.ptr = (uintptr_t)y, .rank = 2, .dims = {R, N}},
+		.rstd = (uintptr_t)rstd, .dtype = FG_DTYPE_BF16, .eps = 1e-6,
+	};
+	double worst = 0;
+
+	(void)state;
+	assert_int_equal(fg_rms_norm(fx->ctx, &a, CU_STREAM_PER_THREAD),
+		FG_OK);
+	for (int i = 0; i < R; i++) {
+		double ss = 0;
+		for (int j = 0; j < N; j++)
+			ss += from16(x[i * N + j], false) *
+				from16(x[i * N + j], false);
+		double r = 1 / sqrt(ss / N + 1e-6);
+		assert_true(fabs(rstd[i] - r) <= 1e-5 * r);
+		for (int j = 0; j < N; j++) {
+			double want = from16(x[i * N + j], false) * r *
+				from16(w[j], false);
+			double got = from16(y[i * N + j], false);
+			double err = fabs(got - want) / (fabs(want) + 1e-3);
+			assert_true(err <= 1e-2);  /* bf16: 2^-9 rounding */
+			worst = err > worst ? err : worst;
+		}
+	}
+	printf("rms_norm: worst relative error %.2e\n", worst);
+	free(x);
+	free(w);
+	free(y);
+	free(rstd);
+	close_ctx(fx);
+}
+
+/* tests/gpu/hang_copy.fa's storer never frees a stage: one CTA walking
+ * five tiles through four stages waits forever on the fifth. */
+static void
+hang_is_a_clear_error(void **state)
+{
+	enum { M = 320, N = 64 };
+	Fix *fx = open_ctx("sm_90a");
+	fg_compile_options co = {.no_verify = 1};
+	fg_program *p;
+	fg_kernel *k;
+	uint16_t *x = random16((size_t)M * N), *y = poisoned(M * N * 2);
+	fg_arg args[] = {FG_INT("M", M), FG_INT("N", N), FG_PTR("X", x),
+		FG_PTR("Y", y)};
+	fg_kernel_info info;
+
+	(void)state;
+	assert_int_equal(fg_compile_file(fx->ctx, FAGEN_SRCDIR
+		"/tests/gpu/hang_copy.fa", &co, &p), FG_OK);
+	assert_int_equal(fg_kernel_create(fx->ctx, fg_program_ptx(p, NULL), 0,
+		&k), FG_OK);
+	fg_program_free(p);
+	assert_int_equal(fg_kernel_set_grid_limit(k, 1), FG_OK);
+	assert_int_equal(fg_launch(k, CU_STREAM_PER_THREAD, args, 4),
+		FG_ERR_CUDA);
+	const char *msg = fg_errmsg(fx->ctx);
+	printf("%s\n", msg);
+	assert_non_null(strstr(msg, "cuLaunchKernelEx: CUDA_ERROR_LAUNCH_"
+		"FAILED (the simulator: hang in CTA (0,0,0)"));
+	assert_non_null(strstr(msg, "warp 0: pc"));
+	assert_non_null(strstr(msg, "mbarrier.try_wait"));
+	assert_non_null(strstr(msg, "hint: the schedule waits on a barrier"));
+	fg_kernel_info_get(k, &info);
+	assert_int_equal(info.source, FG_CODE_SIM);
+	assert_null(fg_kernel_cubin(k, NULL));
+	fg_kernel_free(k);
+	free(x);
+	free(y);
+	close_ctx(fx);
+}
+
+/* A store past the 32 elements the metadata declares for OUT is a
+ * fault, though the host buffer behind it is larger: each launch reaches
+ * exactly the extents its metadata gives its globals. */
+static void
+store_past_the_tensor_is_a_clear_error(void **state)
+{
+	static const char ptx[] =
+		"// fagen.kernel name=t target=sm_90a threads=32 "
+		"cluster=1,1,1 smem=0 order=single tiles=0\n"
+		"// fagen.arg 0 global OUT u32 rank=1 dims 32\n"
+		".version 8.6\n.target sm_90a\n.address_size 64\n"
+		".visible .entry t(.param .u64 OUT)\n{\n"
+		"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n"
+		"\tmov.u32 %r0, %tid.x;\n"
+		"\tld.param.u64 %rd0, [OUT];\n"
+		"\tmul.wide.u32 %rd1, %r0, 4;\n\tadd.s64 %rd1, %rd0, %rd1;\n"
+		"\tst.global.u32 [%rd1+64], %r0;\n"
+		"\tret;\n}\n";
+	Fix *fx = open_ctx("sm_90a");
+	uint32_t *out = poisoned(64 * 4);
+	fg_arg arg = FG_PTR("OUT", out);
+	fg_kernel *k;
+
+	(void)state;
+	assert_int_equal(fg_kernel_create(fx->ctx, ptx, 0, &k), FG_OK);
+	assert_int_equal(fg_launch(k, CU_STREAM_PER_THREAD, &arg, 1),
+		FG_ERR_CUDA);
+	const char *msg = fg_errmsg(fx->ctx);
+	printf("%s\n", msg);
+	assert_non_null(strstr(msg, "CUDA_ERROR_LAUNCH_FAILED (the simulator: "
+		"CTA (0,0,0) warp 0, PTX line 14 'st.global.u32"));
+	assert_non_null(strstr(msg, "is outside every buffer"));
+	assert_non_null(strstr(msg, "hint: an access outside the extents"));
+	fg_kernel_free(k);
+	free(out);
+	close_ctx(fx);
+}
+
+/* On the sm_100a device (FAGEN_SIM from the environment), fg_linear
+ * (gemm_ws_sm100.fa, on tcgen05 and tensor memory) agrees with float64. */
+static void
+sm100_linear_is_right(void **state)
+{
+	enum { M = 64, N = 64, K = 64 };
+	Fix *fx;
+	uint16_t *x = random16(M * K), *w = random16(N * K);
+	uint16_t *y = poisoned(M * N * 2);
+	fg_linear_args a = {
+		.x = {.ptr = (uintptr_t)x, .rank = 2, .dims = {M, K}},
+		.weight = {.ptr = (uintptr_t)w, .rank = 2, .dims = {N, K}},
+		.out = {.ptr = (uintptr_t)y, .rank = 2, .dims = {M, N}},
+		.dtype = FG_DTYPE_BF16, .alpha = 1,
+	};
+
+	(void)state;
+	setenv("FAGEN_SIM", "sm_100a", 1);
+	fx = open_ctx(NULL);
+	unsetenv("FAGEN_SIM");
+	assert_int_equal(fg_ctx_open(fx->ctx), FG_OK);
+	fg_status st = fg_linear(fx->ctx, &a, CU_STREAM_PER_THREAD);
+	if (st)
+		fprintf(stderr, "sm_100a: %s\n", fg_errmsg(fx->ctx));
+	assert_int_equal(st, FG_OK);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double want = 0;
+			for (int kk = 0; kk < K; kk++)
+				want += from16(x[i * K + kk], false) *
+					from16(w[j * K + kk], false);
+			assert_true(fabs(from16(y[i * N + j], false) - want) <=
+				1e-2 * fabs(want) + 1e-2);
+		}
+	free(x);
+	free(w);
+	free(y);
+	close_ctx(fx);
+}
+
+static void
+bad_sim_values_are_refused(void **state)
+{
+	fg_options o = {.cache_dir = "", .sim = "sm_80"};
+	fg_ctx *c;
+	Fix *fx;
+
+	(void)state;
+	assert_int_equal(fg_ctx_create(&c, &o), FG_ERR_INVALID);
+	setenv("FAGEN_SIM", "hopper", 1);
+	fx = open_ctx(NULL);
+	unsetenv("FAGEN_SIM");
+	assert_int_equal(fg_ctx_open(fx->ctx), FG_ERR_NO_DEVICE);
+	printf("%s\n", fg_errmsg(fx->ctx));
+	assert_non_null(strstr(fg_errmsg(fx->ctx), "FAGEN_SIM=hopper: "
+		"expected 1, sm_90a or sm_100a"));
+	close_ctx(fx);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(attention_matches_float64),
+		cmocka_unit_test(rms_norm_matches_float64),
+		cmocka_unit_test(hang_is_a_clear_error),
+		cmocka_unit_test(store_past_the_tensor_is_a_clear_error),
+		cmocka_unit_test(sm100_linear_is_right),
+		cmocka_unit_test(bad_sim_values_are_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -348,7 +348,9 @@ typedef struct fg_attention_args {
 	const char *schedule;     /* NULL: the fastest shipped schedule for
 				   * the device and head dim (sm_90: the
 				   * baseline at 64, fa_fwd_sm90.fa at
-				   * 128); else the file name of another
+				   * 128; sm_100: fa_fwd_sm100.fa, its
+				   * baseline for ALiBi or mods); else the
+				   * file name of another
 				   * shipped attention schedule taking the
 				   * same parameters, e.g.
 				   * "fa_fwd_baseline_sm90.fa" */

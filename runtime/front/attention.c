@@ -381,30 +381,49 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
 	return FG_OK;
 }
 
-/* The schedule for compute capability cc and head dim d (asked: the
- * caller's choice or NULL): FG_OK with its file, or why not.  At d = 64
- * the non-specialized schedule, three 64-row CTAs per SM, measured 10 to
- * 29 % faster than the warp-specialized one on an H200 at every point of
- * docs/PERF.md's grid; at d = 128 and 256 the warp-specialized one is
- * 1.3x to 1.7x the other.  Variable-length batches take the same
- * schedules (both have -D VARLEN=true).  Packed GQA (pack) takes the
- * warp-specialized one at every head dim. */
+/* The schedule for compute capability cc and the call a (a->schedule:
+ * the caller's choice or NULL): FG_OK with its file, or why not.  On
+ * sm_90 at d = 64 the non-specialized schedule, three 64-row CTAs per
+ * SM, measured 10 to 29 % faster than the warp-specialized one on an
+ * H200 at every point of docs/PERF.md's grid; at d = 128 and 256 the
+ * warp-specialized one is 1.3x to 1.7x the other.  Variable-length
+ * batches take the same schedules (both have -D VARLEN=true).  Packed
+ * GQA (pack) takes the warp-specialized one at every head dim.  On
+ * sm_100 (never run on hardware: checked by ptxas, the verifier and the
+ * simulator, docs/TARGETS.md) FA4's organization, fa_fwd_sm100.fa, and
+ * the baseline for what only it has (ALiBi, score and mask mods); head
+ * dims 64 and 128, no block mask. */
 static fg_status
-pick(fg_ctx *c, const char *fn, int cc, int d, bool pack, const char *asked,
+pick(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	const char **file)
 {
+	int d = (int)a->head_dim;
+	bool pack = attn_pack(a, cc) > 1;
+
 	if (cc == 90) {
-		*file = asked ? asked : d == 64 && !pack ?
+		*file = a->schedule ? a->schedule : d == 64 && !pack ?
 			"fa_fwd_baseline_sm90.fa" : "fa_fwd_sm90.fa";
 		return FG_OK;
 	}
-	if (cc == 100)
-		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_100; "
-			"fagen has no attention schedule for sm_100a yet (only "
-			"sm_90a: H100, H200)", fn, c->device);
-	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
-		"fagen's attention runs on sm_90a (H100, H200) only", fn,
-		c->device, cc);
+	if (cc != 100)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
+			"fagen's attention runs on sm_90a (H100, H200) and "
+			"sm_100a (B200) only", fn, c->device, cc);
+	if (a->schedule) {
+		*file = a->schedule;
+		return FG_OK;
+	}
+	if (d != 64 && d != 128)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim %d on sm_100: "
+			"fagen's sm_100a attention schedules take head_dim 64 "
+			"and 128", fn, d);
+	if (a->block_kv_num)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: block masks on "
+			"sm_100: fagen's sm_100a attention schedules have none "
+			"yet", fn);
+	*file = a->alibi_slopes || a->mods ? "fa_fwd_baseline_sm100.fa" :
+		"fa_fwd_sm100.fa";
+	return FG_OK;
 }
 
 /* Compile the variant's kernel; called with c->attn_mu held. */
@@ -504,8 +523,7 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		want.blocks = a->block_kv_num != 0;
 		want.mods = (char *)(a->mods ? a->mods : NULL);
 	}
-	want.pack = !plain && !strcmp(file, "fa_fwd_sm90.fa") ? attn_pack(a) :
-		1;
+	want.pack = !plain && attn_packs(file) ? attn_pack(a, cc) : 1;
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
@@ -541,14 +559,15 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 
 fg_status
 attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
-	fg_kernel **out)
+	fg_kernel **out, int *pack)
 {
 	const char *file = NULL;
 	fg_status st;
 
-	if ((st = pick(c, fn, cc, (int)a->head_dim, attn_pack(a) > 1,
-	    a->schedule, &file)))
+	if ((st = pick(c, fn, cc, a, &file)))
 		return st;
+	if (pack)
+		*pack = attn_packs(file) ? attn_pack(a, cc) : 1;
 	return attn_kernel(c, fn, file, cc, a, false, out);
 }
 
@@ -564,19 +583,28 @@ attn_varlen(const fg_attention_args *a)
 	return a->cu_seqlens_q || a->cu_seqlens_k;
 }
 
+/* Whether the forward schedule file has -D PACK. */
+bool
+attn_packs(const char *file)
+{
+	return !strcmp(file, "fa_fwd_sm90.fa") || !strcmp(file,
+		"fa_fwd_sm100.fa") || !strcmp(file, "fa_fwd_baseline_sm100.fa");
+}
+
 /* The query heads packed into one tile's rows (-D PACK; 1: none): G =
- * heads / heads_k, for fa_fwd_sm90.fa (128-row tiles, so G divides 128),
+ * heads / heads_k, for fa_fwd_sm90.fa and, on sm_100 (cc), fa_fwd_sm100
+ * .fa and fa_fwd_baseline_sm100.fa (128-row tiles, so G divides 128),
  * not with varlen or a block mask.  With pack_gqa 0, FA3's rule: when
  * the packed rows fill their tiles better (seq_q short of a tile, as in
  * decoding), packing; tiles of a long seq_q are full either way. */
 int
-attn_pack(const fg_attention_args *a)
+attn_pack(const fg_attention_args *a, int cc)
 {
 	int64_t g = a->heads / attn_heads_k(a), bm = 128;
 
 	if (a->pack_gqa < 0 || g < 2 || bm % g || attn_varlen(a) ||
-	    a->block_kv_num || (a->schedule && strcmp(a->schedule,
-	    "fa_fwd_sm90.fa")) || a->seq_q < 1)
+	    a->block_kv_num || (a->schedule && (!attn_packs(a->schedule) ||
+	    (cc == 100) != !!strstr(a->schedule, "sm100"))) || a->seq_q < 1)
 		return 1;
 	if (a->pack_gqa > 0)
 		return (int)g;
@@ -588,9 +616,10 @@ attn_pack(const fg_attention_args *a)
 }
 
 int
-attn_bind(const fg_attention_args *a, const Attn *t, fg_arg args[ATTN_NARGS])
+attn_bind(const fg_attention_args *a, const Attn *t, int pack,
+	fg_arg args[ATTN_NARGS])
 {
-	int n = 11, pack = attn_pack(a);
+	int n = 11;
 	double l2e = 1.4426950408889634;
 
 	static const char *const names[] = {"Q", "K", "V", "O"};
@@ -644,6 +673,7 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	Driver *d;
 	Attn t;
 	fg_status st;
+	int pack = 1;
 
 	if (!c)
 		return FG_ERR_INVALID;
@@ -651,9 +681,10 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	    (st = flex_check(c, fn, a)) ||
 	    (st = schedule_name(c, fn, a->schedule)) ||
 	    (st = cuda_get(c, &d)) ||
-	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k)))
+	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k,
+	    &pack)))
 		return st;
-	return fg_launch(k, stream, args, attn_bind(a, &t, args));
+	return fg_launch(k, stream, args, attn_bind(a, &t, pack, args));
 }
 
 void

@@ -58,20 +58,23 @@ fg_status front_kernel(fg_ctx *, const char *fn, int cc, const char *file,
 	const char *const *defs, int nd, fg_kernel **out);
 /* Frees front_kernel's kernels (fg_ctx_destroy). */
 void front_free(fg_ctx *);
-/* The kernel for a's variant on compute capability cc (90: sm_90a),
- * compiled on first use and kept in the context; FG_ERR_UNSUPPORTED for
- * an arch without a schedule. */
+/* The kernel for a's variant on compute capability cc (90: sm_90a, 100:
+ * sm_100a), compiled on first use and kept in the context, and (pack, if
+ * not NULL) the query heads it packs into a tile's rows;
+ * FG_ERR_UNSUPPORTED for an arch or problem without a schedule. */
 fg_status attn_variant(fg_ctx *, const char *fn, int cc,
-	const fg_attention_args *a, fg_kernel **out);
+	const fg_attention_args *a, fg_kernel **out, int *pack);
 /* The schedules' arguments for a checked problem: Z, H, G (query heads
  * per K/V head), SQ, SK, scale_log2, Q, K, V, O, LSE, then WL and WR
  * with a window, sc_in with a softcap, SINK with sinks and SLOPES with
  * ALiBi slopes (the variant's -D WINDOW, SOFTCAP, SINKS and ALIBI), then
  * varlen's; returns how many. */
 enum { FLEX_NARGS = 16, ATTN_NARGS = 26 + FLEX_NARGS };
-/* The query heads a forward packs into one tile's rows (1: none). */
-int attn_pack(const fg_attention_args *a);
-int attn_bind(const fg_attention_args *a, const Attn *,
+/* The query heads a forward on compute capability cc packs into one
+ * tile's rows (1: none), for a schedule file that has -D PACK. */
+int attn_pack(const fg_attention_args *a, int cc);
+bool attn_packs(const char *file);
+int attn_bind(const fg_attention_args *a, const Attn *, int pack,
 	fg_arg args[ATTN_NARGS]);
 /* The window's sides as the kernels take them: keys left (wl) and right
  * (wr) of the bottom-right diagonal, each clamped to 0 .. seq_k (seq_k

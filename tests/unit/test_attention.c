@@ -227,7 +227,7 @@ kv_heads_must_divide_the_query_heads(void **state)
 	assert_int_equal(t.st[1][0], 2 * 300 * 64);
 	assert_int_equal(t.st[2][0], 2 * 300 * 64);
 	assert_int_equal(t.st[3][0], 8 * 100 * 64);
-	int na = attn_bind(&a, &t, args), g = -1;
+	int na = attn_bind(&a, &t, attn_pack(&a, 90), args), g = -1;
 	for (int i = 0; i < na; i++)
 		if (!strcmp(args[i].name, "G"))
 			g = (int)args[i].i;
@@ -289,11 +289,11 @@ window_and_softcap_are_checked_and_bound(void **state)
 		a.window = (v & 2) != 0, a.window_left = 37, a.window_right = 5;
 		a.softcap = v & 4 ? 30.0 : 0;
 		a.causal = v == 6;
-		if (attn_variant(f->ctx, FWD, 90, &a, &k) != FG_OK)
+		if (attn_variant(f->ctx, FWD, 90, &a, &k, NULL) != FG_OK)
 			fail_msg("variant %d: %s", v, fg_errmsg(f->ctx));
 		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
 			&t), FG_OK);
-		int na = attn_bind(&a, &t, args);
+		int na = attn_bind(&a, &t, attn_pack(&a, 90), args);
 		assert_int_equal(na, 11 + (a.window ? 2 : 0) + (a.softcap > 0));
 		if (fg_kernel_check(k, args, na, tiles) != FG_OK)
 			fail_msg("variant %d: %s", v, fg_errmsg(f->ctx));
@@ -311,7 +311,7 @@ window_and_softcap_are_checked_and_bound(void **state)
 	a = problem(), a.softcap = 30.0;        /* head_dim 64: scale 1/8 */
 	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
 		FG_OK);
-	int na = attn_bind(&a, &t, args);
+	int na = attn_bind(&a, &t, attn_pack(&a, 90), args);
 	assert_true(fabs(args[na - 1].f - 0.125 / 30.0) < 1e-12);
 	assert_true(fabs(args[4].f - 30.0 * 1.4426950408889634) < 1e-9);
 }
@@ -449,15 +449,15 @@ sinks_pick_their_variant_and_bind_as_sink(void **state)
 	valid(f, &a);
 	for (int d = 64; d <= 128; d += 64) {
 		a = problem(), a.head_dim = d;  /* the baseline, fa_fwd_sm90 */
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &plain),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &plain, NULL),
 			FG_OK);
 		a.sinks = X0 + 0x50000000;
-		if (attn_variant(f->ctx, FWD, 90, &a, &sinks) != FG_OK)
+		if (attn_variant(f->ctx, FWD, 90, &a, &sinks, NULL) != FG_OK)
 			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
 		assert_ptr_not_equal(plain, sinks);
 		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
 			&t), FG_OK);
-		int n = attn_bind(&a, &t, args);
+		int n = attn_bind(&a, &t, attn_pack(&a, 90), args);
 		assert_int_equal(n, 12);
 		assert_string_equal(args[11].name, "SINK");
 		assert_int_equal(args[11].t.ptr, X0 + 0x50000000);
@@ -467,7 +467,7 @@ sinks_pick_their_variant_and_bind_as_sink(void **state)
 		assert_int_not_equal(fg_kernel_check(plain, args, n, tiles),
 			FG_OK);
 		a.sinks = 0;
-		assert_int_equal(attn_bind(&a, &t, args), 11);
+		assert_int_equal(attn_bind(&a, &t, attn_pack(&a, 90), args), 11);
 		assert_int_equal(fg_kernel_check(plain, args, 11, tiles), FG_OK);
 	}
 }
@@ -492,15 +492,15 @@ alibi_picks_its_variant_and_binds_slopes(void **state)
 	valid(f, &a);
 	for (int d = 64; d <= 128; d += 64) {
 		a = problem(), a.head_dim = d;  /* the baseline, fa_fwd_sm90 */
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &plain),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &plain, NULL),
 			FG_OK);
 		a.alibi_slopes = X0 + 0x50000000;
-		if (attn_variant(f->ctx, FWD, 90, &a, &alibi) != FG_OK)
+		if (attn_variant(f->ctx, FWD, 90, &a, &alibi, NULL) != FG_OK)
 			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
 		assert_ptr_not_equal(plain, alibi);
 		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
 			&t), FG_OK);
-		int n = attn_bind(&a, &t, args);
+		int n = attn_bind(&a, &t, attn_pack(&a, 90), args);
 		assert_int_equal(n, 12);
 		assert_string_equal(args[11].name, "SLOPES");
 		assert_int_equal(args[11].t.ptr, X0 + 0x50000000);
@@ -570,18 +570,18 @@ mods_and_block_masks_are_checked_and_bound(void **state)
 
 		p.head_dim = a.head_dim = d;
 		p.schedule = a.schedule = "fa_fwd_sm90.fa";
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &p, &plain),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &p, &plain, NULL),
 			FG_OK);
-		if (attn_variant(f->ctx, FWD, 90, &a, &flex) != FG_OK)
+		if (attn_variant(f->ctx, FWD, 90, &a, &flex, NULL) != FG_OK)
 			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
 		assert_ptr_not_equal(plain, flex);
 		/* the same text is the same variant; another text is not */
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &again),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &again, NULL),
 			FG_OK);
 		assert_ptr_equal(flex, again);
 		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
 			&t), FG_OK);
-		int n = attn_bind(&a, &t, args);
+		int n = attn_bind(&a, &t, attn_pack(&a, 90), args);
 		assert_int_equal(n, 11 + 1 + 4 + 1);
 		assert_string_equal(args[4].name, "scale_log2");
 		assert_true(fabs(args[4].f - 1.4426950408889634) < 1e-12);
@@ -597,7 +597,7 @@ mods_and_block_masks_are_checked_and_bound(void **state)
 	}
 	/* a mod file that does not compile names itself */
 	a.mods = "mod score_mod(s, b, h, q, k) = s + nothere;\n";
-	st = attn_variant(f->ctx, FWD, 90, &a, &flex);
+	st = attn_variant(f->ctx, FWD, 90, &a, &flex, NULL);
 	assert_int_equal(st, FG_ERR_COMPILE);
 	if (!strstr(fg_errmsg(f->ctx), "with the mods given") ||
 	    !strstr(fg_errmsg(f->ctx), "nothere"))
@@ -719,15 +719,15 @@ varlen_is_checked_and_bound(void **state)
 	valid(f, &a);
 	for (int d = 64; d <= 256; d *= 2) {
 		a = problem(), a.head_dim = d;
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &dense),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &dense, NULL),
 			FG_OK);
 		a = packed(), a.head_dim = d, a.causal = d == 128;
-		if (attn_variant(f->ctx, FWD, 90, &a, &k) != FG_OK)
+		if (attn_variant(f->ctx, FWD, 90, &a, &k, NULL) != FG_OK)
 			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
 		assert_ptr_not_equal(k, dense);
 		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
 			&t), FG_OK);
-		int n = attn_bind(&a, &t, args);
+		int n = attn_bind(&a, &t, attn_pack(&a, 90), args);
 		assert_int_equal(n, 15);
 		assert_string_equal(args[11].name, "MQ");
 		assert_int_equal(args[11].i, 60);
@@ -742,7 +742,7 @@ varlen_is_checked_and_bound(void **state)
 		/* the schedule pick() chose, by name: the same variant */
 		a.schedule = d == 64 ? "fa_fwd_baseline_sm90.fa" :
 			"fa_fwd_sm90.fa";
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &named),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &named, NULL),
 			FG_OK);
 		assert_ptr_equal(named, k);
 	}
@@ -751,15 +751,15 @@ varlen_is_checked_and_bound(void **state)
 	for (int causal = 0; causal < 2; causal++) {
 		a = packed(), a.head_dim = 64, a.causal = causal;
 		a.max_seqlen_q = 100;
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &k), FG_OK);
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &k, NULL), FG_OK);
 		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
 			&t), FG_OK);
-		int n = attn_bind(&a, &t, args);
+		int n = attn_bind(&a, &t, attn_pack(&a, 90), args);
 		if (fg_kernel_check(k, args, n, tiles) != FG_OK)
 			fail_msg("causal=%d: %s", causal, fg_errmsg(f->ctx));
 		assert_int_equal(tiles[0] * tiles[1] * tiles[2], 2 * 4 * 3);
 		a.schedule = "fa_fwd_sm90.fa";
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &named),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &named, NULL),
 			FG_OK);
 		assert_ptr_not_equal(named, k);
 		assert_int_equal(fg_kernel_check(named, args, n, tiles), FG_OK);
@@ -791,9 +791,9 @@ every_variant_binds_both_layouts(void **state)
 		a.head_dim = v >= 8 ? 256 : v & 1 ? 128 : 64;
 		a.dtype = v & 2 ? FG_DTYPE_F16 : FG_DTYPE_BF16;
 		a.causal = (v & 4) != 0;
-		if (attn_variant(f->ctx, FWD, 90, &a, &k) != FG_OK)
+		if (attn_variant(f->ctx, FWD, 90, &a, &k, NULL) != FG_OK)
 			fail_msg("variant %d: %s", v, fg_errmsg(f->ctx));
-		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &again),
+		assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &again, NULL),
 			FG_OK);
 		assert_ptr_equal(k, again);  /* compiled once */
 		for (int layout = 0; layout < 2; layout++) {
@@ -807,7 +807,7 @@ every_variant_binds_both_layouts(void **state)
 			}
 			assert_int_equal(attn_check(f->ctx, FWD, &a,
 				FAKE_STREAM, true, &t), FG_OK);
-			int na = attn_bind(&a, &t, args);
+			int na = attn_bind(&a, &t, attn_pack(&a, 90), args);
 			if (fg_kernel_check(k, args, na, tiles) != FG_OK)
 				fail_msg("variant %d layout %d: %s", v, layout,
 					fg_errmsg(f->ctx));
@@ -836,7 +836,7 @@ the_fused_kernel_is_assembled_as_a_whole_program(void **state)
 	size_t n, n2;
 
 	a.head_dim = 128;
-	assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &k), FG_OK);
+	assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &k, NULL), FG_OK);
 	if (fg_kernel_assemble(k) != FG_OK) {
 		print_message("no assembler here: %s\n", fg_errmsg(f->ctx));
 		skip();
@@ -859,21 +859,44 @@ the_fused_kernel_is_assembled_as_a_whole_program(void **state)
 	fg_ctx_destroy(c2);
 }
 
+/* sm_100 takes fa_fwd_sm100.fa, the baseline for ALiBi, packs GQA in
+ * 128-row tiles and refuses head_dim 256 and block masks by name; other
+ * archs have no schedule. */
 static void
-only_sm90_has_a_schedule(void **state)
+sm90_and_sm100_have_schedules(void **state)
 {
 	Fix *f = *state;
 	fg_attention_args a = problem();
-	fg_kernel *k;
+	float slopes[4];
+	fg_kernel *k, *k2;
+	int pack = 0;
 
-	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k),
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, &pack), FG_OK);
+	assert_int_equal(pack, 1);
+	a.alibi_slopes = (uintptr_t)slopes;
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k2, NULL), FG_OK);
+	assert_ptr_not_equal(k, k2);
+	a = problem();
+	a.heads_k = 1;
+	a.seq_q = 1;
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, &pack), FG_OK);
+	assert_int_equal(pack, 4);
+	a = problem();
+	a.head_dim = 256;
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, NULL),
 		FG_ERR_UNSUPPORTED);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "device 0 is sm_100; fagen "
-		"has no attention schedule for sm_100a yet"));
-	assert_int_equal(attn_variant(f->ctx, FWD, 89, &a, &k),
+	assert_non_null(strstr(fg_errmsg(f->ctx), "head_dim 256 on sm_100: "
+		"fagen's sm_100a attention schedules take head_dim 64 and 128"));
+	a = problem();
+	a.block_kv_num = X0 + 0x50000000;
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, NULL),
+		FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block masks on sm_100"));
+	a = problem();
+	assert_int_equal(attn_variant(f->ctx, FWD, 89, &a, &k, NULL),
 		FG_ERR_UNSUPPORTED);
 	assert_non_null(strstr(fg_errmsg(f->ctx), "sm_89; fagen's attention "
-		"runs on sm_90a"));
+		"runs on sm_90a (H100, H200) and sm_100a (B200) only"));
 }
 
 static void
@@ -966,7 +989,7 @@ main(void)
 		T(backward_takes_sinks_mods_and_block_tables),
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
-		T(only_sm90_has_a_schedule),
+		T(sm90_and_sm100_have_schedules),
 		T(schedule_must_be_a_shipped_file_name),
 		cmocka_unit_test(schedules_come_from_option_env_or_built_in_copy),
 	};

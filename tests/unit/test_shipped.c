@@ -118,7 +118,7 @@ the_built_in_schedules_compile(void **state)
 
 	for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
 		a.head_dim = dims[i];
-		if (attn_variant(f->ctx, "fg_attention_forward", 90, &a, &k))
+		if (attn_variant(f->ctx, "fg_attention_forward", 90, &a, &k, NULL))
 			fail_msg("d = %d: %s", dims[i], fg_errmsg(f->ctx));
 	}
 }

@@ -1,7 +1,8 @@
 /* test_simdrv.c: the runtime on the simulator (FAGEN_SIM, issue #18 item
  * 5), with no GPU: the C API on host buffers, against float64.
  * fg_attention_forward (the shipped sm_90a schedule, d64 bf16, 1 x 2
- * heads, 130 queries and keys, causal and not) and fg_rms_norm on
+ * heads, 130 queries and keys, causal and not; the sm_100a schedules
+ * with their variants) and fg_rms_norm on
  * pseudo-random inputs, their outputs poisoned with NaN bytes first; a
  * schedule that hangs and the sm_100a device's kernels end in an error
  * whose message says what happened, never a crash or a silent result.
@@ -67,36 +68,65 @@ poisoned(size_t bytes)
 	return p;
 }
 
+/* One attention problem: dense [batch, heads, seq, head_dim] tensors. */
+typedef struct Prob {
+	int z, h, hk, sq, sk, d;
+	bool causal;
+	int wl, wr;              /* a window when wl > -2 (-1: unbounded) */
+	double cap;
+	bool sinks, alibi;
+} Prob;
+
 /* fg_attention_forward on fx's device against float64 (gpu_ref.h). */
 static fg_status
-attention(Fix *fx, bool causal)
+attention(Fix *fx, const Prob *p)
 {
-	enum { Z = 1, H = 2, S = 130, D = 64 };
-	size_t n = (size_t)Z * H * S * D;
-	uint16_t *q = random16(n), *k = random16(n), *v = random16(n);
-	uint16_t *o = poisoned(n * 2);
-	float *lse = poisoned((size_t)Z * H * S * 4);
+	size_t nq = (size_t)p->z * p->h * p->sq * p->d;
+	size_t nk = (size_t)p->z * p->hk * p->sk * p->d;
+	uint16_t *q = random16(nq), *k = random16(nk), *v = random16(nk);
+	uint16_t *o = poisoned(nq * 2);
+	float *lse = poisoned((size_t)p->z * p->h * p->sq * 4);
+	float *sink = malloc((size_t)p->h * 4), *slope = malloc((size_t)p->h * 4);
 	fg_attention_args a = {
 		.q = (uintptr_t)q, .k = (uintptr_t)k, .v = (uintptr_t)v,
 		.o = (uintptr_t)o, .lse = (uintptr_t)lse,
-		.batch = Z, .heads = H, .seq_q = S, .seq_k = S, .head_dim = D,
-		.dtype = FG_DTYPE_BF16, .causal = causal,
+		.batch = p->z, .heads = p->h, .heads_k = p->hk, .seq_q = p->sq,
+		.seq_k = p->sk, .head_dim = p->d, .dtype = FG_DTYPE_BF16,
+		.causal = p->causal, .window = p->wl > -2,
+		.window_left = p->wl, .window_right = p->wr,
+		.softcap = p->cap,
+		.sinks = p->sinks ? (uintptr_t)sink : 0,
+		.alibi_slopes = p->alibi ? (uintptr_t)slope : 0,
 	};
+
+	for (int i = 0; i < p->h; i++) {
+		sink[i] = (float)urand();
+		slope[i] = 0.05f * (float)(i + 1);
+	}
 	fg_status st = fg_attention_forward(fx->ctx, &a,
 		CU_STREAM_PER_THREAD);
-
 	if (st == FG_OK) {
-		RefProb c = {.z = Z, .h = H, .sq = S, .sk = S, .d = D,
-			.causal = causal};
+		RefProb c = {.z = p->z, .h = p->h, .sq = p->sq, .sk = p->sk,
+			.d = p->d, .causal = p->causal, .g = p->h / p->hk,
+			.window = p->wl > -2, .wl = p->wl, .wr = p->wr,
+			.cap = p->cap, .sinks = p->sinks ? sink : NULL,
+			.alibi = p->alibi ? slope : NULL};
 		for (int t = 0; t < 4; t++) {
-			int64_t st4[4] = {(int64_t)H * S * D, (int64_t)S * D, D,
-				1};
+			int hh = t == 1 || t == 2 ? p->hk : p->h;
+			int ss = t == 1 || t == 2 ? p->sk : p->sq;
+			int64_t st4[4] = {(int64_t)hh * ss * p->d,
+				(int64_t)ss * p->d, p->d, 1};
 			memcpy(c.st[t], st4, sizeof st4);
 		}
 		RefErr e = ref_compare(&c, q, k, v, o, lse);
-		printf("attention %s: rel %.2e, lse %.2e over %ld rows\n",
-			causal ? "causal" : "full", e.rel, e.lerr, e.rows);
-		assert_true(e.rows >= 2 * 48);  /* gpu_ref.h's sample */
+		printf("attention Z=%d H=%d/%d SQ=%d SK=%d D=%d%s%s%s%s%s: "
+			"rel %.2e, lse %.2e over %ld rows\n", p->z, p->h, p->hk,
+			p->sq, p->sk, p->d, p->causal ? " causal" : "",
+			p->wl > -2 ? " window" : "", p->cap > 0 ? " softcap" : "",
+			p->sinks ? " sinks" : "", p->alibi ? " alibi" : "", e.rel,
+			e.lerr, e.rows);
+		assert_true(e.rows >= (long)p->z * p->h * (p->sq <= 128 ?
+			p->sq : 48));  /* gpu_ref.h's sample */
 		assert_int_equal(e.bad, 0);
 	}
 	free(q);
@@ -104,6 +134,8 @@ attention(Fix *fx, bool causal)
 	free(v);
 	free(o);
 	free(lse);
+	free(sink);
+	free(slope);
 	return st;
 }
 
@@ -111,10 +143,33 @@ static void
 attention_matches_float64(void **state)
 {
 	Fix *fx = open_ctx("sm_90a");
+	Prob p = {1, 2, 2, 130, 130, 64, false, -2, 0, 0, false, false};
 
 	(void)state;
-	assert_int_equal(attention(fx, false), FG_OK);
-	assert_int_equal(attention(fx, true), FG_OK);
+	assert_int_equal(attention(fx, &p), FG_OK);
+	p.causal = true;
+	assert_int_equal(attention(fx, &p), FG_OK);
+	close_ctx(fx);
+}
+
+/* The Blackwell schedules through the runtime, on the simulated sm_100a
+ * device: fa_fwd_sm100.fa (with packed GQA, a window, softcap, sinks)
+ * and, for ALiBi, fa_fwd_baseline_sm100.fa. */
+static void
+sm100_attention_matches_float64(void **state)
+{
+	static const Prob ps[] = {
+		{1, 2, 2, 130, 200, 128, false, -2, 0, 0, false, false},
+		{2, 2, 1, 333, 257, 64, true, -2, 0, 0, false, false},
+		{1, 8, 2, 5, 300, 128, false, -2, 0, 0, true, false},
+		{1, 2, 2, 200, 250, 64, true, 50, -1, 20, false, false},
+		{1, 3, 3, 100, 170, 128, true, -2, 0, 0, false, true},
+	};
+	Fix *fx = open_ctx("sm_100a");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+		assert_int_equal(attention(fx, &ps[i]), FG_OK);
 	close_ctx(fx);
 }
 
@@ -304,6 +359,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(attention_matches_float64),
+		cmocka_unit_test(sm100_attention_matches_float64),
 		cmocka_unit_test(rms_norm_matches_float64),
 		cmocka_unit_test(hang_is_a_clear_error),
 		cmocka_unit_test(store_past_the_tensor_is_a_clear_error),

@@ -47,6 +47,9 @@
  *   sim_kernel softmax PTX M NC [bwd]         schedules/softmax.fa: Y (or,
  *                                             bwd, DX from Y and DY) of
  *                                             16-bit rows against float64
+ *   sim_kernel decode PTX Z H G SQ D [...]    the decode kernels,
+ *   sim_kernel combine PTX Z H SQ PK NS       fa_combine.fa and
+ *   sim_kernel append PTX Z HK SN D [...]     kv_append.fa: sim_decode.c
  *
  * PTX is a file of tests/shipped (fagen's output for a shipped schedule,
  * kept byte-identical by golden.shipped.*).  Outputs are poisoned with
@@ -1027,6 +1030,12 @@ main(int argc, char **argv)
 		rc = scatter(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "dscatter"))
 		rc = dscatter(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "decode"))
+		rc = decode(argc, argv);
+	else if (!strcmp(argv[1], "append"))
+		rc = kv_append(argc, argv);
+	else if (!strcmp(argv[1], "combine"))
+		rc = combine_only(argc, argv);
 	else if (!strcmp(argv[1], "bwd") && argc > 9)
 		rc = bwd(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),

@@ -1,5 +1,5 @@
-/* sim_kernel.h: what the modes of sim_kernel share (sim_kernel.c and the
- * files of further modes): the simulator of the run, the
+/* sim_kernel.h: what the modes of sim_kernel share (sim_kernel.c, and
+ * sim_decode.c for the decode kernels): the simulator of the run, the
  * module under test, buffers and launches.  A launch the simulator
  * refuses prints its error and exits 1, so a mode only checks results. */
 #ifndef SIM_KERNEL_H
@@ -31,5 +31,10 @@ void launch(const SimVal *v, int n);
 /* Runs m with each argument taken from nv by name (extra names are
  * ignored; one the kernel has and nv lacks exits 1). */
 void launch_named(const SimMod *m, const Named *nv, int n);
+
+/* sim_decode.c's modes: argv as main's; 0 on a match. */
+int decode(int argc, char **argv);
+int kv_append(int argc, char **argv);
+int combine_only(int argc, char **argv);
 
 #endif

@@ -47,6 +47,9 @@
  *   sim_kernel softmax PTX M NC [bwd]         schedules/softmax.fa: Y (or,
  *                                             bwd, DX from Y and DY) of
  *                                             16-bit rows against float64
+ *   sim_kernel decode PTX Z H G SQ D [...]    the decode kernels,
+ *   sim_kernel combine PTX Z H SQ PK NS       fa_combine.fa and
+ *   sim_kernel append PTX Z HK SN D [...]     kv_append.fa: sim_decode.c
  *
  * PTX is a file of tests/shipped (fagen's output for a shipped schedule,
  * kept byte-identical by golden.shipped.*).  Outputs are poisoned with
@@ -57,16 +60,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim_kernel.h"
 #include "../gpu/gpu_ref.h"
 #include "../gpu/gpu_ref_bwd.h"
 
-static Sim *sim;
-static SimMod *mod;
-static bool eager;
-static long ctas = 3;
+Sim *sim;
+SimMod *mod;
+bool eager;
+long ctas = 3;
 
-static SimMod *
+SimMod *
 load_mod(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -98,7 +101,7 @@ load(const char *path)
 	sim_set(sim, SIM_OPT_MAX_CTAS, ctas);
 }
 
-static uint64_t
+uint64_t
 buffer(size_t bytes, int fill, void **host)
 {
 	uint64_t a = sim_alloc(sim, bytes);
@@ -109,12 +112,18 @@ buffer(size_t bytes, int fill, void **host)
 }
 
 static void
-launch(const SimVal *v, int n)
+launch_mod(const SimMod *m, const SimVal *v, int n)
 {
-	if (sim_launch(sim, mod, v, n)) {
+	if (sim_launch(sim, m, v, n)) {
 		printf("simulator: %s\n", sim_error(sim));
 		exit(1);
 	}
+}
+
+void
+launch(const SimVal *v, int n)
+{
+	launch_mod(mod, v, n);
 }
 
 static int
@@ -669,16 +678,10 @@ static bool sinks;                   /* sinks: per-head logits */
 static int groups = 1;               /* g=G */
 static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
 
-/* A value for each of the kernel's arguments, found by name. */
-typedef struct Named {
-	const char *name;
-	SimVal v;
-} Named;
-
-static void
-launch_named(const Named *nv, int n)
+void
+launch_named(const SimMod *m, const Named *nv, int n)
 {
-	const SimMeta *mt = sim_meta(mod);
+	const SimMeta *mt = sim_meta(m);
 	SimVal v[SIM_MAXARGS];
 	int nu = 0;
 
@@ -697,7 +700,7 @@ launch_named(const Named *nv, int n)
 		v[g->user] = nv[j].v;
 		nu++;
 	}
-	launch(v, nu);
+	launch_mod(m, v, nu);
 }
 
 /* softmax(Q K^T s) V and LSE against float64 (gpu_ref.h), with the
@@ -763,7 +766,7 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 		k[i] = to16(2 * urand(), f16);
 		v[i] = to16(urand(), f16);
 	}
-	launch_named(a, na);
+	launch_named(mod, a, na);
 	int nan = 0;
 	for (size_t i = 0; i < nq; i++)
 		nan |= from16(o[i], f16) != from16(o[i], f16);
@@ -1027,6 +1030,12 @@ main(int argc, char **argv)
 		rc = scatter(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "dscatter"))
 		rc = dscatter(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "decode"))
+		rc = decode(argc, argv);
+	else if (!strcmp(argv[1], "append"))
+		rc = kv_append(argc, argv);
+	else if (!strcmp(argv[1], "combine"))
+		rc = combine_only(argc, argv);
 	else if (!strcmp(argv[1], "bwd") && argc > 9)
 		rc = bwd(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),

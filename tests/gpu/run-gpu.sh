@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run-gpu.sh BUILDDIR: run the build's gpu_* test executables on the GPU.
+# run-gpu.sh BUILDDIR: run the build's gpu_* test executables on the GPU
+# (gpu_sim_calib among them: the simulator against the GPU, issue #18).
 # Exits 77 (SKIP) when there is no GPU, or when there is nothing to run yet.
 set -euo pipefail
 

@@ -76,6 +76,26 @@ opnd_u(const Cta *c, const Warp *w, const Opnd *o, int lane)
 			break;
 		case SR_LANEID: v = (uint64_t)lane; break;
 		case SR_WARPID: v = (uint64_t)w->id; break;
+		case SR_CLUSTER_CTARANK: v = (uint64_t)c->rank; break;
+		case SR_CLUSTER_NCTARANK: v = (uint64_t)c->cl->n; break;
+		case SR_CLUSTER_CTAID_X: case SR_CLUSTER_CTAID_Y:
+		case SR_CLUSTER_CTAID_Z:
+			v = c->ctaid[o->r - SR_CLUSTER_CTAID_X] %
+				c->cl->dim[o->r - SR_CLUSTER_CTAID_X];
+			break;
+		case SR_CLUSTER_NCTAID_X: case SR_CLUSTER_NCTAID_Y:
+		case SR_CLUSTER_NCTAID_Z:
+			v = c->cl->dim[o->r - SR_CLUSTER_NCTAID_X];
+			break;
+		case SR_CLUSTERID_X: case SR_CLUSTERID_Y: case SR_CLUSTERID_Z:
+			v = c->ctaid[o->r - SR_CLUSTERID_X] /
+				c->cl->dim[o->r - SR_CLUSTERID_X];
+			break;
+		case SR_NCLUSTERID_X: case SR_NCLUSTERID_Y:
+		case SR_NCLUSTERID_Z:
+			v = c->nctaid[o->r - SR_NCLUSTERID_X] /
+				c->cl->dim[o->r - SR_NCLUSTERID_X];
+			break;
 		default: v = 0;   /* %tid.y, %tid.z: the CTA is 1-D */
 		}
 		break;
@@ -111,6 +131,13 @@ smem_at(Cta *c, uint32_t addr, uint32_t n, const char *what)
 static uint8_t *
 mem_at(Cta *c, int op, uint64_t a, uint32_t n)
 {
+	if (op == OP_LD_SHARED_CL || op == OP_ST_SHARED_CL) {
+		uint32_t local;
+		bool st = op == OP_ST_SHARED_CL;
+		Cta *p = cluster_cta(c, a, &local, st ? "a store" : "a load");
+		return p ? mem_at(p, st ? OP_ST_SHARED : OP_LD_SHARED, local,
+			n) : NULL;
+	}
 	if (op == OP_LD_SHARED || op == OP_ST_SHARED) {
 		if (a >> 32) {
 			sim_fail(c->sim, "shared address 0x%llx is above 32 bits",
@@ -192,11 +219,32 @@ ldst_vec(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	return ST_OK;
 }
 
+/* mapa.shared::cluster d, a, r: CTA r's address of this CTA's a, in
+ * cluster_cta's encoding. */
+static int
+mapa(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	for (int l = 0; l < 32; l++) {
+		if (!(mask >> l & 1))
+			continue;
+		uint64_t a = opnd_u(c, w, &in->o[1], l);
+		uint64_t r = opnd_u(c, w, &in->o[2], l) & 0xffffffffu;
+		if (a >> 24 || r >= (uint64_t)c->cl->n)
+			return sim_fail(c->sim, "mapa of shared address 0x%llx "
+				"to rank %llu of a cluster of %d CTAs",
+				(unsigned long long)a, (unsigned long long)r,
+				c->cl->n), ST_ERR;
+		put(w, &in->o[0], l, (r + 1) << 24 | a);
+	}
+	return ST_OK;
+}
+
 static int
 ldst(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
 	bool red = in->op == OP_RED_GLOBAL_ADD;  /* f32: one lane at a time */
-	bool st = in->op == OP_ST_GLOBAL || in->op == OP_ST_SHARED || red;
+	bool st = in->op == OP_ST_GLOBAL || in->op == OP_ST_SHARED ||
+		in->op == OP_ST_SHARED_CL || red;
 	const Opnd *ad = &in->o[st ? 0 : 1], *v = &in->o[st ? 1 : 0];
 	uint32_t n = (uint32_t)ty_bits(in->ty[0]) / 8;
 
@@ -428,11 +476,12 @@ op_check(const Ins *in)
 		    in->aux <= 256)
 			return NULL;
 		return "only wgmma m64nNk16 with f32 += bf16 or f16 is modelled";
-	case OP_TMA_LOAD:
-		if (in->nopnd != 4 || in->o[0].k != OK_ADDR ||
-		    in->o[1].k != OK_ADDR || in->o[2].k != OK_VEC ||
-		    in->o[3].k != OK_ADDR)
-			return "expected [smem], [tmap, {coords}], [mbar]";
+	case OP_TMA_LOAD: case OP_TMA_LOAD_MC:
+		if (in->nopnd != (in->op == OP_TMA_LOAD ? 4 : 5) ||
+		    in->o[0].k != OK_ADDR || in->o[1].k != OK_ADDR ||
+		    in->o[2].k != OK_VEC || in->o[3].k != OK_ADDR)
+			return "expected [smem], [tmap, {coords}], [mbar] (and "
+				"a ctaMask for .multicast::cluster)";
 		return NULL;
 	case OP_TMA_STORE: case OP_TMA_REDUCE:
 		if (in->nopnd != 3 || in->o[0].k != OK_ADDR ||
@@ -459,11 +508,13 @@ op_check(const Ins *in)
 				"enable-input-d (no scale or disable masks)";
 		return NULL;
 	case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_COMMIT:
+	case OP_TC_COMMIT_MC:
 		if (in->nopnd != (in->op == OP_TC_COMMIT ? 1 : 2) ||
 		    in->o[0].k != (in->op == OP_TC_DEALLOC ? OK_REG : OK_ADDR))
 			return in->op == OP_TC_ALLOC ? "expected [slot], ncols" :
 				in->op == OP_TC_DEALLOC ? "expected taddr, ncols" :
-				"expected [mbar]";
+				"expected [mbar] (and a ctaMask with "
+				".multicast::cluster)";
 		return NULL;
 	default:
 		return NULL;
@@ -562,8 +613,10 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	switch (op) {
 	case OP_LD_PARAM: case OP_LD_GLOBAL: case OP_LD_GLOBAL_NC:
 	case OP_LD_SHARED: case OP_ST_GLOBAL: case OP_ST_SHARED:
-	case OP_RED_GLOBAL_ADD:
+	case OP_RED_GLOBAL_ADD: case OP_LD_SHARED_CL: case OP_ST_SHARED_CL:
 		return ldst(c, w, in, mask);
+	case OP_MAPA:
+		return mapa(c, w, in, mask);
 	case OP_LD_GLOBAL_NC_V2: case OP_LD_GLOBAL_NC_V4:
 	case OP_ST_GLOBAL_V2: case OP_ST_GLOBAL_V4:
 	case OP_LD_SHARED_V2: case OP_LD_SHARED_V4:
@@ -575,6 +628,7 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		return lanes(c, w, in, mask);
 	case OP_SETMAXNREG_INC: case OP_SETMAXNREG_DEC:
 	case OP_FENCE_MBAR: case OP_FENCE_PROXY: case OP_PREFETCH_TMAP:
+	case OP_FENCE_CL:
 		return ST_OK;   /* no functional effect */
 	default:
 		break;

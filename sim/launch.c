@@ -1,20 +1,10 @@
-/* launch.c: global memory, the launch, and the scheduler (issue #18).
+/* launch.c: global memory and the launch (issue #18).
  *
  * A launch builds the parameter buffer from the metadata as
  * runtime/jit/launch.c does (scalars, global addresses, tensor maps in
- * the .entry's order) and the grid (order=single: the tile grid;
- * persistent and lpt: min(tiles, SIM_OPT_MAX_CTAS) CTAs in x), then runs
- * the CTAs one after another: CTAs of one launch share only global
- * memory, and fagen's kernels do not communicate through it.
- *
- * The scheduler is deterministic: it sweeps the warps in order and runs
- * each runnable warp until it blocks or exits.  A warp's lanes keep their
- * own PCs; each step runs the instruction at the lowest PC for the lanes
- * there, so divergent lanes reconverge where the structured code fagen
- * emits rejoins.  When no warp can run, the queued asynchronous
- * operations complete (in issue order) and the sweep starts again; when
- * nothing is queued either, the launch is a hang, reported with every
- * warp's PC, PTX line and what it waits on. */
+ * the .entry's order) and the grid (order=single: the tile grid in
+ * whole blocks of the cluster's shape; persistent and lpt: min(tiles,
+ * SIM_OPT_MAX_CTAS) CTAs, whole clusters), then runs it (run.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,8 +143,8 @@ vappend(Sim *s, const char *fmt, va_list ap)
 	s->errlen += (size_t)n;
 }
 
-static void FMT(2, 3)
-append(Sim *s, const char *fmt, ...)
+void
+sim_append(Sim *s, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -190,277 +180,6 @@ sim_stats(const Sim *s)
 }
 
 /* The text of PTX line n, without its indentation. */
-static void
-line_text(const SimMod *m, int n, const char **s, int *len)
-{
-	const char *p = m->text + m->line_at[n];
-
-	while (*p == '\t' || *p == ' ')
-		p++;
-	const char *e = strchr(p, '\n');
-	*len = e ? (int)(e - p) : (int)strlen(p);
-	if (*len > 120)
-		*len = 120;
-	*s = p;
-}
-
-/* Prefixes the error with where it happened. */
-static void
-context(Cta *c, const Warp *w, const Ins *in)
-{
-	Sim *s = c->sim;
-	char *msg = s->err ? strdup(s->err) : NULL;
-	const char *t;
-	int n;
-
-	line_text(c->m, in->line, &t, &n);
-	sim_fail(s, "CTA (%u,%u,%u) warp %d, PTX line %d '%.*s': %s",
-		c->ctaid[0], c->ctaid[1], c->ctaid[2], w->id, in->line, n, t,
-		msg ? msg : "");
-	free(msg);
-}
-
-static int
-bulk_pending(const Cta *c, const Warp *w)
-{
-	int n = 0, last = -1;
-
-	for (int i = 0; i < c->nq; i++)   /* groups are pushed in order */
-		if (c->q[i].kind == AS_TMA_STORE && c->q[i].warp == w->id &&
-		    c->q[i].group < w->bulk_open && c->q[i].group != last) {
-			n++;
-			last = c->q[i].group;
-		}
-	return n;
-}
-
-static bool
-ready(const Cta *c, const Warp *w)
-{
-	const Wait *t = &w->wait;
-	const Mbar *b;
-
-	switch (t->kind) {
-	case WT_MBAR:
-		b = mbar_find((Cta *)c, t->addr);
-		return b && (int)(b->phase & 1) != t->parity;
-	case WT_BAR:
-		return c->bar[t->id].gen != t->gen;
-	case WT_BULK:
-		return bulk_pending(c, w) <= t->id;
-	default:
-		return true;
-	}
-}
-
-static int
-bulk_wait(Cta *c, Warp *w, const Ins *in, uint32_t mask)
-{
-	int n = (int)opnd_u(c, w, &in->o[0], __builtin_ctz(mask));
-
-	if (bulk_pending(c, w) <= n)
-		return ST_OK;
-	w->wait = (Wait){WT_BULK, 0, 0, n, 0};
-	return ST_BLOCK;
-}
-
-/* One instruction for the lanes at the warp's lowest PC. */
-static int
-step(Cta *c, Warp *w)
-{
-	const SimMod *m = c->m;
-	int32_t pc = INT32_MAX;
-	uint32_t mask = 0, run;
-
-	for (int l = 0; l < 32; l++)
-		if (w->live >> l & 1 && w->pc[l] < pc)
-			pc = w->pc[l];
-	for (int l = 0; l < 32; l++)
-		if (w->live >> l & 1 && w->pc[l] == pc)
-			mask |= 1u << l;
-	if (pc >= m->nins) {
-		sim_fail(c->sim, "warp %d ran past the last instruction", w->id);
-		return ST_ERR;
-	}
-	const Ins *in = &m->ins[pc];
-	run = mask;
-	if (in->guard >= 0)
-		for (int l = 0; l < 32; l++)
-			if (mask >> l & 1 && (*reg_at(w, in->guard, l) & 1) ==
-			    in->gneg)
-				run &= ~(1u << l);
-	int st = ST_OK;
-	c->steps++;
-	if (run) {
-		switch (in->op) {
-		case OP_BRA: case OP_BRA_UNI:
-			if (in->op == OP_BRA_UNI && run != mask) {
-				sim_fail(c->sim, "bra.uni is not uniform: lanes "
-					"0x%08x of 0x%08x take it", run, mask);
-				st = ST_ERR;
-				break;
-			}
-			for (int l = 0; l < 32; l++)
-				if (run >> l & 1)
-					w->pc[l] = in->tgt - 1;
-			break;
-		case OP_RET: case OP_EXIT:
-			w->live &= ~run;
-			break;
-		case OP_BAR_SYNC: case OP_BAR_ARRIVE: case OP_BARRIER_SYNC:
-		case OP_BARRIER_ARRIVE: case OP_MBAR_INIT: case OP_MBAR_ARRIVE:
-		case OP_MBAR_ARRIVE_TX: case OP_MBAR_TRY_WAIT:
-			st = sync_op(c, w, in, run);
-			break;
-		case OP_BULK_WAIT: case OP_BULK_WAIT_RD:
-			st = bulk_wait(c, w, in, run);
-			break;
-		case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE:
-		case OP_BULK_COMMIT:
-			st = tma_op(c, w, in, run);
-			break;
-		case OP_WG_FENCE: case OP_WG_COMMIT: case OP_WG_WAIT:
-		case OP_WG_MMA:
-			st = wgmma_op(c, w, in, run);
-			break;
-		case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_RELINQUISH:
-		case OP_TC_FENCE_BEFORE: case OP_TC_FENCE_AFTER: case OP_TC_LD:
-		case OP_TC_ST: case OP_TC_WAIT_LD: case OP_TC_WAIT_ST:
-		case OP_TC_MMA: case OP_TC_COMMIT:
-			st = tc_op(c, w, in, run);
-			break;
-		default:
-			st = exec_scalar(c, w, in, run);
-		}
-	}
-	if (st == ST_ERR) {
-		context(c, w, in);
-		return ST_ERR;
-	}
-	if (st == ST_BLOCK) {
-		w->blocked = true;
-		return st;
-	}
-	for (int l = 0; l < 32; l++)
-		if (mask >> l & 1)
-			w->pc[l]++;
-	if (st == ST_WAIT)
-		w->blocked = true;
-	return st;
-}
-
-static bool
-drain(Cta *c)
-{
-	for (int i = 0; i < c->nq; i++) {
-		Async *a = &c->q[i];
-		bool ok = a->kind == AS_WGMMA ? wgmma_complete(c, a) :
-			a->kind == AS_TC_MMA || a->kind == AS_TC_COMMIT ?
-			tc_complete(c, a) : tma_complete(c, a);
-		if (!ok) {
-			char *msg = c->sim->err ? strdup(c->sim->err) : NULL;
-			sim_fail(c->sim, "CTA (%u,%u,%u) warp %d, the asynchronous "
-				"operation of PTX line %d: %s", c->ctaid[0],
-				c->ctaid[1], c->ctaid[2], a->warp, a->line,
-				msg ? msg : "");
-			free(msg);
-			return false;
-		}
-	}
-	for (int i = 0; i < c->nq; i++)
-		wgmma_free(&c->q[i]);
-	c->nq = 0;
-	return true;
-}
-
-static void
-hang(Cta *c)
-{
-	Sim *s = c->sim;
-
-	sim_fail(s, "hang in CTA (%u,%u,%u): every warp is blocked and "
-		"nothing is in flight\n", c->ctaid[0], c->ctaid[1], c->ctaid[2]);
-	for (int i = 0; i < c->nw; i++) {
-		const Warp *w = &c->w[i];
-		const Wait *t = &w->wait;
-		int pc = INT32_MAX, n;
-		const char *txt;
-		if (!w->live) {
-			append(s, "  warp %d: exited\n", w->id);
-			continue;
-		}
-		for (int l = 0; l < 32; l++)
-			if (w->live >> l & 1 && w->pc[l] < pc)
-				pc = w->pc[l];
-		const Ins *in = &c->m->ins[pc < c->m->nins ? pc : 0];
-		line_text(c->m, in->line, &txt, &n);
-		append(s, "  warp %d: pc %d, PTX line %d '%.*s'", w->id, pc,
-			in->line, n, txt);
-		if (t->kind == WT_MBAR) {
-			const Mbar *b = mbar_find(c, t->addr);
-			append(s, ": waits on the mbarrier at shared 0x%x "
-				"(fg_smem+%u) for the phase of parity %d; it has "
-				"completed %u phases, %d of %d arrivals and %lld "
-				"transaction bytes pending\n", t->addr,
-				t->addr - SMEM_BASE, t->parity, b ? b->phase : 0,
-				b ? b->pending : 0, b ? b->count : 0,
-				b ? (long long)b->tx : 0);
-		} else if (t->kind == WT_BAR) {
-			append(s, ": waits on named barrier %d (%d of %d "
-				"threads arrived)\n", t->id, c->bar[t->id].arrived,
-				c->bar[t->id].expected);
-		} else {
-			append(s, ": waits on its bulk groups\n");
-		}
-	}
-}
-
-static int
-run_cta(Cta *c)
-{
-	Sim *s = c->sim;
-
-	for (;;) {
-		bool progress = false, done = true;
-		for (int i = 0; i < c->nw; i++) {
-			Warp *w = &c->w[i];
-			if (!w->live)
-				continue;
-			done = false;
-			if (w->blocked && !ready(c, w))
-				continue;
-			w->blocked = false;
-			w->wait.kind = WT_NONE;
-			progress = true;
-			while (w->live && !w->blocked) {
-				if (step(c, w) == ST_ERR)
-					return -1;
-				if (c->steps > (uint64_t)s->step_limit)
-					return sim_fail(s, "CTA (%u,%u,%u): more "
-						"than %lld instructions: an endless "
-						"loop?", c->ctaid[0], c->ctaid[1],
-						c->ctaid[2], (long long)s->step_limit);
-			}
-		}
-		if (done)
-			break;
-		if (!progress && c->nq == 0) {
-			hang(c);
-			return -1;
-		}
-		if (!progress && !drain(c))
-			return -1;
-	}
-	if (c->nq) {
-		Async *a = &c->q[0];
-		return sim_fail(s, "CTA (%u,%u,%u) exited with %d asynchronous "
-			"operations never waited for (the first from warp %d, PTX "
-			"line %d)", c->ctaid[0], c->ctaid[1], c->ctaid[2], c->nq,
-			a->warp, a->line);
-	}
-	return tc_exit(c) ? 0 : -1;
-}
-
 /* The parameter buffer, in the .entry's order, and the tensor maps. */
 static int
 params(Sim *s, const SimMod *m, const SimVal *v, const int64_t *pv,
@@ -527,73 +246,6 @@ globals(Sim *s, const SimMeta *mt, const SimVal *v, const int64_t *pv)
 	return 0;
 }
 
-static void
-free_cta(Cta *c)
-{
-	for (int i = 0; i < c->nw; i++)
-		free(c->w[i].reg);
-	for (int i = 0; i < c->nq; i++)
-		wgmma_free(&c->q[i]);
-	free(c->w);
-	free(c->mb);
-	free(c->q);
-	free(c->smem);
-	free(c->mbmark);
-	free(c->tmem);
-}
-
-static int
-one_cta(Sim *s, const SimMod *m, const uint8_t *pbuf, const Tmap *maps,
-	const unsigned *id, const unsigned *grid)
-{
-	const SimMeta *mt = &m->meta;
-	Cta c = {.sim = s, .m = m, .param = pbuf, .nparam = m->param_bytes,
-		.tmaps = maps, .ntmaps = mt->nargs};
-	int rc = -1;
-
-	memcpy(c.ctaid, id, sizeof c.ctaid);
-	memcpy(c.nctaid, grid, sizeof c.nctaid);
-	c.smem_end = SMEM_BASE + (uint32_t)mt->smem;
-	c.nw = mt->threads / 32;
-	c.smem = malloc(c.smem_end + 1);
-	c.mbmark = calloc(c.smem_end / 8 + 1, 1);
-	c.w = calloc((size_t)c.nw, sizeof *c.w);
-	if (!c.smem || !c.mbmark || !c.w)
-		goto out;
-	/* not zero: a read of what nothing wrote is a NaN in any float */
-	memset(c.smem, 0xff, c.smem_end + 1);
-	for (int i = 0; i < c.nw; i++) {
-		c.w[i].id = i;
-		c.w[i].live = ~0u;
-		c.w[i].reg = calloc((size_t)m->nslots * 32 + 1, 8);
-		if (!c.w[i].reg)
-			goto out;
-	}
-	rc = run_cta(&c);
-	s->stats.warp_steps += c.steps;
-	s->stats.ctas++;
-out:
-	if (rc && !s->errlen)
-		sim_fail(s, "out of memory");
-	free_cta(&c);
-	return rc;
-}
-
-/* The CTAs one after another, x fastest. */
-static int
-run_grid(Sim *s, const SimMod *m, const uint8_t *pbuf, const Tmap *maps,
-	const unsigned *grid)
-{
-	unsigned id[3];
-	int rc = 0;
-
-	for (id[2] = 0; !rc && id[2] < grid[2]; id[2]++)
-		for (id[1] = 0; !rc && id[1] < grid[1]; id[1]++)
-			for (id[0] = 0; !rc && id[0] < grid[0]; id[0]++)
-				rc = one_cta(s, m, pbuf, maps, id, grid);
-	return rc;
-}
-
 int
 sim_launch(Sim *s, const SimMod *m, const SimVal *v, int nargs)
 {
@@ -606,9 +258,6 @@ sim_launch(Sim *s, const SimMod *m, const SimVal *v, int nargs)
 	if (nargs != mt->nuser)
 		return sim_fail(s, "kernel '%s' takes %d arguments, not %d",
 			mt->name, mt->nuser, nargs);
-	if (mt->cluster[0] * mt->cluster[1] * mt->cluster[2] != 1)
-		return sim_fail(s, "clusters of more than one CTA are not "
-			"modelled");
 	for (int i = 0; i < mt->nargs; i++)
 		if (mt->args[i].kind == SIM_ARG_PARAM)
 			pv[i] = v[mt->args[i].user].i;
@@ -626,13 +275,26 @@ sim_launch(Sim *s, const SimMod *m, const SimVal *v, int nargs)
 		free(pbuf);
 		return -1;
 	}
+	/* as runtime/jit/launch.c: whole blocks of the cluster's shape */
+	const unsigned dim[3] = {(unsigned)mt->cluster[0],
+		(unsigned)mt->cluster[1], (unsigned)mt->cluster[2]};
+	int64_t cs = (int64_t)dim[0] * dim[1] * dim[2], blk = 1;
+	for (int i = 0; i < 3; i++) {
+		tiles[i] = (tiles[i] + dim[i] - 1) / dim[i];
+		blk *= tiles[i];
+	}
 	if (mt->order == SIM_ORD_SINGLE) {
 		for (int i = 0; i < 3; i++)
-			grid[i] = (unsigned)tiles[i];
+			grid[i] = (unsigned)(tiles[i] * dim[i]);
 	} else {
-		grid[0] = (unsigned)(n < s->max_ctas ? n : s->max_ctas);
+		int64_t cap = s->max_ctas - s->max_ctas % cs;
+		n = blk * cs < cap ? blk * cs : cap;
+		n = n > cs ? n : cs;
+		grid[0] = (unsigned)(n / (dim[1] * dim[2]));
+		grid[1] = dim[1];
+		grid[2] = dim[2];
 	}
-	int rc = run_grid(s, m, pbuf, maps, grid);
+	int rc = run_grid(s, m, pbuf, maps, grid, dim);
 	free(pbuf);
 	return rc;
 }
@@ -818,10 +480,6 @@ sim_launch_raw(Sim *s, const SimMod *m, void *const *pp,
 	int nmap = s->nmap, rc = -1;
 
 	sim_fail(s, "%s", "");
-	if (cluster[0] * cluster[1] * cluster[2] != 1)
-		return sim_fail(s, "kernel '%s': clusters of more than one CTA "
-			"(%u x %u x %u) are not modelled", mt->name, cluster[0],
-			cluster[1], cluster[2]);
 	if ((int)block != mt->threads || (int)smem < mt->smem)
 		return sim_fail(s, "kernel '%s' launched with %u threads and "
 			"%u bytes of shared memory; its metadata says %d and "
@@ -835,7 +493,7 @@ sim_launch_raw(Sim *s, const SimMod *m, void *const *pp,
 		return sim_fail(s, "out of memory");
 	if (!raw_params(s, m, pp, pbuf, poff, pv, maps) &&
 	    !reach_all(s, mt, pbuf, poff, pv, maps))
-		rc = run_grid(s, m, pbuf, maps, grid);
+		rc = run_grid(s, m, pbuf, maps, grid, cluster);
 	s->nmap = nmap;   /* the launch's ranges go with it */
 	free(pbuf);
 	return rc;

@@ -58,6 +58,9 @@
 	X(LD_SHARED,     "ld.shared.T",                              TM_ANY) \
 	X(ST_GLOBAL,     "st.global.T",                              TM_ANY) \
 	X(ST_SHARED,     "st.shared.T",                              TM_ANY) \
+	X(LD_SHARED_CL,  "ld.shared::cluster.T",                     TM_ANY) \
+	X(ST_SHARED_CL,  "st.shared::cluster.T",                     TM_ANY) \
+	X(MAPA,          "mapa.shared::cluster.T",                   TM_U32) \
 	X(RED_GLOBAL_ADD, "red.global.add.T",                        TM_F32) \
 	X(LD_GLOBAL_NC_V2, "ld.global.nc.v2.T",                      TM_BITS | TM_F32) \
 	X(LD_GLOBAL_NC_V4, "ld.global.nc.v4.T",                      TM_BITS | TM_F32) \
@@ -88,12 +91,20 @@
 	X(MBAR_ARRIVE,   "mbarrier.arrive.shared::cta.T",            TM_B64) \
 	X(MBAR_ARRIVE_TX, "mbarrier.arrive.expect_tx.shared::cta.T", TM_B64) \
 	X(MBAR_TRY_WAIT, "mbarrier.try_wait.parity.shared::cta.T",   TM_B64) \
+	X(MBAR_ARRIVE_CL, "mbarrier.arrive.shared::cluster.T",       TM_B64) \
+	X(CL_ARRIVE,     "barrier.cluster.arrive.aligned",           0) \
+	X(CL_ARRIVE_REL, "barrier.cluster.arrive.release.aligned",   0) \
+	X(CL_ARRIVE_RLX, "barrier.cluster.arrive.relaxed.aligned",   0) \
+	X(CL_WAIT,       "barrier.cluster.wait.aligned",             0) \
+	X(CL_WAIT_ACQ,   "barrier.cluster.wait.acquire.aligned",     0) \
+	X(FENCE_CL,      "fence.acq_rel.cluster",                    0) \
 	X(FENCE_MBAR,    "fence.mbarrier_init.release.cluster",      0) \
 	X(FENCE_PROXY,   "fence.proxy.async.shared::cta",            0) \
 	X(PREFETCH_TMAP, "prefetch.tensormap",                       0) \
 	X(SETMAXNREG_INC, "setmaxnreg.inc.sync.aligned.T",           TM_U32) \
 	X(SETMAXNREG_DEC, "setmaxnreg.dec.sync.aligned.T",           TM_U32) \
 	X(TMA_LOAD,      "cp.async.bulk.tensor.D.shared::cluster.global.mbarrier::complete_tx::bytes", 0) \
+	X(TMA_LOAD_MC,   "cp.async.bulk.tensor.D.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster", 0) \
 	X(TMA_STORE,     "cp.async.bulk.tensor.D.global.shared::cta.bulk_group", 0) \
 	X(TMA_REDUCE,    "cp.reduce.async.bulk.tensor.D.global.shared::cta.add.tile.bulk_group", 0) \
 	X(BULK_COMMIT,   "cp.async.bulk.commit_group",               0) \
@@ -113,4 +124,5 @@
 	X(TC_WAIT_LD,    "tcgen05.wait::ld.sync.aligned",            0) \
 	X(TC_WAIT_ST,    "tcgen05.wait::st.sync.aligned",            0) \
 	X(TC_MMA,        "tcgen05.mma.cta_group::1.kind::f16",       0) \
-	X(TC_COMMIT,     "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.T", TM_B64)
+	X(TC_COMMIT,     "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.T", TM_B64) \
+	X(TC_COMMIT_MC,  "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.T", TM_B64)

@@ -288,7 +288,17 @@ static const struct {
 	{"%ctaid.y", SR_CTAID_Y}, {"%ctaid.z", SR_CTAID_Z},
 	{"%nctaid.x", SR_NCTAID_X}, {"%nctaid.y", SR_NCTAID_Y},
 	{"%nctaid.z", SR_NCTAID_Z}, {"%laneid", SR_LANEID},
-	{"%warpid", SR_WARPID},
+	{"%warpid", SR_WARPID}, {"%cluster_ctarank", SR_CLUSTER_CTARANK},
+	{"%cluster_nctarank", SR_CLUSTER_NCTARANK},
+	{"%cluster_ctaid.x", SR_CLUSTER_CTAID_X},
+	{"%cluster_ctaid.y", SR_CLUSTER_CTAID_Y},
+	{"%cluster_ctaid.z", SR_CLUSTER_CTAID_Z},
+	{"%cluster_nctaid.x", SR_CLUSTER_NCTAID_X},
+	{"%cluster_nctaid.y", SR_CLUSTER_NCTAID_Y},
+	{"%cluster_nctaid.z", SR_CLUSTER_NCTAID_Z},
+	{"%clusterid.x", SR_CLUSTERID_X}, {"%clusterid.y", SR_CLUSTERID_Y},
+	{"%clusterid.z", SR_CLUSTERID_Z}, {"%nclusterid.x", SR_NCLUSTERID_X},
+	{"%nclusterid.y", SR_NCLUSTERID_Y}, {"%nclusterid.z", SR_NCLUSTERID_Z},
 };
 
 /* A number: decimal, 0x hex, 0f float bits, 0d double bits. */

@@ -67,7 +67,11 @@ enum {
 enum {
 	SR_TID_X, SR_TID_Y, SR_TID_Z, SR_NTID_X, SR_NTID_Y, SR_NTID_Z,
 	SR_CTAID_X, SR_CTAID_Y, SR_CTAID_Z, SR_NCTAID_X, SR_NCTAID_Y,
-	SR_NCTAID_Z, SR_LANEID, SR_WARPID
+	SR_NCTAID_Z, SR_LANEID, SR_WARPID, SR_CLUSTER_CTARANK,
+	SR_CLUSTER_NCTARANK, SR_CLUSTER_CTAID_X, SR_CLUSTER_CTAID_Y,
+	SR_CLUSTER_CTAID_Z, SR_CLUSTER_NCTAID_X, SR_CLUSTER_NCTAID_Y,
+	SR_CLUSTER_NCTAID_Z, SR_CLUSTERID_X, SR_CLUSTERID_Y, SR_CLUSTERID_Z,
+	SR_NCLUSTERID_X, SR_NCLUSTERID_Y, SR_NCLUSTERID_Z
 };
 
 typedef struct Opnd {
@@ -144,14 +148,14 @@ typedef struct Tmap {
 enum { ST_OK, ST_BLOCK, ST_WAIT, ST_ERR };
 
 /* What a blocked warp waits on. */
-enum { WT_NONE, WT_MBAR, WT_BAR, WT_BULK };
+enum { WT_NONE, WT_MBAR, WT_BAR, WT_BULK, WT_CLUSTER };
 
 typedef struct Wait {
 	int kind;
 	uint32_t addr;      /* WT_MBAR */
 	int parity;         /* WT_MBAR */
 	int id;             /* WT_BAR: barrier; WT_BULK: groups allowed */
-	uint64_t gen;       /* WT_BAR: generation arrived in */
+	uint64_t gen;       /* WT_BAR, WT_CLUSTER: generation arrived in */
 } Wait;
 
 typedef struct Warp {
@@ -163,6 +167,8 @@ typedef struct Warp {
 	Wait wait;
 	int bulk_open;      /* index of this warp's open bulk group */
 	int wg_open;        /* index of this warp's open wgmma group */
+	bool carrived;      /* arrived on the cluster's barrier, in cgen */
+	uint64_t cgen;
 } Warp;
 
 typedef struct Mbar {
@@ -193,9 +199,14 @@ typedef struct Async {
 	int tmap;                    /* index into Cta.tmaps */
 	int32_t coord[5];
 	uint32_t smem, mbar;         /* mbar: also AS_TC_COMMIT's */
+	uint16_t ranks;              /* TMA loads, commits: the CTAs of the
+				      * cluster whose smem and mbar they
+				      * reach (a multicast's mask) */
 	struct WgOp *wg;             /* AS_WGMMA */
 	TcMma tc;                    /* AS_TC_MMA */
 } Async;
+
+struct Cluster;
 
 typedef struct Cta {
 	Sim *sim;
@@ -222,7 +233,19 @@ typedef struct Cta {
 	struct { int col, n; } talloc[8];
 	int ntalloc;
 	bool relinquished;
+	struct Cluster *cl;          /* the CTA's cluster (of one, without) */
+	int rank;                    /* %cluster_ctarank */
+	bool exited;                 /* every warp has exited */
 } Cta;
+
+/* The CTAs of one cluster, run together; barrier.cluster's state. */
+typedef struct Cluster {
+	Cta *cta;
+	int n;
+	unsigned dim[3];
+	uint64_t gen;                /* the barrier's completed phases */
+	int arrived;                 /* threads arrived in this phase */
+} Cluster;
 
 struct Sim {
 	struct Gbuf { uint8_t *p; size_t n; } *buf;
@@ -258,6 +281,16 @@ int sync_op(Cta *, Warp *, const Ins *, uint32_t mask);
 Mbar *mbar_find(Cta *, uint32_t addr);
 bool mbar_complete_tx(Cta *, uint32_t addr, int64_t bytes);
 int async_push(Cta *, const Async *);
+/* A shared::cluster address (below 1 << 24 this CTA's own; else mapa's:
+ * (rank + 1) << 24 | the shared::cta address): its CTA and address
+ * there, or NULL after an error (no such rank, or it has exited). */
+Cta *cluster_cta(Cta *, uint64_t addr, uint32_t *local, const char *what);
+bool cluster_ready(Cluster *);   /* completes the barrier's phase */
+
+/* run.c: the launch's clusters (of one CTA without), one after another;
+ * grid in CTAs, whole clusters of dim. */
+int run_grid(Sim *, const SimMod *, const uint8_t *pbuf, const Tmap *maps,
+	const unsigned grid[3], const unsigned dim[3]);
 bool mbar_arrive(Cta *, uint32_t addr, int64_t tx);
 
 /* tma.c */
@@ -284,6 +317,7 @@ bool tc_complete(Cta *, const Async *);
 bool tc_exit(Cta *);   /* at the CTA's end: every column deallocated */
 
 int sim_fail(Sim *, const char *fmt, ...) FMT(2, 3);
+void sim_append(Sim *, const char *fmt, ...) FMT(2, 3);  /* to the error */
 
 /* Global memory (sync.c): a host pointer for [addr, addr + n), or NULL
  * after reporting an error. */

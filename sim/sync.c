@@ -141,6 +141,16 @@ mbar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 			    !mbar_init(c, a, (int64_t)opnd_u(c, w, &o[1], l)))
 				return ST_ERR;
 			break;
+		case OP_MBAR_ARRIVE_CL: {   /* another CTA's, no state */
+			uint64_t v = (uint64_t)o[1].imm + (o[1].r >= 0 ?
+				*reg_at(w, o[1].r, l) : 0);
+			Cta *p = cluster_cta(c, v, &a, "mbarrier.arrive");
+			if (!p || a % 8 || !mbar_arrive(p, a, 0))
+				return a % 8 ? sim_fail(c->sim, "mbarrier "
+					"address 0x%x is not 8-byte aligned", a),
+					ST_ERR : ST_ERR;
+			break;
+		}
 		case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: {
 			int64_t tx = in->op == OP_MBAR_ARRIVE_TX ?
 				(int64_t)(uint32_t)opnd_u(c, w, &o[2], l) : 0;
@@ -224,13 +234,81 @@ bar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	return wait ? ST_WAIT : ST_OK;
 }
 
+Cta *
+cluster_cta(Cta *c, uint64_t addr, uint32_t *local, const char *what)
+{
+	Cluster *cl = c->cl;
+	uint64_t r = addr >> 24;
+
+	*local = (uint32_t)(addr & 0xffffff);
+	if (addr >> 32 || r > (uint64_t)cl->n)
+		return sim_fail(c->sim, "%s at shared::cluster address 0x%llx, "
+			"which names no CTA of the cluster of %d",
+			what, (unsigned long long)addr, cl->n), NULL;
+	Cta *p = r ? &cl->cta[r - 1] : c;
+	if (p->exited)
+		return sim_fail(c->sim, "%s reaches CTA rank %d of the cluster, "
+			"which has exited", what, p->rank), NULL;
+	return p;
+}
+
+/* barrier.cluster's phase completes when every thread of the cluster
+ * that has not exited has arrived (a warp counts its 32 threads). */
+bool
+cluster_ready(Cluster *cl)
+{
+	int live = 0;
+
+	for (int i = 0; i < cl->n; i++)
+		live += live_threads(&cl->cta[i]);
+	if (cl->arrived > 0 && cl->arrived >= live) {
+		cl->gen++;
+		cl->arrived = 0;
+	}
+	return true;
+}
+
+/* barrier.cluster.arrive[.release|.relaxed] and .wait[.acquire]: the
+ * memory orders are not modelled (every access is visible at once). */
+static int
+cluster_bar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	Cluster *cl = c->cl;
+
+	if (mask != w->live)
+		return sim_fail(c->sim, "an .aligned barrier.cluster reached by "
+			"lanes 0x%08x of live 0x%08x", mask, w->live), ST_ERR;
+	if (in->op != OP_CL_WAIT && in->op != OP_CL_WAIT_ACQ) {
+		if (w->carrived)
+			return sim_fail(c->sim, "barrier.cluster.arrive twice "
+				"without a wait between"), ST_ERR;
+		w->carrived = true;
+		w->cgen = cl->gen;
+		cl->arrived += 32;
+		cluster_ready(cl);
+		return ST_OK;
+	}
+	if (!w->carrived)
+		return sim_fail(c->sim, "barrier.cluster.wait without an "
+			"arrive before it"), ST_ERR;
+	if (cl->gen != w->cgen) {
+		w->carrived = false;
+		return ST_OK;
+	}
+	w->wait = (Wait){WT_CLUSTER, 0, 0, 0, w->cgen};
+	return ST_BLOCK;
+}
+
 int
 sync_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
 	switch (in->op) {
 	case OP_MBAR_INIT: case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX:
-	case OP_MBAR_TRY_WAIT:
+	case OP_MBAR_TRY_WAIT: case OP_MBAR_ARRIVE_CL:
 		return mbar_op(c, w, in, mask);
+	case OP_CL_ARRIVE: case OP_CL_ARRIVE_REL: case OP_CL_ARRIVE_RLX:
+	case OP_CL_WAIT: case OP_CL_WAIT_ACQ:
+		return cluster_bar(c, w, in, mask);
 	default:
 		return bar_op(c, w, in, mask);
 	}

@@ -32,8 +32,9 @@
  * - An MMA is asynchronous: it waits in the CTA's queue with the TMA
  *   copies and reads its operands when it completes (or at issue with
  *   SIM_OPT_EAGER).  tcgen05.commit queues one arrival on its mbarrier
- *   behind them; the queue completes in order, so the arrival follows
- *   every earlier MMA, of the issuing thread and of any other.
+ *   behind them (in each CTA of its ctaMask with .multicast::cluster, at
+ *   the same address); the queue completes in order, so the arrival
+ *   follows every earlier MMA, of the issuing thread and of any other.
  * - The fences order nothing here: every tcgen05 operation but the MMA
  *   is complete when the next instruction runs. */
 #include <stdio.h>
@@ -282,9 +283,20 @@ mma(Cta *c, const TcMma *op)
 bool
 tc_complete(Cta *c, const Async *a)
 {
-	if (a->kind == AS_TC_COMMIT)
-		return mbar_arrive(c, a->mbar, 0);
-	return mma(c, &a->tc);
+	if (a->kind != AS_TC_COMMIT)
+		return mma(c, &a->tc);
+	for (int r = 0; r < c->cl->n; r++) {   /* one arrival in each */
+		Cta *p = &c->cl->cta[r];
+		if (!(a->ranks >> r & 1))
+			continue;
+		if (p->exited)
+			return sim_fail(c->sim, "tcgen05.commit arrives in CTA "
+				"rank %d of the cluster, which has exited", r),
+				false;
+		if (!mbar_arrive(p, a->mbar, 0))
+			return false;
+	}
+	return true;
 }
 
 /* tcgen05.mma and tcgen05.commit: one per lane that runs them. */
@@ -295,12 +307,25 @@ issue(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		if (!(mask >> l & 1))
 			continue;
 		Async a = {.kind = AS_TC_COMMIT, .warp = w->id, .line = in->line};
-		if (in->op == OP_TC_COMMIT) {
-			a.mbar = addr_of(c, w, &in->o[0], l);
+		if (in->op != OP_TC_MMA) {
+			Cta *p = cluster_cta(c, addr_of(c, w, &in->o[0], l),
+				&a.mbar, "tcgen05.commit");
+			if (!p)
+				return ST_ERR;
 			if (a.mbar % 8)
 				return sim_fail(c->sim, "tcgen05.commit to the "
 					"misaligned mbarrier address 0x%x", a.mbar),
 					ST_ERR;
+			a.ranks = (uint16_t)(1u << p->rank);
+			if (in->op == OP_TC_COMMIT_MC) {   /* ctaMask */
+				uint64_t m = opnd_u(c, w, &in->o[1], l) & 0xffff;
+				if (!m || m >> c->cl->n || p != c)
+					return sim_fail(c->sim, "a multicast "
+						"tcgen05.commit to CTAs 0x%llx of a "
+						"cluster of %d", (unsigned long long)m,
+						c->cl->n), ST_ERR;
+				a.ranks = (uint16_t)m;
+			}
 		} else {
 			const Opnd *o = in->o;
 			a.kind = AS_TC_MMA;
@@ -325,7 +350,8 @@ int
 tc_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
 	bool aligned = in->op != OP_TC_MMA && in->op != OP_TC_COMMIT &&
-		in->op != OP_TC_FENCE_BEFORE && in->op != OP_TC_FENCE_AFTER;
+		in->op != OP_TC_COMMIT_MC && in->op != OP_TC_FENCE_BEFORE &&
+		in->op != OP_TC_FENCE_AFTER;
 
 	if (aligned && mask != w->live)
 		return sim_fail(c->sim, "a .sync.aligned tcgen05 instruction "
@@ -341,7 +367,7 @@ tc_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		return ST_OK;
 	case OP_TC_LD: case OP_TC_ST:
 		return move(c, w, in, in->op == OP_TC_LD);
-	case OP_TC_MMA: case OP_TC_COMMIT:
+	case OP_TC_MMA: case OP_TC_COMMIT: case OP_TC_COMMIT_MC:
 		return issue(c, w, in, mask);
 	default:   /* the fences, wait::ld, wait::st */
 		return ST_OK;

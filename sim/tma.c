@@ -145,6 +145,8 @@ copy_box(Cta *c, const Tmap *t, const int32_t *co, uint32_t sa, bool load,
 	return true;
 }
 
+/* A load lands in each CTA of a->ranks (one, or a multicast's), at the
+ * same shared address and completing on the same mbarrier in each. */
 bool
 tma_complete(Cta *c, const Async *a)
 {
@@ -152,8 +154,18 @@ tma_complete(Cta *c, const Async *a)
 
 	if (a->kind == AS_TMA_STORE)
 		return copy_box(c, t, a->coord, a->smem, false, a->reduce);
-	return copy_box(c, t, a->coord, a->smem, true, false) &&
-		mbar_complete_tx(c, a->mbar, box_bytes(t));
+	for (int r = 0; r < c->cl->n; r++) {
+		Cta *p = &c->cl->cta[r];
+		if (!(a->ranks >> r & 1))
+			continue;
+		if (p->exited)
+			return sim_fail(c->sim, "a TMA load into CTA rank %d of "
+				"the cluster, which has exited", r), false;
+		if (!copy_box(p, t, a->coord, a->smem, true, false) ||
+		    !mbar_complete_tx(p, a->mbar, box_bytes(t)))
+			return false;
+	}
+	return true;
 }
 
 /* [reg+imm] of lane l. */
@@ -167,7 +179,8 @@ int
 tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
 	const Opnd *o = in->o;
-	bool load = in->op == OP_TMA_LOAD;
+	bool mc = in->op == OP_TMA_LOAD_MC;
+	bool load = in->op == OP_TMA_LOAD || mc;
 
 	if (in->op == OP_BULK_COMMIT) {
 		w->bulk_open++;
@@ -196,18 +209,40 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 			a.coord[i] = (int32_t)*reg_at(w, co->v[i], l);
 		uint64_t sa = addr(w, sm, l);
 		uint32_t align = t->swizzle ? (uint32_t)t->swizzle * 8 : 128;
-		if (sa >> 32 || sa % align)
+		Cta *p = c;
+		if (load && !(p = cluster_cta(c, sa, &a.smem, "a TMA load")))
+			return ST_ERR;
+		if (!load)
+			a.smem = (uint32_t)sa;
+		if (sa >> 32 || a.smem % align)
 			return sim_fail(c->sim, "shared address 0x%llx of a TMA "
 				"copy is not %u-byte aligned",
 				(unsigned long long)sa, align), ST_ERR;
-		a.smem = (uint32_t)sa;
+		a.ranks = (uint16_t)(1u << p->rank);
+		if (mc) {   /* ctaMask: the same offsets in each CTA */
+			uint64_t m = opnd_u(c, w, &o[4], l) & 0xffff;
+			if (!m || m >> c->cl->n || p != c)
+				return sim_fail(c->sim, "a multicast TMA load to "
+					"CTAs 0x%llx of a cluster of %d",
+					(unsigned long long)m, c->cl->n), ST_ERR;
+			a.ranks = (uint16_t)m;
+		}
 		if (load) {
-			uint64_t mb = addr(w, &o[3], l);
-			if (mb >> 32 || !mbar_find(c, (uint32_t)mb))
-				return sim_fail(c->sim, "TMA load completes on "
-					"0x%llx, where no mbarrier was initialized",
-					(unsigned long long)mb), ST_ERR;
-			a.mbar = (uint32_t)mb;
+			uint32_t mb;
+			Cta *q = cluster_cta(c, addr(w, &o[3], l), &mb,
+				"a TMA load's mbarrier");
+			if (!q || q != p)
+				return q ? sim_fail(c->sim, "a TMA load into CTA "
+					"rank %d completing on CTA rank %d's "
+					"mbarrier", p->rank, q->rank), ST_ERR : ST_ERR;
+			for (int r = 0; r < c->cl->n; r++)
+				if (a.ranks >> r & 1 && !mbar_find(&c->cl->cta[r],
+				    mb))
+					return sim_fail(c->sim, "TMA load completes "
+						"on 0x%x in CTA rank %d, where no "
+						"mbarrier was initialized", mb, r),
+						ST_ERR;
+			a.mbar = mb;
 		}
 		if (c->sim->eager ? !tma_complete(c, &a) :
 		    async_push(c, &a) != ST_OK)

@@ -169,13 +169,6 @@ fits(fg_kernel *k, const Driver *d)
 		return rt_err(k->ctx, FG_ERR_UNSUPPORTED, "kernel '%s' needs "
 			"%lld bytes of shared memory; %s allows %d per block",
 			m->name, (long long)m->smem, d->name, d->smem_optin);
-	if (k->ctx->sim > 0 && m->cluster[0] * m->cluster[1] *
-	    m->cluster[2] > 1)
-		return rt_err(k->ctx, FG_ERR_UNSUPPORTED, "kernel '%s' runs in "
-			"clusters of %d x %d x %d CTAs; the simulator "
-			"(FAGEN_SIM) runs clusters of one CTA only: pick a "
-			"variant without a cluster, or run it on a GPU",
-			m->name, m->cluster[0], m->cluster[1], m->cluster[2]);
 	return FG_OK;
 }
 

@@ -596,6 +596,91 @@ tcgen05_ld_st_and_allocation(void **state)
 	assert_non_null(strstr(err, "a power of two"));
 }
 
+/* A cluster of two CTAs (one warp each): each writes its rank + 10 into
+ * the other's shared memory (mapa, st.shared::cluster), then the
+ * cluster's barrier, then each reads what the other wrote; CTA 1 also
+ * arrives on CTA 0's mbarrier, which CTA 0 waits for.  OUT[32 rank +
+ * lane] = the other's rank + 10.  With CTA 1 exiting at once and CTA 0
+ * still arriving on it, the arrival is an error. */
+static int
+cluster_run(const char *body1, uint32_t *out)
+{
+	char ptx[8192];
+	Sim *s = sim_new();
+
+	snprintf(ptx, sizeof ptx,
+		"// fagen.kernel name=t target=sm_90a threads=32 "
+		"cluster=2,1,1 smem=64 order=single tiles=0\n"
+		"// fagen.arg 0 global OUT u32 rank=1 dims 64\n"
+		".version 8.6\n.target sm_90a\n.address_size 64\n"
+		".extern .shared .align 1024 .b8 fg_smem[];\n"
+		".visible .entry t(.param .u64 OUT)\n{\n"
+		"\t.reg .pred %%p<8>;\n\t.reg .b32 %%r<32>;\n"
+		"\t.reg .b64 %%rd<8>;\n"
+		"\tmov.u32 %%r0, %%tid.x;\n\tmov.u32 %%r9, fg_smem;\n"
+		"\tmov.u32 %%r2, %%cluster_ctarank;\n"
+		"\tadd.s32 %%r8, %%r9, 16;\n"
+		"\tsetp.eq.u32 %%p1, %%r0, 0;\n"
+		"\t@%%p1 mbarrier.init.shared::cta.b64 [%%r8], 1;\n"
+		"\tbarrier.cluster.arrive.release.aligned;\n"
+		"\tbarrier.cluster.wait.acquire.aligned;\n"
+		"%s"
+		"\txor.b32 %%r3, %%r2, 1;\n"
+		"\tmapa.shared::cluster.u32 %%r4, %%r9, %%r3;\n"
+		"\tadd.s32 %%r5, %%r2, 10;\n"
+		"\t@%%p1 st.shared::cluster.u32 [%%r4], %%r5;\n"
+		"\tbarrier.cluster.arrive.aligned;\n"
+		"\tbarrier.cluster.wait.aligned;\n"
+		"\tsetp.eq.u32 %%p2, %%r2, 1;\n"
+		"\tand.pred %%p3, %%p1, %%p2;\n"
+		"\tmapa.shared::cluster.u32 %%r6, %%r8, 0;\n"
+		"\t@%%p3 mbarrier.arrive.shared::cluster.b64 _, [%%r6];\n"
+		"\t@%%p2 bra $L1;\n"
+		"$L0:\n"
+		"\tmbarrier.try_wait.parity.shared::cta.b64 %%p4, [%%r8], 0;\n"
+		"\t@!%%p4 bra $L0;\n"
+		"$L1:\n"
+		"\tld.shared.u32 %%r1, [%%r9];\n"
+		"\tld.param.u64 %%rd0, [OUT];\n"
+		"\tmad.lo.s32 %%r7, %%r2, 32, %%r0;\n"
+		"\tmul.wide.u32 %%rd1, %%r7, 4;\n"
+		"\tadd.s64 %%rd1, %%rd0, %%rd1;\n"
+		"\tst.global.u32 [%%rd1], %%r1;\n\tret;\n}\n", body1);
+	SimMod *m = sim_load(ptx, strlen(ptx), err, sizeof err);
+	if (!m) {
+		sim_free(s);
+		return -1;
+	}
+	SimVal v = {.ptr = sim_alloc(s, 64 * 4)};
+	int rc = sim_launch(s, m, &v, 1);
+	if (rc)
+		snprintf(err, sizeof err, "%s", sim_error(s));
+	else
+		memcpy(out, sim_host(s, v.ptr, 64 * 4), 64 * 4);
+	sim_mod_free(m);
+	sim_free(s);
+	return rc;
+}
+
+static void
+cluster_shared_memory_and_barriers(void **state)
+{
+	uint32_t o[64];
+
+	(void)state;
+	if (cluster_run("", o))
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(cluster_run("", o), 0);
+	for (int t = 0; t < 64; t++)
+		assert_int_equal(o[t], t < 32 ? 11 : 10);
+	/* CTA 1 leaves before CTA 0 writes into it */
+	assert_int_equal(cluster_run("\tsetp.eq.u32 %p5, %r2, 1;\n"
+		"\t@%p5 ret;\n", o), -1);
+	if (!strstr(err, "which has exited"))
+		fprintf(stderr, "%s\n", err);
+	assert_non_null(strstr(err, "which has exited"));
+}
+
 int
 main(void)
 {
@@ -616,6 +701,7 @@ main(void)
 		cmocka_unit_test(guarded_off_load_makes_no_access),
 		cmocka_unit_test(tcgen05_mma_into_tensor_memory),
 		cmocka_unit_test(tcgen05_ld_st_and_allocation),
+		cmocka_unit_test(cluster_shared_memory_and_barriers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,13 +175,12 @@ sm100_attention_matches_float64(void **state)
 
 /* fg_rms_norm over 37 rows of 1000 with a weight, rstd wanted. */
 static void
-rms_norm_matches_float64(void **state)
+rms_norm_rows(int R, int N)
 {
-	enum { R = 37, N = 1000 };
 	Fix *fx = open_ctx("1");
-	uint16_t *x = random16((size_t)R * N), *w = random16(N);
+	uint16_t *x = random16((size_t)R * N), *w = random16((size_t)N);
 	uint16_t *y = poisoned((size_t)R * N * 2);
-	float *rstd = poisoned(R * 4);
+	float *rstd = poisoned((size_t)R * 4);
 	fg_rmsnorm_args a = {
 		.x = {.ptr = (uintptr_t)x, .rank = 2, .dims = {R, N}},
 		.weight = {.ptr = (uintptr_t)w, .rank = 1, .dims = {N}},
@@ -190,31 +189,40 @@ rms_norm_matches_float64(void **state)
 	};
 	double worst = 0;
 
-	(void)state;
 	assert_int_equal(fg_rms_norm(fx->ctx, &a, CU_STREAM_PER_THREAD),
 		FG_OK);
 	for (int i = 0; i < R; i++) {
 		double ss = 0;
 		for (int j = 0; j < N; j++)
-			ss += from16(x[i * N + j], false) *
-				from16(x[i * N + j], false);
+			ss += from16(x[(size_t)i * N + j], false) *
+				from16(x[(size_t)i * N + j], false);
 		double r = 1 / sqrt(ss / N + 1e-6);
 		assert_true(fabs(rstd[i] - r) <= 1e-5 * r);
 		for (int j = 0; j < N; j++) {
-			double want = from16(x[i * N + j], false) * r *
+			double want = from16(x[(size_t)i * N + j], false) * r *
 				from16(w[j], false);
-			double got = from16(y[i * N + j], false);
+			double got = from16(y[(size_t)i * N + j], false);
 			double err = fabs(got - want) / (fabs(want) + 1e-3);
 			assert_true(err <= 1e-2);  /* bf16: 2^-9 rounding */
 			worst = err > worst ? err : worst;
 		}
 	}
-	printf("rms_norm: worst relative error %.2e\n", worst);
+	printf("rms_norm %d x %d: worst relative error %.2e\n", R, N, worst);
 	free(x);
 	free(w);
 	free(y);
 	free(rstd);
 	close_ctx(fx);
+}
+
+/* 37 rows of 1000, and 3 rows of 100000, which the runtime spreads over
+ * the CTAs of a cluster (rows wider than one CTA holds). */
+static void
+rms_norm_matches_float64(void **state)
+{
+	(void)state;
+	rms_norm_rows(37, 1000);
+	rms_norm_rows(2, 40000);
 }
 
 /* tests/gpu/hang_copy.fa's storer never frees a stage: one CTA walking

@@ -53,20 +53,33 @@ epilogue (activation, scale, residual) on the warp-specialized GEMM
 (issue #26).  fagen.attention_with_kvcache (decode.py) is
 flash_attn_with_kvcache: decoding attention over a contiguous or paged
 KV cache, new keys and values appended first, split-KV (issue #16).
+
+Without a GPU, fagen.use_simulator("sm_90a") (or "sm_100a"), or
+FAGEN_SIM=1 / sm_90a / sm_100a in the environment, runs every call on
+libfagen's CPU simulator (issue #18; docs/TARGETS.md, section 8) for
+debugging a schedule's numerics and hangs: the functions then take and
+return CPU tensors, run synchronously, and are as slow as the simulator
+(about a million warp instructions a second: test shapes, not a
+model's).  Their autograd backwards and fagen.ops run there too;
+fagen.reference does not (FG_ERR_UNSUPPORTED).  fagen.simulator() says
+which target is simulated (None: the GPU).  _device.py holds the
+difference between the two modes.
 """
 
 import ctypes
 import os
 import threading
 
-from . import _cuda
+from . import _cuda, _device
+from ._device import _Options, simulator, use_simulator
 from .flex import BlockMask, create_block_mask, flex_attention
 
 __all__ = ["attention", "attention_varlen", "reference", "reference_varlen",
            "version",
            "FagenError", "flex_attention", "create_block_mask",
            "BlockMask", "rms_norm", "layer_norm", "softmax",
-           "cross_entropy", "linear", "attention_with_kvcache"]
+           "cross_entropy", "linear", "attention_with_kvcache",
+           "use_simulator", "simulator"]
 
 _STATUS = [
     "FG_OK", "FG_ERR_INVALID", "FG_ERR_NOMEM", "FG_ERR_IO",
@@ -78,32 +91,6 @@ _DTYPE_BF16, _DTYPE_F16 = 1, 2
 # and run the forward with gradients off, so only reference() gets here
 _NO_BACKWARD = ("fagen.reference has no backward; call it under "
                 "torch.no_grad() or torch.inference_mode()")
-_CU_STREAM_PER_THREAD = 0x2
-_PER_THREAD = {}    # device index -> torch's handle on the per-thread stream
-
-
-def _stream(torch, device):
-    """The stream a libfagen call gets: torch's current stream of device,
-    or, where that is the legacy default stream (which libfagen does not
-    launch on), the calling thread's per-thread default stream, made to
-    wait for the legacy stream first.  The legacy stream waits for every
-    blocking stream, the other threads' per-thread streams included, but
-    two per-thread streams do not wait for each other: without the wait,
-    a backward that autograd runs on its device thread could read what
-    the forward, launched from the main thread, had not written yet."""
-    cur = torch.cuda.current_stream(device)
-    if cur.cuda_stream:
-        return cur.cuda_stream
-    idx = device.index if device.index is not None else \
-        torch.cuda.current_device()
-    ext = _PER_THREAD.get(idx)
-    if ext is None:
-        ext = _PER_THREAD[idx] = torch.cuda.ExternalStream(
-            _CU_STREAM_PER_THREAD, device=torch.device("cuda", idx))
-    ext.wait_stream(cur)
-    return _CU_STREAM_PER_THREAD
-
-
 class FagenError(RuntimeError):
     """A libfagen call failed: status is its fg_status name."""
 
@@ -174,20 +161,8 @@ class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
     ]
 
 
-class _Options(ctypes.Structure):   # fg_options
-    _fields_ = [
-        ("alloc", ctypes.c_void_p), ("alloc_ud", ctypes.c_void_p),
-        ("cache_dir", ctypes.c_char_p), ("log_level", ctypes.c_int),
-        ("log", ctypes.c_void_p), ("log_ud", ctypes.c_void_p),
-        ("device", ctypes.c_int), ("jit", ctypes.c_uint),
-        ("driver_lib", ctypes.c_char_p), ("schedule_dir", ctypes.c_char_p),
-        ("sim", ctypes.c_char_p),
-    ]
-
-
 _lock = threading.Lock()
 _lib = None
-_ctxs = {}      # CUDA device index -> fg_ctx *
 
 
 def _candidates():
@@ -234,18 +209,6 @@ def version():
     return _load().fg_version().decode()
 
 
-def _ctx(lib, device):
-    with _lock:
-        if device not in _ctxs:
-            ctx = ctypes.c_void_p()
-            st = lib.fg_ctx_create(ctypes.byref(ctx),
-                                   ctypes.byref(_Options(device=device)))
-            if st:
-                raise FagenError(_STATUS[st], "fg_ctx_create failed")
-            _ctxs[device] = ctx.value
-        return _ctxs[device]
-
-
 def _torch():
     try:
         import torch
@@ -260,9 +223,7 @@ def _check(torch, q, k, v):
         if not isinstance(t, torch.Tensor):
             raise TypeError("%s must be a torch.Tensor, not %s"
                             % (name, type(t).__name__))
-        if not t.is_cuda:
-            raise ValueError("%s is on %s: fagen needs CUDA tensors"
-                             % (name, t.device))
+        _device.check(name, t)
         if t.dim() != 4:
             raise ValueError("%s has %d dimensions: fagen takes (B, H, S, D)"
                              % (name, t.dim()))
@@ -360,10 +321,6 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
     """q, k, v, out as (B, H, S, D) views; varlen: None or (cu_seqlens_q,
     cu_seqlens_k, max_seqlen_q, max_seqlen_k); bwd: None or (dout, dq, dk,
     dv) for fg_attention_backward, the forward's arguments in fwd."""
-    lib = _load()
-    device = q.device.index if q.device.index is not None else \
-        torch.cuda.current_device()
-    ctx = _ctx(lib, device)
     _, h, sq, d = q.shape
     a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
               o=out.data_ptr(), lse=lse.data_ptr(),
@@ -446,10 +403,9 @@ def _flex_call(torch, q, fn, a):
     """libfagen's fn (an attention entry point) with args a on torch's
     current stream of q's device; FagenError on a refusal."""
     lib = _load()
-    device = q.device.index if q.device.index is not None else \
-        torch.cuda.current_device()
-    ctx = _ctx(lib, device)
-    st = getattr(lib, fn)(ctx, ctypes.byref(a), _stream(torch, q.device))
+    ctx = _device.ctx(torch, lib, q.device)
+    st = getattr(lib, fn)(ctx, ctypes.byref(a),
+                          _device.stream(torch, q.device))
     if st:
         raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
                          lib.fg_errmsg(ctx).decode(errors="replace"))
@@ -879,7 +835,7 @@ def _varlen_function(torch):
 
 # fagen.rms_norm, layer_norm, softmax, cross_entropy and linear (issue
 # #26) and attention_with_kvcache (issue #16); norm.py, xent.py,
-# linear.py and decode.py take _Tensor, _load and _ctx from here, so they
+# linear.py and decode.py take _Tensor and _load from here, so they
 # are imported once those are defined.  fagen.linear is the
 # function; its module is sys.modules["fagen.linear"]
 from .norm import layer_norm, rms_norm, softmax  # noqa: E402

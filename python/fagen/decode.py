@@ -19,7 +19,7 @@ captured (validate off, the workspace from PyTorch's allocator).
 
 import ctypes
 
-from . import _STATUS, _ctx, _load, _stream
+from . import _STATUS, _device, _load
 from .norm import _torch
 
 __all__ = ["attention_with_kvcache"]
@@ -76,14 +76,12 @@ def _lib():
 
 
 def _tensor(torch, name, t, q=None, dtype=None):
-    """t is a CUDA tensor (on q's device); of dtype, else q's, else a
+    """t is on fagen's device (on q's); of dtype, else q's, else a
     16-bit float."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s must be a torch.Tensor, not %s"
                         % (name, type(t).__name__))
-    if not t.is_cuda:
-        raise ValueError("%s is on %s: fagen needs CUDA tensors"
-                         % (name, t.device))
+    _device.check(name, t)
     if q is None:
         if t.dtype not in (torch.bfloat16, torch.float16):
             raise ValueError("%s is %s: fagen takes torch.bfloat16 or "
@@ -320,7 +318,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if k is not None:
         k, v = _dense(k), _dense(v)
     if validate is None:
-        validate = not torch.cuda.is_current_stream_capturing()
+        validate = not _device.capturing(torch)
     a = _DecodeArgs(
         q=q.data_ptr(), k_cache=k_cache.data_ptr(),
         v_cache=v_cache.data_ptr(),
@@ -345,9 +343,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     a.k_strides[:] = _strides(k_cache)
     a.v_strides[:] = _strides(v_cache)
     lib = _lib()
-    dev = q.device.index if q.device.index is not None else \
-        torch.cuda.current_device()
-    ctx = _ctx(lib, dev)
+    ctx = _device.ctx(torch, lib, q.device)
     n = ctypes.c_size_t()
     _call(lib, ctx, lib.fg_attention_decode_workspace, a, ctypes.byref(n))
     ws = None
@@ -355,6 +351,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         # PyTorch's caching allocator, so a graph capture takes it too
         ws = torch.empty(n.value, dtype=torch.uint8, device=q.device)
         a.workspace, a.workspace_bytes = ws.data_ptr(), n.value
-    _call(lib, ctx, lib.fg_attention_decode, a, _stream(torch, q.device))
+    _call(lib, ctx, lib.fg_attention_decode, a,
+          _device.stream(torch, q.device))
     del ws
     return (out, lse) if return_lse else out

@@ -23,6 +23,7 @@ import importlib
 import math
 import re
 
+from . import _device
 from ._flextrace import TraceError, make_plan
 
 __all__ = ["flex_attention", "create_block_mask", "BlockMask", "TraceError"]
@@ -284,9 +285,7 @@ def _check_qkv(torch, q, k, v, enable_gqa):
         if t.dim() != 4:
             raise ValueError("%s has %d dimensions: flex_attention takes "
                              "[B, H, S, D]" % (name, t.dim()))
-        if not t.is_cuda:
-            raise ValueError("%s is on %s: fagen needs CUDA tensors"
-                             % (name, t.device))
+        _device.check(name, t)
         if t.dtype not in (torch.bfloat16, torch.float16):
             raise ValueError("%s is %s: fagen.flex_attention takes "
                              "torch.bfloat16 or torch.float16"

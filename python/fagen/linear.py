@@ -18,7 +18,7 @@ the gradients from g = dy * act'(z) with float32 matmuls.
 import ctypes
 import math
 
-from . import _Tensor
+from . import _Tensor, _device
 from .norm import _DTYPES, _desc, _grad_needed, _run, _span, _torch
 
 __all__ = ["linear"]
@@ -64,14 +64,12 @@ def _scale(scale):
 
 
 def _tensor(torch, name, t, x=None, shape=None, text=""):
-    """t is a CUDA tensor; with x, on x's device and of x's dtype; with
+    """t is on fagen's device; with x, on x's device and of x's dtype; with
     shape, of that shape (text says what it is)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s must be a torch.Tensor, not %s"
                         % (name, type(t).__name__))
-    if not t.is_cuda:
-        raise ValueError("%s is on %s: fagen needs CUDA tensors"
-                         % (name, t.device))
+    _device.check(name, t)
     if x is None:
         return
     if t.device != x.device:

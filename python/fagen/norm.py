@@ -23,8 +23,7 @@ fg_softmax_backward; layer_norm has no backward yet.
 import ctypes
 import math
 
-from . import (FagenError, _STATUS, _Tensor, _ctx, _stream,
-               _load)
+from . import FagenError, _STATUS, _Tensor, _device, _load
 
 __all__ = ["rms_norm", "layer_norm", "softmax"]
 
@@ -98,14 +97,12 @@ def _lib(cfn, args, last=ctypes.c_void_p):
 
 
 def _check(torch, fn, name, t, x=None, shape=None):
-    """t is a CUDA tensor of a supported dtype; with x, on x's device,
-    of x's dtype and of shape (x's by default)."""
+    """t is on fagen's device (_device.check) and of a supported dtype;
+    with x, on x's device, of x's dtype and of shape (x's by default)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s must be a torch.Tensor, not %s"
                         % (name, type(t).__name__))
-    if not t.is_cuda:
-        raise ValueError("%s is on %s: fagen needs CUDA tensors"
-                         % (name, t.device))
+    _device.check(name, t)
     if x is None:
         if t.dtype not in _DTYPES:
             raise ValueError("%s is %s: fagen.%s takes torch.bfloat16, "
@@ -194,11 +191,9 @@ def _run(torch, cfn, args, a, device, out=None):
     with out (a ctypes.c_int64 it writes) in the stream's place."""
     lib = _lib(cfn, args, ctypes.c_void_p if out is None else
                ctypes.POINTER(ctypes.c_int64))
-    dev = device.index if device.index is not None else \
-        torch.cuda.current_device()
-    ctx = _ctx(lib, dev)
+    ctx = _device.ctx(torch, lib, device)
     if out is None:
-        last = _stream(torch, device)
+        last = _device.stream(torch, device)
     else:
         last = ctypes.byref(out)
     st = getattr(lib, cfn)(ctx, ctypes.byref(a), last)

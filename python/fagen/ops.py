@@ -41,9 +41,15 @@ from fagen.linear import _compute as _lin_compute, _grads as _lin_grads, \
 
 __all__ = ["attention", "softmax", "layer_norm", "linear"]
 
+# the CPU too, for libfagen's simulator (fagen.use_simulator, FAGEN_SIM;
+# issue #18): each op's implementation checks its tensors' device as
+# fagen's functions do (_device.check), so on the GPU a CPU tensor is
+# refused by that check rather than by the dispatcher
+_DEVICES = ("cuda", "cpu")
+
 
 @torch.library.custom_op("fagen::attention", mutates_args=(),
-                         device_types="cuda")
+                         device_types=_DEVICES)
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                causal: bool, scale: Optional[float], windowed: bool,
                window_left: int, window_right: int, softcap: float,
@@ -66,7 +72,7 @@ def _(q, k, v, causal, scale, windowed, window_left, window_right, softcap,
 
 
 @torch.library.custom_op("fagen::attention_backward", mutates_args=(),
-                         device_types="cuda")
+                         device_types=_DEVICES)
 def _attention_backward(dout: torch.Tensor, q: torch.Tensor,
                         k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                         lse: torch.Tensor, causal: bool,
@@ -145,7 +151,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 
 @torch.library.custom_op("fagen::softmax", mutates_args=(),
-                         device_types="cuda")
+                         device_types=_DEVICES)
 def _softmax(x: torch.Tensor) -> torch.Tensor:
     # _torch sets up the dtype table the internals read
     return _norm._softmax_fwd(_norm._torch("softmax"), x.contiguous())
@@ -157,7 +163,7 @@ def _(x):
 
 
 @torch.library.custom_op("fagen::softmax_backward", mutates_args=(),
-                         device_types="cuda")
+                         device_types=_DEVICES)
 def _softmax_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     return _norm._softmax_bwd(_norm._torch("softmax"), y, dy)
 
@@ -184,12 +190,13 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     torch.ops.fagen.softmax: differentiable, traceable by torch.compile
     (fullgraph=True).  x's other checks are fagen.softmax's (run
     eagerly, before the op)."""
-    _norm._check(torch, "softmax", "x", x)
+    # _norm._torch fills the dtype table _check reads
+    _norm._check(_norm._torch("softmax"), "softmax", "x", x)
     return torch.ops.fagen.softmax(x)
 
 
 @torch.library.custom_op("fagen::layer_norm", mutates_args=(),
-                         device_types="cuda")
+                         device_types=_DEVICES)
 def _layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor],
                 bias: Optional[torch.Tensor], eps: float) -> torch.Tensor:
     return fagen.layer_norm(x, weight, bias, eps=eps)
@@ -216,7 +223,7 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
 
 
 @torch.library.custom_op("fagen::linear", mutates_args=(),
-                         device_types="cuda")
+                         device_types=_DEVICES)
 def _linear(x: torch.Tensor, weight: torch.Tensor,
             bias: Optional[torch.Tensor], residual: Optional[torch.Tensor],
             scale: float, activation: int) -> torch.Tensor:

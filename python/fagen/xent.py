@@ -22,7 +22,7 @@ the gradient, from the forward's lse.
 import ctypes
 import operator
 
-from . import _Tensor
+from . import _Tensor, _device
 from .norm import _DTYPES, _check, _desc, _rows, _run, _torch
 
 __all__ = ["cross_entropy"]
@@ -130,9 +130,7 @@ def _check_target(torch, target, logits):
         raise ValueError("target is %s: fagen.cross_entropy takes class "
                          "indices of torch.int64 or torch.int32 (class "
                          "probabilities are not supported)" % target.dtype)
-    if not target.is_cuda:
-        raise ValueError("target is on %s: fagen needs CUDA tensors"
-                         % target.device)
+    _device.check("target", target)
     if target.device != logits.device:
         raise ValueError("target is on %s and logits on %s: they must "
                          "share a device" % (target.device, logits.device))

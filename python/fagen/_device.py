@@ -1,0 +1,139 @@
+"""Where fagen's calls run: the tensors' device, the fg_ctx and the
+stream (issue #18).
+
+On the GPU (the default) tensors are CUDA tensors, each CUDA device has
+an fg_ctx of its own, and a call runs on torch's current stream.  In
+simulator mode (use_simulator's choice, else $FAGEN_SIM: "1" or "sm_90a",
+"sm_100a") libfagen runs every kernel on its CPU simulator
+(docs/TARGETS.md, section 8): tensors are CPU tensors, whose data_ptr()
+libfagen takes as device pointers, each simulated target has an fg_ctx,
+and every call gets CU_STREAM_PER_THREAD (the simulator's streams are
+synchronous and it refuses the legacy stream 0), so nothing touches
+torch.cuda.  The modules take their device checks, contexts and streams
+from here, so the two modes differ in this file only.
+"""
+
+import ctypes
+import os
+import threading
+
+__all__ = ["use_simulator", "simulator"]
+
+CU_STREAM_PER_THREAD = 0x2
+_TARGETS = {"1": "sm_90a", "sm_90a": "sm_90a", "sm_100a": "sm_100a",
+            "0": "", "": ""}
+_choice = None      # use_simulator's: a target, "" (the GPU) or None
+_lock = threading.Lock()
+_ctxs = {}          # CUDA device index, or simulated target -> fg_ctx *
+_per_thread = {}    # device index -> torch's handle on the per-thread stream
+
+
+class _Options(ctypes.Structure):   # fg_options
+    _fields_ = [
+        ("alloc", ctypes.c_void_p), ("alloc_ud", ctypes.c_void_p),
+        ("cache_dir", ctypes.c_char_p), ("log_level", ctypes.c_int),
+        ("log", ctypes.c_void_p), ("log_ud", ctypes.c_void_p),
+        ("device", ctypes.c_int), ("jit", ctypes.c_uint),
+        ("driver_lib", ctypes.c_char_p), ("schedule_dir", ctypes.c_char_p),
+        ("sim", ctypes.c_char_p),
+    ]
+
+
+def use_simulator(target="sm_90a"):
+    """Run fagen's calls from now on on libfagen's CPU simulator of
+    target ("sm_90a", or "sm_100a" for Blackwell; True or "1": "sm_90a"),
+    on CPU tensors; False, "" or "0": on the GPU whatever $FAGEN_SIM
+    says; None: as $FAGEN_SIM says (the default).  For the whole
+    process; the kernels already compiled for the other mode are kept."""
+    global _choice
+    if target is None:
+        _choice = None
+        return
+    if target is True or target is False:
+        target = "sm_90a" if target else ""
+    if not isinstance(target, str) or target not in _TARGETS:
+        raise ValueError("use_simulator(%r): the target is 'sm_90a' or "
+                         "'sm_100a' (True: 'sm_90a'), False for the GPU, "
+                         "or None for $FAGEN_SIM" % (target,))
+    _choice = _TARGETS[target]
+
+
+def simulator():
+    """The simulated target fagen's calls run on ("sm_90a" or "sm_100a"),
+    or None for the GPU: use_simulator's choice, else $FAGEN_SIM's."""
+    if _choice is not None:
+        return _choice or None
+    env = os.environ.get("FAGEN_SIM", "")
+    if env not in _TARGETS:
+        raise ValueError("FAGEN_SIM=%s: expected 1, sm_90a or sm_100a "
+                         "(0 or nothing: the GPU)" % env)
+    return _TARGETS[env] or None
+
+
+def check(name, t):
+    """t (a torch.Tensor, named name in the message) is where fagen's
+    calls take their tensors: on a CUDA device, or on the CPU in
+    simulator mode; ValueError if not."""
+    sim = simulator()
+    if sim is None:
+        if not t.is_cuda:
+            raise ValueError("%s is on %s: fagen needs CUDA tensors"
+                             % (name, t.device))
+    elif t.device.type != "cpu":
+        raise ValueError("%s is on %s: fagen runs on the simulator (%s: "
+                         "FAGEN_SIM or fagen.use_simulator), which takes "
+                         "CPU tensors" % (name, t.device, sim))
+
+
+def ctx(torch, lib, device):
+    """The fg_ctx of calls on tensors on device (a torch.device): one per
+    CUDA device, or one per simulated target."""
+    sim = simulator()
+    if sim is None:
+        key = device.index if device.index is not None else \
+            torch.cuda.current_device()
+    else:
+        key = sim
+    with _lock:
+        if key not in _ctxs:
+            # sim "" keeps the GPU whatever $FAGEN_SIM says, as decided
+            o = _Options(device=0 if sim else key,
+                         sim=(sim or "").encode())
+            c = ctypes.c_void_p()
+            st = lib.fg_ctx_create(ctypes.byref(c), ctypes.byref(o))
+            if st:
+                from . import FagenError, _STATUS
+                raise FagenError(_STATUS[st], "fg_ctx_create failed")
+            _ctxs[key] = c.value
+        return _ctxs[key]
+
+
+def stream(torch, device):
+    """The stream a libfagen call on device gets.  On the simulator:
+    CU_STREAM_PER_THREAD.  On the GPU: torch's current stream of device,
+    or, where that is the legacy default stream (which libfagen does not
+    launch on), the calling thread's per-thread default stream, made to
+    wait for the legacy stream first.  The legacy stream waits for every
+    blocking stream, the other threads' per-thread streams included, but
+    two per-thread streams do not wait for each other: without the wait,
+    a backward that autograd runs on its device thread could read what
+    the forward, launched from the main thread, had not written yet."""
+    if simulator() is not None:
+        return CU_STREAM_PER_THREAD
+    cur = torch.cuda.current_stream(device)
+    if cur.cuda_stream:
+        return cur.cuda_stream
+    idx = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    ext = _per_thread.get(idx)
+    if ext is None:
+        ext = _per_thread[idx] = torch.cuda.ExternalStream(
+            CU_STREAM_PER_THREAD, device=torch.device("cuda", idx))
+    ext.wait_stream(cur)
+    return CU_STREAM_PER_THREAD
+
+
+def capturing(torch):
+    """Whether torch is capturing a CUDA graph on the current stream
+    (never on the simulator)."""
+    return simulator() is None and torch.cuda.is_current_stream_capturing()

@@ -70,6 +70,12 @@ def simulator():
     return _TARGETS[env] or None
 
 
+def default():
+    """The device of fagen's tensors where a caller names none: "cuda",
+    or "cpu" on the simulator."""
+    return "cuda" if simulator() is None else "cpu"
+
+
 def check(name, t):
     """t (a torch.Tensor, named name in the message) is where fagen's
     calls take their tensors: on a CUDA device, or on the CPU in

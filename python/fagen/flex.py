@@ -207,7 +207,7 @@ def _steps(bn, hn, cell):
     return 1, max(1, _CHUNK // cell), 1
 
 
-def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
+def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None,
                       BLOCK_SIZE=128):
     """A BlockMask for mask_mod(b, h, q_idx, kv_idx) -> bool (True: attend)
     over B batches, H heads, Q_LEN queries and KV_LEN keys, as
@@ -216,8 +216,11 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda",
     on torch index tensors, in chunks of query blocks of at most 2^26
     mask elements, never the whole Q_LEN x KV_LEN; each 128 x 128 block is
     classified empty (skipped), partial (mask_mod applies in the kernel)
-    or full (no mask code), a key block past KV_LEN never full."""
+    or full (no mask code), a key block past KV_LEN never full.  device
+    None: "cuda", or "cpu" on the simulator (fagen.use_simulator)."""
     torch = _torch()
+    if device is None:
+        device = _device.default()
     if _block_size(BLOCK_SIZE) != (BLOCK, BLOCK):
         raise ValueError("BLOCK_SIZE is %r: fagen's kernels take 128 x 128 "
                          "blocks (a torch BlockMask of another size that "

@@ -484,7 +484,8 @@ typedef struct fg_attention_bwd_args {
 	int64_t dq_strides[4];
 	int64_t dk_strides[4];
 	int64_t dv_strides[4];
-	const char *schedule;     /* NULL: fa_bwd_sm90.fa (warp-specialized);
+	const char *schedule;     /* NULL: fa_bwd_sm90.fa (warp-specialized;
+				   * sm_100: fa_bwd_sm100.fa);
 				   * or "fa_bwd_baseline_sm90.fa" */
 	uint64_t block_class;     /* with the forward's block mask: int32
 				   * [batch, heads, cdiv(seq_q, 128),

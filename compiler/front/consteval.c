@@ -183,6 +183,18 @@ call(Ctx *ctx, const Kernel *k, const Node *n, Val *out)
 		}
 		return true;
 	}
+	if (!strcmp(f, "arch") && na == 0) {
+		/* the kernel's target, --arch applied: a word to compare */
+		const Target *t = k ? target_get(k->target) : NULL;
+		if (!t) {
+			diag_error(ctx, n->span, "'arch()' needs the 'kernel' "
+				"declaration before it");
+			return false;
+		}
+		*out = (Val){.ty = TY_WORD, .word = intern_cstr(ctx->strs,
+			t->name)};
+		return true;
+	}
 	if (!strcmp(f, "log2") && na == 1) {
 		if (!const_eval(ctx, k, n->kids.v[0], &v[0]))
 			return false;

@@ -168,11 +168,31 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	if ((st = check(c, fn, a, s, &t, gst)) || (st = cuda_get(c, &d)))
 		return st;
 	int cc = d->cc_major * 10 + d->cc_minor;
-	if (cc != 90)
+	const char *main_file = "fa_bwd_sm90.fa";
+	if (cc != 90 && cc != 100)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
-			"fagen's backward pass runs on sm_90a (H100, H200) only",
-			fn, c->device, cc);
+			"fagen's backward pass runs on sm_90a (H100, H200) and "
+			"sm_100a (B200) only", fn, c->device, cc);
 	int dd = (int)f->head_dim;
+	/* sm_100: fa_bwd_sm100.fa, the Blackwell main loop (never run on
+	 * hardware: ptxas, the verifier and the simulator), with the sm_90a
+	 * pre and post kernels compiled for sm_100a */
+	if (cc == 100 && !a->schedule) {
+		if (dd != 64 && dd != 128)
+			return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim %d on "
+				"sm_100: fagen's sm_100a backward takes head_dim "
+				"64 and 128", fn, dd);
+		if (f->window || f->softcap > 0 || attn_varlen(f) ||
+		    f->alibi_slopes || flex_any(f))
+			return rt_err(c, FG_ERR_UNSUPPORTED, "%s: fagen's "
+				"sm_100a backward (fa_bwd_sm100.fa) has no %s yet: "
+				"dense and causal attention, GQA, sinks", fn,
+				f->window ? "sliding window" : f->softcap > 0 ?
+				"softcap" : attn_varlen(f) ? "variable-length "
+				"batches" : f->alibi_slopes ? "ALiBi" :
+				"score or mask mods or block masks");
+		main_file = "fa_bwd_sm100.fa";
+	}
 	/* rows of DELTA and of the f32 accumulator: fit 64 bits, as the
 	 * checks above bound every extent by 2^31 */
 	/* varlen: the packed rows are one batch to DELTA and dQ */
@@ -194,8 +214,8 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	fk.sinks = 0;
 	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, f, true,
 	    &pre)) ||
-	    (st = attn_kernel(c, fn, a->schedule ? a->schedule :
-	    "fa_bwd_sm90.fa", cc, &fk, false, &mid)) ||
+	    (st = attn_kernel(c, fn, a->schedule ? a->schedule : main_file,
+	    cc, &fk, false, &mid)) ||
 	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, f, true,
 	    &post)) || (st = attn_pool(c, d, &mp)))
 		return st;

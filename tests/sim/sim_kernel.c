@@ -830,10 +830,12 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 			slopes[i] = 0.05f * (float)(i + 1);
 		p.alibi = slopes;
 	}
-	snprintf(pre_p, sizeof pre_p, "%.*sfa_bwd_pre_sm90_d%d_%s.ptx", dl,
-		main_ptx, d, f16 ? "f16" : "bf16");
-	snprintf(post_p, sizeof post_p, "%.*sfa_bwd_post_sm90_d%d_%s.ptx", dl,
-		main_ptx, d, f16 ? "f16" : "bf16");
+	/* the pre and post kernels compiled for the main loop's target */
+	const char *arch = strstr(main_ptx + dl, "sm100") ? "sm100" : "sm90";
+	snprintf(pre_p, sizeof pre_p, "%.*sfa_bwd_pre_%s_d%d_%s.ptx", dl,
+		main_ptx, arch, d, f16 ? "f16" : "bf16");
+	snprintf(post_p, sizeof post_p, "%.*sfa_bwd_post_%s_d%d_%s.ptx", dl,
+		main_ptx, arch, d, f16 ? "f16" : "bf16");
 	SimMod *pre = load_mod(pre_p), *post = load_mod(post_p);
 	uint64_t aq = buffer(nq * 2, 0, (void **)&q);
 	uint64_t ak = buffer(nk * 2, 0, (void **)&k);

@@ -20,6 +20,7 @@
 #include "fagen.h"
 #include "testalloc.h"
 #include "../gpu/gpu_ref.h"
+#include "../gpu/gpu_ref_bwd.h"
 
 typedef struct Fix {
 	TestAlloc ta;
@@ -170,6 +171,76 @@ sm100_attention_matches_float64(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
 		assert_int_equal(attention(fx, &ps[i]), FG_OK);
+	close_ctx(fx);
+}
+
+/* The backward on the simulated sm_100a device (fa_bwd_sm100.fa, the
+ * sm_90a pre and post kernels compiled for sm_100a): the forward, then
+ * dQ, dK, dV against float64 (gpu_ref_bwd.h), GQA, causal and not. */
+static void
+sm100_backward(Fix *fx, bool causal)
+{
+	enum { Z = 1, H = 2, HK = 1, SQ = 130, SK = 200, D = 64 };
+	size_t nq = (size_t)Z * H * SQ * D, nk = (size_t)Z * HK * SK * D;
+	uint16_t *q = random16(nq), *k = random16(nk), *v = random16(nk);
+	uint16_t *dout = random16(nq), *o = poisoned(nq * 2);
+	uint16_t *dq = poisoned(nq * 2), *dk = poisoned(nk * 2);
+	uint16_t *dv = poisoned(nk * 2);
+	float *lse = poisoned((size_t)Z * H * SQ * 4);
+	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
+	fg_attention_bwd_args b = {
+		.fwd = {.q = (uintptr_t)q, .k = (uintptr_t)k, .v = (uintptr_t)v,
+			.o = (uintptr_t)o, .lse = (uintptr_t)lse, .batch = Z,
+			.heads = H, .heads_k = HK, .seq_q = SQ, .seq_k = SK,
+			.head_dim = D, .dtype = FG_DTYPE_BF16, .causal = causal},
+		.dout = (uintptr_t)dout, .dq = (uintptr_t)dq,
+		.dk = (uintptr_t)dk, .dv = (uintptr_t)dv,
+	};
+	RefProb c = {.z = Z, .h = H, .sq = SQ, .sk = SK, .d = D,
+		.causal = causal, .g = H / HK};
+	bool nan = false;
+
+	for (int t = 0; t < 4; t++) {
+		int hh = t == 1 || t == 2 ? HK : H, ss = t == 1 || t == 2 ? SK : SQ;
+		int64_t st4[4] = {(int64_t)hh * ss * D, (int64_t)ss * D, D, 1};
+		memcpy(c.st[t], st4, sizeof st4);
+	}
+	assert_int_equal(fg_attention_forward(fx->ctx, &b.fwd,
+		CU_STREAM_PER_THREAD), FG_OK);
+	fg_status st = fg_attention_backward(fx->ctx, &b, CU_STREAM_PER_THREAD);
+	if (st)
+		fprintf(stderr, "%s\n", fg_errmsg(fx->ctx));
+	assert_int_equal(st, FG_OK);
+	ref_backward(&c, q, k, v, dout, NULL, NULL, rq, rk, rv);
+	double eq = ref_rel16(dq, rq, nq, false, &nan);
+	double ek = ref_rel16(dk, rk, nk, false, &nan);
+	double ev = ref_rel16(dv, rv, nk, false, &nan);
+	printf("sm_100a backward%s: rel dq %.2e dk %.2e dv %.2e\n", causal ?
+		" causal" : "", eq, ek, ev);
+	assert_false(nan);
+	assert_true(eq <= 2e-2 && ek <= 2e-2 && ev <= 2e-2);
+	free(q), free(k), free(v), free(dout), free(o), free(dq), free(dk);
+	free(dv), free(lse), free(rq), free(rk), free(rv);
+}
+
+static void
+sm100_backward_matches_float64(void **state)
+{
+	Fix *fx = open_ctx("sm_100a");
+	fg_attention_bwd_args b = {0};
+
+	(void)state;
+	sm100_backward(fx, false);
+	sm100_backward(fx, true);
+	b.fwd = (fg_attention_args){.batch = 1, .heads = 1, .seq_q = 8,
+		.seq_k = 8, .head_dim = 64, .dtype = FG_DTYPE_BF16, .window = 1,
+		.window_left = 4, .window_right = 0};
+	b.fwd.q = b.fwd.k = b.fwd.v = b.fwd.o = b.fwd.lse = 0x10000;
+	b.dout = b.dq = b.dk = b.dv = 0x10000;
+	assert_int_equal(fg_attention_backward(fx->ctx, &b,
+		CU_STREAM_PER_THREAD), FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(fx->ctx), "sm_100a backward "
+		"(fa_bwd_sm100.fa) has no sliding window yet"));
 	close_ctx(fx);
 }
 
@@ -368,6 +439,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(attention_matches_float64),
 		cmocka_unit_test(sm100_attention_matches_float64),
+		cmocka_unit_test(sm100_backward_matches_float64),
 		cmocka_unit_test(rms_norm_matches_float64),
 		cmocka_unit_test(hang_is_a_clear_error),
 		cmocka_unit_test(store_past_the_tensor_is_a_clear_error),

@@ -3,7 +3,7 @@
  * LSE for one query row, over tensors laid out by (batch, head, seq, dim)
  * element strides.  Causal attention is aligned to the bottom right, as
  * in the schedules; optional attention sinks (gpt-oss) join each row's
- * denominator.  Header-only; one includer per program. */
+ * denominator, and block masks.  Header-only; one includer per program. */
 #ifndef GPU_REF_H
 #define GPU_REF_H
 
@@ -76,6 +76,11 @@ typedef struct RefProb {
 	const float *alibi;  /* NULL, or per-head slopes: FlashAttention's
 			      * ALiBi, -alibi[h] * |i + sk - sq - j| added to
 			      * the scaled (softcapped) score */
+	const uint8_t *blk;  /* NULL, or a block mask (FlexAttention's, in
+			      * 128 x 128 blocks): [z, h, cdiv(sq, 128),
+			      * cdiv(sk, 128)], 0 where query block i / 128
+			      * of (batch, head) does not see key block
+			      * j / 128 */
 } RefProb;
 
 static inline size_t
@@ -96,6 +101,9 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	int lim = c->causal ? r + c->sk - c->sq : c->sk - 1;
 	int lo = 0;      /* keys lo .. lim */
 	int hk = hh / (c->g > 1 ? c->g : 1);  /* the K/V head */
+	int nkb = (c->sk + 127) / 128;
+	const uint8_t *bl = c->blk ? c->blk + (((size_t)z * c->h + hh) *
+		(size_t)((c->sq + 127) / 128) + (size_t)(r / 128)) * nkb : NULL;
 
 	if (c->window && c->wr >= 0 && !c->causal)
 		lim = r + c->sk - c->sq + c->wr;
@@ -105,7 +113,7 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 
 	for (int j = 0; j < c->sk; j++) {
 		double acc = 0;
-		if (j > lim || j < lo) {
+		if (j > lim || j < lo || (bl && !bl[j / 128])) {
 			sbuf[j] = -INFINITY;
 			continue;
 		}
@@ -150,8 +158,9 @@ typedef struct RefErr {
 } RefErr;
 
 /* Compare O (laid out by st[3]) and LSE (dense [z, h, sq]) with the
- * reference: every row of a small problem, 48 rows per (batch, head) of
- * a large one (the first 8, the last 8 and 32 at random). */
+ * reference: every row of a small problem or of one with a block mask,
+ * 48 rows per (batch, head) of a large one (the first 8, the last 8 and
+ * 32 at random). */
 __attribute__((unused)) static RefErr
 ref_compare(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	const uint16_t *v, const uint16_t *o, const float *lse)
@@ -159,11 +168,12 @@ ref_compare(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	RefErr e = {0};
 	double err = 0, ref2 = 0, rl;
 	double *ro = malloc((size_t)c->d * 8), *sbuf = malloc((size_t)c->sk * 8);
+	bool all = c->sq <= 128 || c->blk;
 
 	for (int zz = 0; zz < c->z; zz++)
 		for (int hh = 0; hh < c->h; hh++)
-			for (int t = 0; t < (c->sq <= 128 ? c->sq : 48); t++) {
-				int r = c->sq <= 128 ? t : t < 8 ? t : t < 16 ?
+			for (int t = 0; t < (all ? c->sq : 48); t++) {
+				int r = all ? t : t < 8 ? t : t < 16 ?
 					c->sq - 16 + t : (int)((urand() + 1) / 2 *
 					c->sq) % c->sq;
 				ref_row(c, q, k, v, zz, hh, r, ro, &rl, sbuf);

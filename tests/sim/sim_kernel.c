@@ -9,10 +9,15 @@
  *                  [cap=C] [alibi] [sinks] [varlen=Q1,..:K1,..]
  *                                             softmax(QK^T s) V, LSE
  *                                             (varlen: Z, SQ and SK are
- *                                             the lists' count and sums)
+ *                                             the lists' count and sums;
+ *                                             a SCORE_MOD or BLOCKS
+ *                                             variant, as its metadata
+ *                                             says: sm_scale, and the
+ *                                             block mask of bclass)
  *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
- *                  [cap=C] [alibi] [varlen=Q1,Q2,..:K1,K2,..] (varlen: Z, SQ
- *                  and SK are the lists' count and sums)
+ *                  [cap=C] [alibi] [varlen=Q1,Q2,..:K1,K2,..] [scoremod]
+ *                  (varlen: Z, SQ and SK are the lists' count and sums;
+ *                  scoremod: a SCORE_MOD variant; BLOCKS from BCLS)
  *                                             dQ, dK, dV against float64:
  *                                             PTX the main loop, with the
  *                                             pre and post kernels of the
@@ -29,24 +34,9 @@
  *                                             (bf16), A (reduce=add) and
  *                                             R (a row vector), against C
  *
- *   sim_kernel rmsnorm PTX M NC [resid] [noweight]
- *                                             schedules/rmsnorm.fa (issue
- *                                             #26): Y, RSTD (and XO) of
- *                                             16-bit rows against float64
- *   sim_kernel rmsnorm_bwd PTX M NC [noweight] schedules/rmsnorm_bwd.fa:
- *                                             DX and the sum of the DW
- *                                             partials against float64
- *   sim_kernel layernorm PTX M NC [resid] [noweight]
- *                                             schedules/layernorm.fa: Y,
- *                                             MEAN, RSTD (and XO) of
- *                                             16-bit rows against float64
- *   sim_kernel xent PTX M NC                  schedules/cross_entropy.fa:
- *                                             LOSS and LSE of 16-bit
- *                                             logits (some targets out of
- *                                             range) against float64
- *   sim_kernel softmax PTX M NC [bwd]         schedules/softmax.fa: Y (or,
- *                                             bwd, DX from Y and DY) of
- *                                             16-bit rows against float64
+ *   sim_kernel rmsnorm|rmsnorm_bwd|layernorm|xent|softmax PTX M NC ..
+ *                                             the row kernels of 16-bit
+ *                                             and f32 rows: sim_rows.c
  *   sim_kernel decode PTX Z H G SQ D [...]    the decode kernels,
  *   sim_kernel combine PTX Z H SQ PK NS       fa_combine.fa and
  *   sim_kernel append PTX Z HK SN D [...]     kv_append.fa: sim_decode.c
@@ -356,319 +346,6 @@ gather(int sq, int l)
 	return bad != 0;
 }
 
-/* schedules/rmsnorm.fa (issue #26): Y = X rsqrt(mean(X^2) + eps) W
- * (X + R with resid, also written to XO), RSTD per row, against float64;
- * Y within two roundings to 16 bits, RSTD within 2^-20. */
-static int
-rmsnorm(long m, long nc, bool resid, bool weight, bool f16)
-{
-	uint16_t *x, *w, *y, *r = NULL, *xo = NULL;
-	float *rs;
-	double eps = 1e-5, worst = 0;
-	SimVal v[10] = {{.i = m}, {.i = nc}, {.f = 1.0 / (double)nc},
-		{.f = eps}};
-	long bad = 0;
-	int nv = 8;
-
-	v[4].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
-	v[5].ptr = buffer((size_t)nc * 2, 0, (void **)&w);
-	v[6].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&y);
-	v[7].ptr = buffer((size_t)m * 4, 0xff, (void **)&rs);
-	if (resid) {
-		v[8].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&r);
-		v[9].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&xo);
-		nv = 10;
-	}
-	for (long i = 0; i < m * nc; i++) {
-		x[i] = to16(urand() * 3, f16);
-		if (r)
-			r[i] = to16(urand(), f16);
-	}
-	for (long i = 0; i < nc; i++)
-		w[i] = to16(urand() + 1.0, f16);
-	launch(v, nv);
-	for (long i = 0; i < m; i++) {
-		double ss = 0;
-		for (long j = 0; j < nc; j++) {
-			double a = from16(x[i * nc + j], f16);
-			if (r) {
-				/* the sum is rounded to 16 bits for XO, and the
-				 * norm reads the f32 sum */
-				float t = (float)a + (float)from16(r[i * nc + j],
-					f16);
-				bad += xo[i * nc + j] != to16(t, f16);
-				a = t;
-			}
-			ss += a * a;
-		}
-		double rstd = 1 / sqrt(ss / (double)nc + eps);
-		double e = fabs(rs[i] - rstd) / rstd;
-		worst = e > worst ? e : worst;
-		bad += !(e <= 0x1p-20);
-		for (long j = 0; j < nc; j++) {
-			double a = from16(x[i * nc + j], f16);
-			if (r)
-				a = (float)a + (float)from16(r[i * nc + j], f16);
-			double want = a * rstd * (weight ? from16(w[j], f16) :
-				1.0);
-			double got = from16(y[i * nc + j], f16);
-			double tol = fabs(want) * (f16 ? 0x1p-10 : 0x1p-7) +
-				1e-6;
-			bad += !(fabs(got - want) <= tol);
-		}
-	}
-	printf("rmsnorm M=%ld NC=%ld%s%s: rstd rel err %.2e, %ld values "
-		"differ -> %s\n", m, nc, resid ? " resid" : "", weight ? "" :
-		" noweight", worst, bad, bad ? "FAIL" : "ok");
-	return bad != 0;
-}
-
-/* schedules/rmsnorm_bwd.fa: DX = rstd (g - x rstd^2 mean(g x)), g = dy
- * w, and DW = sum over rows of dy x rstd (the sum of the CTAs' DWP
- * rows, zeroed first), against float64 with RSTD the forward's (in
- * f32); DX and DW within 2^-7 (bf16) or 2^-10 (f16) of their rows'
- * scale. */
-static int
-rmsnorm_bwd(long m, long nc, bool weight, bool f16)
-{
-	uint16_t *x, *w, *dy, *dx;
-	float *rs, *dwp;
-	long bad = 0, p = m;
-	double worst = 0;
-	SimVal v[10] = {{.i = m}, {.i = nc}, {.f = 1.0 / (double)nc},
-		{.i = p}};
-
-	v[4].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
-	v[5].ptr = buffer((size_t)nc * 2, 0, (void **)&w);
-	v[6].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&dy);
-	v[7].ptr = buffer((size_t)m * 4, 0, (void **)&rs);
-	v[8].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&dx);
-	v[9].ptr = buffer((size_t)(p * nc) * 4, 0, (void **)&dwp);
-	for (long i = 0; i < m * nc; i++) {
-		x[i] = to16(urand() * 3, f16);
-		dy[i] = to16(urand(), f16);
-	}
-	for (long j = 0; j < nc; j++)
-		w[j] = to16(urand() + 1.0, f16);
-	for (long i = 0; i < m; i++) {
-		double ss = 0;
-		for (long j = 0; j < nc; j++)
-			ss += from16(x[i * nc + j], f16) * from16(x[i * nc + j],
-				f16);
-		rs[i] = (float)(1 / sqrt(ss / (double)nc + 1e-5));
-	}
-	launch(v, 10);
-	double tol = f16 ? 0x1p-10 : 0x1p-7;
-	for (long i = 0; i < m; i++) {
-		double gx = 0, big = 0;
-		for (long j = 0; j < nc; j++) {
-			double g = from16(dy[i * nc + j], f16) * (weight ?
-				from16(w[j], f16) : 1);
-			gx += g * from16(x[i * nc + j], f16);
-		}
-		for (long j = 0; j < nc; j++) {
-			double g = from16(dy[i * nc + j], f16) * (weight ?
-				from16(w[j], f16) : 1);
-			double want = rs[i] * (g - from16(x[i * nc + j], f16) *
-				rs[i] * rs[i] * gx / (double)nc);
-			big = fmax(big, fabs(want));
-			double e = fabs(from16(dx[i * nc + j], f16) - want);
-			bad += !(e <= (fabs(want) + 0.01 * big + 1e-3) * tol);
-		}
-	}
-	for (long j = 0; weight && j < nc; j++) {
-		double want = 0, mag = 0, got = 0;
-		for (long i = 0; i < m; i++) {
-			double t = from16(dy[i * nc + j], f16) *
-				from16(x[i * nc + j], f16) * rs[i];
-			want += t;
-			mag += fabs(t);
-		}
-		for (long i = 0; i < p; i++)
-			got += dwp[i * nc + j];
-		double e = fabs(got - want);
-		worst = e > worst ? e : worst;
-		bad += !(e <= mag * 0x1p-20 + 1e-6);
-	}
-	printf("rmsnorm_bwd M=%ld NC=%ld%s: dw max abs err %.2e, %ld values "
-		"differ -> %s\n", m, nc, weight ? "" : " noweight", worst, bad,
-		bad ? "FAIL" : "ok");
-	return bad != 0;
-}
-
-/* schedules/layernorm.fa: Y = (X - mean) rstd W + B (X + R with resid,
- * also written to XO; noweight: neither W nor B), MEAN and RSTD per row,
- * against float64; Y within two roundings to 16 bits of the row's
- * scale, MEAN and RSTD within 2^-18. */
-static int
-layernorm(long m, long nc, bool resid, bool weight, bool f16)
-{
-	uint16_t *x, *w, *bb, *y, *r = NULL, *xo = NULL;
-	float *mean, *rs;
-	double eps = 1e-5, worst = 0;
-	SimVal v[12] = {{.i = m}, {.i = nc}, {.f = 1.0 / (double)nc},
-		{.f = eps}};
-	long bad = 0;
-	int nv = 10;
-
-	v[4].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
-	v[5].ptr = buffer((size_t)nc * 2, 0, (void **)&w);
-	v[6].ptr = buffer((size_t)nc * 2, 0, (void **)&bb);
-	v[7].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&y);
-	v[8].ptr = buffer((size_t)m * 4, 0xff, (void **)&mean);
-	v[9].ptr = buffer((size_t)m * 4, 0xff, (void **)&rs);
-	if (resid) {
-		v[10].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&r);
-		v[11].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&xo);
-		nv = 12;
-	}
-	for (long i = 0; i < m * nc; i++) {
-		x[i] = to16(urand() * 3 + 1, f16);
-		if (r)
-			r[i] = to16(urand(), f16);
-	}
-	for (long i = 0; i < nc; i++) {
-		w[i] = to16(urand() + 1.0, f16);
-		bb[i] = to16(urand(), f16);
-	}
-	launch(v, nv);
-	double *s = malloc((size_t)nc * sizeof *s);
-	for (long i = 0; i < m; i++) {
-		double mu = 0, var = 0;
-		for (long j = 0; j < nc; j++) {
-			double a = from16(x[i * nc + j], f16);
-			if (r) {
-				float t = (float)a + (float)from16(r[i * nc + j],
-					f16);
-				bad += xo[i * nc + j] != to16(t, f16);
-				a = t;
-			}
-			s[j] = a;
-			mu += a;
-		}
-		mu /= (double)nc;
-		for (long j = 0; j < nc; j++)
-			var += (s[j] - mu) * (s[j] - mu);
-		double rstd = 1 / sqrt(var / (double)nc + eps);
-		double e = fabs(rs[i] - rstd) / rstd + fabs(mean[i] - mu) /
-			(fabs(mu) + 1e-3);
-		worst = e > worst ? e : worst;
-		bad += !(e <= 0x1p-18);
-		for (long j = 0; j < nc; j++) {
-			double n = (s[j] - mu) * rstd, want = weight ? n *
-				from16(w[j], f16) + from16(bb[j], f16) : n;
-			double got = from16(y[i * nc + j], f16);
-			double tol = (fabs(want) + 2) * (f16 ? 0x1p-10 : 0x1p-7);
-			bad += !(fabs(got - want) <= tol);
-		}
-	}
-	free(s);
-	printf("layernorm M=%ld NC=%ld%s%s: mean/rstd rel err %.2e, %ld "
-		"values differ -> %s\n", m, nc, resid ? " resid" : "", weight ?
-		"" : " noweight", worst, bad, bad ? "FAIL" : "ok");
-	return bad != 0;
-}
-
-/* schedules/cross_entropy.fa: LSE = logsumexp(X) and LOSS = LSE -
- * X[target] per row (0 where the target is -100 or past NC), against
- * float64 within 2^-12 of the row's LSE magnitude. */
-static int
-xent(long m, long nc, bool f16)
-{
-	uint16_t *x;
-	int32_t *tg;
-	float *loss, *lse;
-	long bad = 0;
-	double worst = 0;
-	SimVal v[6] = {{.i = m}, {.i = nc}};
-
-	v[2].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&x);
-	v[3].ptr = buffer((size_t)m * 4, 0, (void **)&tg);
-	v[4].ptr = buffer((size_t)m * 4, 0xff, (void **)&loss);
-	v[5].ptr = buffer((size_t)m * 4, 0xff, (void **)&lse);
-	for (long i = 0; i < m * nc; i++)
-		x[i] = to16(urand() * 6, f16);
-	for (long i = 0; i < m; i++)
-		tg[i] = i % 5 == 3 ? -100 : i % 7 == 6 ? (int32_t)nc :
-			(int32_t)((i * 7919) % nc);
-	launch(v, 6);
-	for (long i = 0; i < m; i++) {
-		double mx = -INFINITY, sum = 0;
-		for (long j = 0; j < nc; j++)
-			mx = fmax(mx, from16(x[i * nc + j], f16));
-		for (long j = 0; j < nc; j++)
-			sum += exp(from16(x[i * nc + j], f16) - mx);
-		double l = mx + log(sum);
-		bool ok = tg[i] >= 0 && tg[i] < nc;
-		double want = ok ? l - from16(x[i * nc + tg[i]], f16) : 0;
-		double e = fabs(lse[i] - l) + fabs(loss[i] - want);
-		double tol = (fabs(l) + 1) * 0x1p-12;
-		worst = e > worst ? e : worst;
-		bad += !(e <= tol);
-	}
-	printf("xent M=%ld NC=%ld: max abs err %.2e, %ld rows differ -> %s\n",
-		m, nc, worst, bad, bad ? "FAIL" : "ok");
-	return bad != 0;
-}
-
-/* schedules/softmax.fa: Y = softmax(X) per row, or with bwd DX = Y (DY -
- * sum(DY Y)) from Y and DY, against float64, within two roundings to 16
- * bits (relative to the row's largest value, for DX). */
-static int
-softmax(long m, long nc, bool bwd, bool f16)
-{
-	uint16_t *a, *b, *o;
-	long bad = 0;
-	double worst = 0;
-	SimVal v[5] = {{.i = m}, {.i = nc}};
-
-	v[2].ptr = buffer((size_t)(m * nc) * 2, 0, (void **)&a);
-	v[3].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&b);
-	if (bwd)
-		v[4].ptr = buffer((size_t)(m * nc) * 2, 0xff, (void **)&o);
-	else
-		o = b;
-	for (long i = 0; i < m * nc; i++) {
-		a[i] = to16(bwd ? (urand() + 1) / (double)nc : urand() * 8, f16);
-		if (bwd)
-			b[i] = to16(urand(), f16);
-	}
-	launch(v, bwd ? 5 : 4);
-	for (long i = 0; i < m; i++) {
-		const uint16_t *x = a + i * nc, *d = b + i * nc;
-		double mx = -INFINITY, sum = 0, big = 0;
-		for (long j = 0; j < nc; j++) {
-			double t = from16(x[j], f16);
-			mx = t > mx ? t : mx;
-			sum += bwd ? t * from16(d[j], f16) : 0;
-		}
-		if (!bwd)
-			for (long j = 0; j < nc; j++)
-				sum += exp(from16(x[j], f16) - mx);
-		double *want = malloc((size_t)nc * sizeof *want);
-		for (long j = 0; j < nc; j++) {
-			double t = from16(x[j], f16);
-			want[j] = bwd ? t * (from16(d[j], f16) - sum) :
-				exp(t - mx) / sum;
-			big = fabs(want[j]) > big ? fabs(want[j]) : big;
-		}
-		for (long j = 0; j < nc; j++) {
-			double got = from16(o[i * nc + j], f16);
-			double e = fabs(got - want[j]);
-			double tol = (fabs(want[j]) + (bwd ? big * 0x1p-8 : 0)) *
-				(f16 ? 0x1p-9 : 0x1p-7) + 1e-7;
-			worst = e / (fabs(want[j]) + 1e-3) > worst ? e /
-				(fabs(want[j]) + 1e-3) : worst;
-			bad += !(e <= tol);
-		}
-		free(want);
-	}
-	printf("softmax%s M=%ld NC=%ld: max rel err %.2e, %ld values differ "
-		"-> %s\n", bwd ? " bwd" : "", m, nc, worst, bad, bad ? "FAIL" :
-		"ok");
-	return bad != 0;
-}
-
 /* The forward's options (also the backward's: window=, cap=, alibi,
  * varlen=), and for the forward g=G (query heads per K/V head) and sinks. */
 static int win_l = -2, win_r = -2;   /* window=L,R (-1: unbounded) */
@@ -677,6 +354,9 @@ static bool alibi;                   /* alibi: slopes 0.05 (h + 1) */
 static bool sinks;                   /* sinks: per-head logits */
 static int groups = 1;               /* g=G */
 static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
+static bool smod;                    /* scoremod: the backward's
+				      * SCORE_MOD (the forward's metadata
+				      * says, with its param sm_scale) */
 
 void
 launch_named(const SimMod *m, const Named *nv, int n)
@@ -703,6 +383,106 @@ launch_named(const SimMod *m, const Named *nv, int n)
 	launch_mod(m, v, nu);
 }
 
+/* Whether m has an argument of that name. */
+static bool
+has_arg(const SimMod *m, const char *name)
+{
+	const SimMeta *mt = sim_meta(m);
+
+	for (int i = 0; i < mt->nargs; i++)
+		if (!strcmp(mt->args[i].name, name))
+			return true;
+	return false;
+}
+
+/* The block mask of the BLOCKS variants (FlexAttention's, 128 x 128
+ * blocks): the class of block (m, n) of head h, batch z, as the
+ * backward's BCLS: 0 skipped, 1 masked (by the mask_mod), 2 whole.
+ * Query block 1 of head 0 sees no key; elsewhere a mix of the three. */
+static int
+bclass(int z, int h, int m, int n)
+{
+	if (h == 0 && m == 1)
+		return 0;
+	return ((5 * m + 3 * n + 7 * h + z) % 5 + 1) / 2;
+}
+
+/* bclass's mask for gpu_ref.h (RefProb.blk): 1 where not skipped. */
+static uint8_t *
+block_seen(int z, int h, int sq, int sk)
+{
+	int nm = (sq + 127) / 128, nn = (sk + 127) / 128;
+	uint8_t *b = malloc((size_t)z * h * nm * nn + 1);
+
+	for (int i = 0; i < z * h * nm * nn; i++)
+		b[i] = bclass(i / nn / nm / h, i / nn / nm % h, i / nn % nm,
+			i % nn) != 0;
+	return b;
+}
+
+/* The forward's lists of bclass (KNUM masked blocks in KIDX, FNUM whole
+ * ones in FIDX, as runtime/front/flex.c binds them), the masked ones in
+ * falling order for odd query blocks; the entries past a count are 0,
+ * which the kernel must not read. */
+static void
+block_lists(int z, int h, int sq, int sk, Named *a, int *na)
+{
+	int nm = (sq + 127) / 128, nn = (sk + 127) / 128;
+	size_t nb = (size_t)z * h * nm;
+	int32_t *kn, *ki, *fn, *fi;
+
+	a[(*na)++] = (Named){"KNUM", {.ptr = buffer(nb * 4, 0,
+		(void **)&kn)}};
+	a[(*na)++] = (Named){"KIDX", {.ptr = buffer(nb * nn * 4, 0,
+		(void **)&ki)}};
+	a[(*na)++] = (Named){"FNUM", {.ptr = buffer(nb * 4, 0,
+		(void **)&fn)}};
+	a[(*na)++] = (Named){"FIDX", {.ptr = buffer(nb * nn * 4, 0,
+		(void **)&fi)}};
+	for (size_t q = 0; q < nb; q++) {
+		int m = (int)(q % (size_t)nm), hh = (int)(q / nm % h);
+		int zz = (int)(q / nm / h);
+		for (int t = 0; t < nn; t++) {
+			int n = m % 2 ? nn - 1 - t : t;
+			int c = bclass(zz, hh, m, n);
+			if (c == 1)
+				ki[q * nn + kn[q]++] = n;
+			if (c == 2)
+				fi[q * nn + fn[q]++] = n;
+		}
+	}
+}
+
+/* The backward's bclass: BCLS [z, h, m, n], and QRNG [z, h / g, n]: the
+ * query blocks from the first to the last not skipped by a head of the
+ * group (0, 0 where all are). */
+static void
+block_classes(int z, int h, int g, int sq, int sk, Named *a, int *na)
+{
+	int nm = (sq + 127) / 128, nn = (sk + 127) / 128, hk = h / g;
+	int32_t *cl, *qr;
+
+	a[(*na)++] = (Named){"BCLS", {.ptr = buffer((size_t)z * h * nm * nn *
+		4, 0, (void **)&cl)}};
+	a[(*na)++] = (Named){"QRNG", {.ptr = buffer((size_t)z * hk * nn * 8,
+		0, (void **)&qr)}};
+	for (int i = 0; i < z * h * nm * nn; i++)
+		cl[i] = bclass(i / nn / nm / h, i / nn / nm % h, i / nn % nm,
+			i % nn);
+	for (int i = 0; i < z * hk * nn; i++) {
+		int zz = i / nn / hk, k = i / nn % hk, n = i % nn, lo = nm;
+		int hi = 0;
+		for (int hh = k * g; hh < (k + 1) * g; hh++)
+			for (int m = 0; m < nm; m++)
+				if (bclass(zz, hh, m, n)) {
+					lo = m < lo ? m : lo;
+					hi = m + 1 > hi ? m + 1 : hi;
+				}
+		qr[2 * i] = lo < hi ? lo : 0;
+		qr[2 * i + 1] = hi;
+	}
+}
+
 /* softmax(Q K^T s) V and LSE against float64 (gpu_ref.h), with the
  * options above; varlen: Z sequences of the given lengths packed in one
  * batch (SQ and SK their sums), each compared as its own problem. */
@@ -721,15 +501,21 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, groups, win_l > -2, win_l, win_r, cap, NULL, NULL};
-	Named a[24] = {{"Z", {.i = z}}, {"H", {.i = h}}, {"G", {.i = groups}},
+	}, groups, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL};
+	/* SCORE_MOD: the hook sees s * sm_scale, the softmax log2(e), as
+	 * runtime/front/flex.c binds them */
+	bool blocks = has_arg(mod, "KNUM");
+
+	smod = has_arg(mod, "sm_scale");
+	Named a[32] = {{"Z", {.i = z}}, {"H", {.i = h}}, {"G", {.i = groups}},
 		{"SQ", {.i = sq}}, {"SK", {.i = sk}},
-		{"scale_log2", {.f = 1.4426950408889634 * (cap > 0 ? cap :
-		scale)}}, {"sc_in", {.f = scale / (cap > 0 ? cap : 1)}},
+		{"scale_log2", {.f = 1.4426950408889634 * (smod ? 1 : cap > 0 ?
+		cap : scale)}}, {"sc_in", {.f = scale / (cap > 0 ? cap : 1)}},
+		{"sm_scale", {.f = scale}},
 		/* as the runtime's attn_window: -1 is seq_k */
 		{"WL", {.i = win_l < 0 ? sk : win_l}},
 		{"WR", {.i = causal ? 0 : win_r < 0 ? sk : win_r}}};
-	int na = 9;
+	int na = 10;
 
 	a[na++] = (Named){"Q", {.ptr = buffer(nq * 2, 0, (void **)&q)}};
 	a[na++] = (Named){"K", {.ptr = buffer(nk * 2, 0, (void **)&k)}};
@@ -754,6 +540,10 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 	}
 	a[na++] = (Named){"MQ", {.i = mq}};
 	a[na++] = (Named){"MK", {.i = mk}};
+	if (blocks) {
+		block_lists(z, h, sq, sk, a, &na);
+		p.blk = block_seen(z, h, sq, sk);
+	}
 	for (int i = 0; i < h; i++) {
 		sink[i] = (float)urand();
 		slopes[i] = 0.05f * (float)(i + 1);
@@ -790,11 +580,13 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 		e.rows += eb.rows;
 		free(lb);
 	}
-	printf("fa Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s%s%s%s%s: rel err "
-		"%.2e, LSE err %.1e over %ld rows%s -> %s\n", z, h, groups, sq,
-		sk, d, causal ? "causal" : "full", f16 ? "f16" : "bf16",
+	free((void *)p.blk);
+	printf("fa Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s%s%s%s%s%s%s: rel "
+		"err %.2e, LSE err %.1e over %ld rows%s -> %s\n", z, h, groups,
+		sq, sk, d, causal ? "causal" : "full", f16 ? "f16" : "bf16",
 		win_l > -2 ? " window" : "", cap > 0 ? " softcap" : "", alibi ?
 		" alibi" : "", sinks ? " sinks" : "", nvl ? " varlen" : "",
+		smod ? " score_mod" : "", blocks ? " blocks" : "",
 		eager ? " eager" : "", e.rel, e.lerr, e.rows, nan ?
 		", NaN in O" : "", e.bad || nan ? "FAIL" : "ok");
 	return e.bad || nan;
@@ -819,11 +611,15 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, g, win_l > -2, win_l, win_r, cap, NULL, NULL};
+	}, g, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL};
 	double scale = 1 / sqrt((double)d);
 	float *slopes = NULL;
 	uint64_t asl = 0;
 
+	bool blocks = has_arg(mod, "BCLS");
+
+	if (blocks)
+		p.blk = block_seen(z, h, sq, sk);
 	if (alibi) {
 		asl = buffer((size_t)h * 4, 0, (void **)&slopes);
 		for (int i = 0; i < h; i++)
@@ -894,26 +690,26 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	a1[6].ptr = aacc;
 	if (sim_launch(sim, pre, a1, 7))
 		goto fail;
-	SimVal a2[24] = {{.i = z}, {.i = h}, {.i = g}, {.i = sq}, {.i = sk},
-		{.f = 1.4426950408889634 * (cap > 0 ? cap : scale)},
-		{.f = scale}};
-	int na = 7;
-	if (win_l > -2) {  /* as the runtime's attn_window: -1 is seq_k */
-		a2[na++].i = win_l < 0 ? sk : win_l;
-		a2[na++].i = causal ? 0 : win_r < 0 ? sk : win_r;
-	}
-	if (cap > 0)
-		a2[na++].f = scale / cap;
-	if (nvl)
-		a2[na++].i = (int64_t)mk;
-	if (alibi)  /* SLOPES is declared before the tensors */
-		a2[na++].ptr = asl;
-	uint64_t bufs[11] = {aq, ak, av, ag, al, adl, aacc, adk, adv, acuq,
-		acuk};
-	int nb = nvl ? 11 : 9;
-	for (int i = 0; i < nb; i++)
-		a2[na + i].ptr = bufs[i];
-	launch(a2, na + nb);
+	/* bound by name, as runtime/front/backward.c binds them (window:
+	 * -1 is seq_k, as attn_window); SCORE_MOD: the hook sees s *
+	 * scale, the softmax log2(e) */
+	Named a2[32] = {{"Z", {.i = z}}, {"H", {.i = h}}, {"G", {.i = g}},
+		{"SQ", {.i = sq}}, {"SK", {.i = sk}},
+		{"scale_log2", {.f = 1.4426950408889634 * (smod ? 1 : cap > 0 ?
+		cap : scale)}}, {"scale", {.f = scale}},
+		{"WL", {.i = win_l < 0 ? sk : win_l}},
+		{"WR", {.i = causal ? 0 : win_r < 0 ? sk : win_r}},
+		{"sc_in", {.f = scale / (cap > 0 ? cap : 1)}},
+		{"MK", {.i = (int64_t)mk}}, {"SLOPES", {.ptr = asl}},
+		{"Q", {.ptr = aq}}, {"K", {.ptr = ak}}, {"V", {.ptr = av}},
+		{"DO", {.ptr = ag}}, {"LSE", {.ptr = al}},
+		{"DELTA", {.ptr = adl}}, {"DQACC", {.ptr = aacc}},
+		{"DK", {.ptr = adk}}, {"DV", {.ptr = adv}},
+		{"CUQ", {.ptr = acuq}}, {"CUK", {.ptr = acuk}}};
+	int na = 23;
+	if (blocks)
+		block_classes(z, h, g, sq, sk, a2, &na);
+	launch_named(mod, a2, na);
 	SimVal a3[6] = {{.i = nvl ? 1 : z}, {.i = h}, {.i = sq}, {.f = scale}};
 	a3[4].ptr = aacc;
 	a3[5].ptr = adq;
@@ -925,11 +721,13 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	double ev = ref_rel16(dv, rv, nk, f16, &nan);
 	double tol = f16 ? 4e-3 : 2e-2;
 	bool bad = nan || !(eq <= tol && ek <= tol && ev <= tol);
-	printf("bwd Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s: rel err dQ %.2e "
-		"dK %.2e dV %.2e%s -> %s\n", z, h, g, sq, sk, d, causal ?
-		"causal" : "full", f16 ? "f16" : "bf16", eager ? " eager" : "",
+	printf("bwd Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s%s: rel err dQ "
+		"%.2e dK %.2e dV %.2e%s -> %s\n", z, h, g, sq, sk, d, causal ?
+		"causal" : "full", f16 ? "f16" : "bf16", smod ? " score_mod" :
+		"", blocks ? " blocks" : "", eager ? " eager" : "",
 		eq, ek, ev, nan ? ", NaN" : "", bad ? "FAIL" : "ok");
 	free(ro), free(rl), free(rq), free(rk), free(rv);
+	free((void *)p.blk);
 	sim_mod_free(pre);
 	sim_mod_free(post);
 	return bad;
@@ -954,6 +752,8 @@ main(int argc, char **argv)
 			alibi = true;
 		else if (!strcmp(argv[i], "sinks"))
 			sinks = true;
+		else if (!strcmp(argv[i], "scoremod"))
+			smod = true;
 		else if (!strncmp(argv[i], "g=", 2))
 			groups = atoi(argv[i] + 2);
 		else if (!strncmp(argv[i], "varlen=", 7)) {
@@ -1004,29 +804,7 @@ main(int argc, char **argv)
 		rc = fa(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), !strcmp(argv[8], "causal"),
 			f16);
-	else if (!strcmp(argv[1], "rmsnorm")) {
-		bool resid = false, weight = true;
-		for (int a = 5; a < argc; a++) {
-			resid |= !strcmp(argv[a], "resid");
-			weight &= strcmp(argv[a], "noweight") != 0;
-		}
-		rc = rmsnorm(atol(argv[3]), atol(argv[4]), resid, weight, f16);
-	} else if (!strcmp(argv[1], "rmsnorm_bwd")) {
-		rc = rmsnorm_bwd(atol(argv[3]), atol(argv[4]), !(argc > 5 &&
-			!strcmp(argv[5], "noweight")), f16);
-	} else if (!strcmp(argv[1], "layernorm")) {
-		bool resid = false, weight = true;
-		for (int a = 5; a < argc; a++) {
-			resid |= !strcmp(argv[a], "resid");
-			weight &= strcmp(argv[a], "noweight") != 0;
-		}
-		rc = layernorm(atol(argv[3]), atol(argv[4]), resid, weight, f16);
-	} else if (!strcmp(argv[1], "xent")) {
-		rc = xent(atol(argv[3]), atol(argv[4]), f16);
-	} else if (!strcmp(argv[1], "softmax")) {
-		rc = softmax(atol(argv[3]), atol(argv[4]), argc > 5 &&
-			!strcmp(argv[5], "bwd"), f16);
-	} else if (!strcmp(argv[1], "gather"))
+	else if (!strcmp(argv[1], "gather"))
 		rc = gather(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "scatter"))
 		rc = scatter(atoi(argv[3]), atoi(argv[4]));
@@ -1042,6 +820,8 @@ main(int argc, char **argv)
 		rc = bwd(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),
 			!strcmp(argv[9], "causal"), f16);
+	else    /* 2 for no such mode */
+		rc = row_modes(argc, argv);
 	SimStats st = sim_stats(sim);
 	fprintf(stderr, "%llu CTAs, %llu warp instructions\n",
 		(unsigned long long)st.ctas, (unsigned long long)st.warp_steps);

@@ -84,10 +84,11 @@ if [ "$target" = meta ]; then
 		exit 77
 	fi
 	cflags+=(-Iruntime/base -Iruntime/driver -Iruntime/jit -Iruntime/front
-		-Itests/unit -I"$CUDA_HOME/include")
-	for f in $(grep -o "'runtime/[a-z_0-9/]*\.c'" meson.build |
+		-Isim -Itests/unit -I"$CUDA_HOME/include")
+	# and the simulator, which libfagen contains (FAGEN_SIM)
+	for f in $(grep -o "'\(runtime\|sim\)/[a-z_0-9/]*\.c'" meson.build |
 	    tr -d "'" | sort -u); do
-		srcs+=("$f")
+		[ "$f" != sim/main.c ] && srcs+=("$f")
 	done
 	# the schedules built into libfagen, as meson.build makes them
 	python3 tools/embed-schedules.py "$dir/gen/shipped.c" schedules/*.fa
@@ -96,7 +97,7 @@ if [ "$target" = meta ]; then
 fi
 objs=()
 pids=()
-newest=$(ls -t $(find compiler grammar runtime include -name '*.h') \
+newest=$(ls -t $(find compiler grammar runtime sim include -name '*.h') \
 	tests/unit/testalloc.h "$0" | head -n 1)
 for f in "${srcs[@]}"; do
 	o=$dir/obj/$(echo "${f%.c}" | tr / _).o

@@ -128,3 +128,11 @@ sim_rsqrt(float x)
 {
 	return ftz32((float)(1.0 / sqrt((double)ftz32(x))));
 }
+
+float
+sim_half(uint32_t r, int hi, int ty)
+{
+	uint16_t h = (uint16_t)(hi ? r >> 16 : r & 0xffff);
+
+	return ty == TY_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+}

@@ -330,6 +330,8 @@ uint16_t bf16_rn(float f);
 uint16_t f16_rn(float f);
 float bf16_to_f32(uint16_t h);
 float f16_to_f32(uint16_t h);
+/* The low (hi 0) or high 16-bit half of r, of type ty (bf16 or f16). */
+float sim_half(uint32_t r, int hi, int ty);
 float sim_ex2(float x, bool ftz);
 float sim_lg2(float x);
 float sim_rcp(float x);

@@ -211,14 +211,6 @@ decode(Cta *c, uint64_t desc, SmemDesc *d)
 	return true;
 }
 
-static float
-half(uint32_t r, int hi, int ty)
-{
-	uint16_t h = (uint16_t)(hi ? r >> 16 : r & 0xffff);
-
-	return ty == TY_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-}
-
 static bool
 mma(Cta *c, const TcMma *op)
 {
@@ -255,10 +247,12 @@ mma(Cta *c, const TcMma *op)
 		const uint32_t *t = op->a_tmem ? tmem_at(c, r, (int)op->a, 8,
 			"tcgen05.mma's A") : NULL;
 		ok = !op->a_tmem || t;
-		for (int k = 0; ok && k < 16; k++)
-			ok = op->a_tmem ? (A[r][k] = half(t[k / 2], k % 2, ty),
-				true) : smem_operand(c, &da, amn, r, k, ty,
-				&A[r][k]);
+		for (int k = 0; ok && k < 16; k++) {
+			if (op->a_tmem)   /* 16-bit pairs, the even k low */
+				A[r][k] = sim_half(t[k / 2], k % 2, ty);
+			else
+				ok = smem_operand(c, &da, amn, r, k, ty, &A[r][k]);
+		}
 	}
 	for (int k = 0; ok && k < 16; k++)
 		for (int j = 0; ok && j < n; j++)

@@ -106,14 +106,6 @@ elem(Cta *c, uint64_t desc, bool mn_major, int mn, int k, float *out,
 		ty, out);
 }
 
-static float
-half(uint32_t r, int hi, int ty)
-{
-	uint16_t h = (uint16_t)(hi ? r >> 16 : r & 0xffff);
-
-	return ty == TY_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-}
-
 static bool
 compute(Cta *c, const WgOp *op)
 {
@@ -128,7 +120,7 @@ compute(Cta *c, const WgOp *op)
 			if (op->areg) {
 				int l = (r % 8) * 4 + (k % 8) / 2;
 				int reg = (r / 8) + 2 * (k / 8);
-				A[r][k] = half(op->a[l][reg], k % 2, op->ty);
+				A[r][k] = sim_half(op->a[l][reg], k % 2, op->ty);
 			} else if (!elem(c, op->da, op->ta, 16 * q + r, k, &A[r][k],
 			    op->ty)) {
 				free(B);

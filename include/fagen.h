@@ -750,6 +750,26 @@ typedef struct fg_cross_entropy_args {
 FG_API fg_status fg_cross_entropy(fg_ctx *, const fg_cross_entropy_args *a,
 	struct CUstream_st *stream);
 
+typedef struct fg_cross_entropy_bwd_args {
+	fg_tensor logits;         /* input: as fg_cross_entropy's */
+	fg_tensor target;         /* input: int32 class indices, one a row;
+				   * a row whose target is not in [0, C)
+				   * (ignore_index: pass -1) gets 0 */
+	uint64_t lse;             /* input: f32 [rows], fg_cross_entropy's */
+	uint64_t dloss;           /* input: f32 [rows], the gradient of each
+				   * row's loss (a mean's 1 / count folded
+				   * in) */
+	fg_tensor dlogits;        /* output: logits' shape and dtype */
+	fg_dtype dtype;           /* of logits and dlogits */
+} fg_cross_entropy_bwd_args;
+
+/* dlogits = (exp(logits - lse) - onehot(target)) * dloss per row, by
+ * cross_entropy_bwd.fa, validated as fg_cross_entropy (the same rules
+ * and errors; lse and dloss required, dlogits not overlapping the
+ * inputs). */
+FG_API fg_status fg_cross_entropy_backward(fg_ctx *,
+	const fg_cross_entropy_bwd_args *a, struct CUstream_st *stream);
+
 /* ---------------------------------------------------------------- linear */
 
 /* The activations of fg_linear's epilogue. */

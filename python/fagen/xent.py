@@ -14,9 +14,10 @@ schedules/cross_entropy.fa, gives per row, in float32, lse = log(sum(exp(
 logits))) and loss = lse - logits[target], walking rows of any width in
 chunks with an online logsumexp.  A row whose target is ignore_index, or
 not a class at all, has loss 0, no gradient and is not counted in the
-mean.  The reductions are PyTorch ops in float32.  The backward is
-PyTorch ops too, not fused yet: (softmax(logits) - onehot(target)) times
-the gradient, from the forward's lse.
+mean.  The reductions are PyTorch ops in float32.  The backward is one
+kernel, schedules/cross_entropy_bwd.fa (fg_cross_entropy_backward):
+(softmax(logits) - onehot(target)) times the gradient, from the
+forward's lse.
 """
 
 import ctypes
@@ -72,23 +73,35 @@ def _reduce(torch, loss, valid, reduction):
     return s if reduction == "sum" else s / valid.sum()
 
 
+class _XentBwdArgs(ctypes.Structure):       # fg_cross_entropy_bwd_args
+    _fields_ = [("logits", _Tensor), ("target", _Tensor),
+                ("lse", ctypes.c_uint64), ("dloss", ctypes.c_uint64),
+                ("dlogits", _Tensor), ("dtype", ctypes.c_int)]
+
+
 def _backward(torch, x, tgt, valid, lse, dout, reduction):
-    """d loss / d x for x [rows, C]: per counted row, (exp(x - lse) -
-    onehot(tgt)) * its gradient, in float32 (PyTorch ops, not fused);
-    rows not counted get 0."""
+    """d loss / d x for x [rows, C], by fg_cross_entropy_backward: per
+    counted row, (exp(x - lse) - onehot(tgt)) times its loss's gradient
+    (the count folded in for 'mean'), in float32, rounded to x's dtype;
+    rows not counted (tgt -1) get 0."""
+    rows, n = x.shape
     g = dout.float()
     if reduction == "none":
-        g = g.reshape(-1)
-    elif reduction == "mean":
-        g = g / valid.sum()
-    w = torch.where(valid, g, torch.zeros((), device=g.device))
-    p = x.to(torch.float32, copy=True)
-    p.sub_(lse[:, None]).exp_()
-    # the one-hot: -1 at a counted row's target, 0 (at column 0) else
-    p.scatter_add_(1, tgt.clamp(min=0).long()[:, None],
-                   -valid.float()[:, None])
-    p.mul_(w[:, None])
-    return p.to(x.dtype)
+        g = g.reshape(-1).contiguous()
+    else:
+        if reduction == "mean":
+            g = g / valid.sum()
+        g = g.reshape(()).expand(rows).contiguous()
+    dx = torch.empty_like(x)
+    if rows:
+        t = _Tensor(ptr=tgt.data_ptr(), rank=1)
+        t.dims[0] = rows
+        a = _XentBwdArgs(logits=_desc(x, rows, n), target=t,
+                         lse=lse.data_ptr(), dloss=g.data_ptr(),
+                         dlogits=_desc(dx, rows, n),
+                         dtype=_DTYPES[x.dtype])
+        _run(torch, "fg_cross_entropy_backward", _XentBwdArgs, a, x.device)
+    return dx
 
 
 _Function = None
@@ -175,9 +188,9 @@ def cross_entropy(logits, target, ignore_index=-100, reduction="mean",
     supported.  Inputs that are not contiguous are copied first.  Runs
     on torch's current stream.  Differentiable in logits: with grad mode
     on and logits requiring grad, it records a torch.autograd.Function
-    whose backward is PyTorch ops, not fused yet: (exp(logits - lse) -
-    onehot(target)) times the loss's gradient (over the count, for
-    'mean'), in float32, rounded to logits' dtype.  Wrong types,
+    whose backward is one fused kernel (fg_cross_entropy_backward):
+    (exp(logits - lse) - onehot(target)) times the loss's gradient (over
+    the count, for 'mean'), in float32, rounded to logits' dtype.  Wrong types,
     devices, dtypes, shapes or reductions raise TypeError or ValueError
     before libfagen is called; what libfagen refuses raises
     fagen.FagenError."""

@@ -1,7 +1,7 @@
 /* norm.c: fg_rms_norm, fg_rms_norm_backward, fg_layer_norm, fg_softmax,
- * fg_softmax_backward and fg_cross_entropy (issue #26), on the shipped
- * schedules rmsnorm.fa, rmsnorm_bwd.fa, layernorm.fa, softmax.fa and
- * cross_entropy.fa.  Each describes its public struct as a RowArgs: the
+ * fg_softmax_backward, fg_cross_entropy and fg_cross_entropy_backward
+ * (issue #26), on the shipped schedules rmsnorm.fa, rmsnorm_bwd.fa,
+ * layernorm.fa, softmax.fa, cross_entropy.fa and cross_entropy_bwd.fa.  Each describes its public struct as a RowArgs: the
  * tensors in the order they are checked, with the global each binds,
  * whether it is written, its shape (x's, [n] or a value per row) and the
  * -D switch that says it is given, the f32 [rows] stats, and the
@@ -96,6 +96,20 @@ norm_xent(const fg_cross_entropy_args *a, RowArgs *r)
 	return r;
 }
 
+const RowArgs *
+norm_xent_bwd(const fg_cross_entropy_bwd_args *a, RowArgs *r)
+{
+	*r = (RowArgs){.kind = ROW_XENT_BWD, .dtype = a->dtype, .nt = 3,
+		.nstat = 2};
+	r->t[0] = ROWT("logits", "X", &a->logits, false);
+	r->t[1] = (RowTensor){.name = "target", .glob = "TGT",
+		.t = &a->target, .shape = RS_OUTER, .esz = 4};
+	r->t[2] = ROWT("dlogits", "DX", &a->dlogits, true);
+	r->stat[0] = (RowStat){"lse", "LSE", a->lse, true, true};
+	r->stat[1] = (RowStat){"dloss", "DLOSS", a->dloss, true, true};
+	return r;
+}
+
 fg_status
 fg_rms_norm(fg_ctx *c, const fg_rmsnorm_args *a, CUstream s)
 {
@@ -158,4 +172,14 @@ fg_cross_entropy(fg_ctx *c, const fg_cross_entropy_args *a, CUstream s)
 	RowArgs r;
 
 	return rows_run(c, "fg_cross_entropy", a ? norm_xent(a, &r) : NULL, s);
+}
+
+fg_status
+fg_cross_entropy_backward(fg_ctx *c, const fg_cross_entropy_bwd_args *a,
+	CUstream s)
+{
+	RowArgs r;
+
+	return rows_run(c, "fg_cross_entropy_backward", a ? norm_xent_bwd(a,
+		&r) : NULL, s);
 }

@@ -102,6 +102,8 @@ const RowKindInfo row_kinds[] = {
 		RF_BWD, false, false, false, false, CLHOLD / 2},
 	[ROW_XENT] = {"cross_entropy.fa", "cross-entropy", "cross-entropy",
 		0, 0, false, false, true, false},
+	[ROW_XENT_BWD] = {"cross_entropy_bwd.fa", "cross-entropy backward",
+		"cross-entropy backward", 0, 0, false, false, true, false},
 };
 _Static_assert(COUNT(row_kinds) == NROWKIND, "a row per RowKind");
 

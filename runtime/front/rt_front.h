@@ -127,6 +127,8 @@ typedef enum RowKind {
 	ROW_SOFTMAX_BWD,  /* fg_softmax_backward: softmax.fa -D BWD=true */
 	ROW_XENT,         /* fg_cross_entropy: cross_entropy.fa, a row in
 			   * chunks of N columns */
+	ROW_XENT_BWD,     /* fg_cross_entropy_backward: cross_entropy_bwd
+			   * .fa, as cross_entropy.fa */
 	NROWKIND
 } RowKind;
 
@@ -267,6 +269,8 @@ const RowArgs *norm_layer(const fg_layernorm_args *, RowArgs *out);
 const RowArgs *norm_softmax(const fg_softmax_args *, RowArgs *out);
 const RowArgs *norm_softmax_bwd(const fg_softmax_bwd_args *, RowArgs *out);
 const RowArgs *norm_xent(const fg_cross_entropy_args *, RowArgs *out);
+const RowArgs *norm_xent_bwd(const fg_cross_entropy_bwd_args *,
+	RowArgs *out);
 
 /* ---------------------------------------------------------------- linear.c
  * fg_linear (issue #26): x W^T on gemm_ws_sm90.fa (sm_100a:

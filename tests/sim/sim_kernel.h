@@ -37,8 +37,8 @@ void launch_named(const SimMod *m, const Named *nv, int n);
 int decode(int argc, char **argv);
 int kv_append(int argc, char **argv);
 int combine_only(int argc, char **argv);
-/* sim_rows.c's modes (rmsnorm, rmsnorm_bwd, layernorm, xent, softmax):
- * argv as main's; 0 on a match, 2 for a mode not among them. */
+/* sim_rows.c's modes (rmsnorm, rmsnorm_bwd, layernorm, xent, xent_bwd,
+ * softmax): argv as main's; 0 on a match, 2 for a mode not among them. */
 int row_modes(int argc, char **argv);
 
 #endif

@@ -410,6 +410,62 @@ xent(long m, long nc, Elt et)
 	return bad != 0;
 }
 
+/* schedules/cross_entropy_bwd.fa: DX = (exp(X - LSE) - onehot(TGT))
+ * DLOSS per row, 0 where the target is -100 or past NC, from an LSE in
+ * f32.  16-bit: a rounding of DX (and of P, within it).  f32: the
+ * exponent (x - LSE) log2(e) is off by 2 ulp of it, the ex2 by 2 ulp,
+ * then a subtraction and a product: within (|x - LSE| 3 + 8) ulp of
+ * |DLOSS| (P <= 1). */
+static int
+xent_bwd(long m, long nc, Elt et)
+{
+	void *x, *dx;
+	int32_t *tg;
+	float *lse, *dl;
+	long bad = 0;
+	double worst = 0;
+	SimVal v[7] = {{.i = m}, {.i = nc}};
+	bool f32 = et == E_F32;
+
+	v[2].ptr = tbuf(m * nc, et, 0, &x);
+	v[3].ptr = buffer((size_t)m * 4, 0, (void **)&tg);
+	v[4].ptr = buffer((size_t)m * 4, 0, (void **)&lse);
+	v[5].ptr = buffer((size_t)m * 4, 0, (void **)&dl);
+	v[6].ptr = tbuf(m * nc, et, 0xff, &dx);
+	for (long i = 0; i < m * nc; i++)
+		put(x, i, urand() * 6, et);
+	for (long i = 0; i < m; i++) {
+		double mx = -INFINITY, sum = 0;
+		tg[i] = i % 5 == 3 ? -100 : i % 7 == 6 ? (int32_t)nc :
+			(int32_t)((i * 7919) % nc);
+		dl[i] = (float)(urand() * 2);
+		for (long j = 0; j < nc; j++)
+			mx = fmax(mx, get(x, i * nc + j, et));
+		for (long j = 0; j < nc; j++)
+			sum += exp(get(x, i * nc + j, et) - mx);
+		lse[i] = (float)(mx + log(sum));
+	}
+	launch(v, 7);
+	for (long i = 0; i < m; i++) {
+		bool ok = tg[i] >= 0 && tg[i] < nc;
+		for (long j = 0; j < nc; j++) {
+			double a = get(x, i * nc + j, et), p = exp(a - lse[i]);
+			double want = ok ? (p - (j == tg[i])) * dl[i] : 0;
+			double e = fabs(get(dx, i * nc + j, et) - want);
+			double tol = f32 ? (fabs(a - lse[i]) * 3 + 8) * U32 *
+				fabs(dl[i]) : fabs(want) * (et == E_F16 ? 0x1p-10 :
+				0x1p-7) + 1e-7;
+			worst = e / (tol + 1e-30) > worst ? e / (tol + 1e-30) :
+				worst;
+			bad += !(e <= tol);
+		}
+	}
+	printf("xent_bwd M=%ld NC=%ld%s: max err/tol %.2e, %ld values differ "
+		"-> %s\n", m, nc, f32 ? " f32" : "", worst, bad, bad ? "FAIL" :
+		"ok");
+	return bad != 0;
+}
+
 /* schedules/softmax.fa: Y = softmax(X) per row, or with bwd DX = Y (DY -
  * sum(DY Y)) from Y and DY.  16-bit: within two roundings (relative to
  * the row's largest value, for DX).  f32: Y's exponent (x - max)
@@ -510,6 +566,8 @@ row_modes(int argc, char **argv)
 		return layernorm(m, nc, resid, weight, et);
 	if (!strcmp(md, "xent"))
 		return xent(m, nc, et);
+	if (!strcmp(md, "xent_bwd"))
+		return xent_bwd(m, nc, et);
 	if (!strcmp(md, "softmax"))
 		return softmax(m, nc, bwd, et);
 	return 2;

@@ -296,6 +296,62 @@ rms_norm_matches_float64(void **state)
 	rms_norm_rows(2, 40000);
 }
 
+/* fg_cross_entropy, then fg_cross_entropy_backward with each row's
+ * gradient, against float64: rows of 70000 classes (several chunks), one
+ * row ignored (target -1), one target at the last class. */
+static void
+cross_entropy_and_backward(void **state)
+{
+	enum { R = 5, C = 70000 };
+	Fix *fx = open_ctx("sm_90a");
+	uint16_t *x = random16((size_t)R * C), *dx = poisoned((size_t)R * C * 2);
+	int32_t tgt[R] = {3, -1, C - 1, 12345, 0};
+	float *loss = poisoned(R * 4), *lse = poisoned(R * 4);
+	float dl[R] = {0.5f, 0.25f, -1.0f, 2.0f, 1.0f};
+	fg_cross_entropy_args f = {
+		.logits = {.ptr = (uintptr_t)x, .rank = 2, .dims = {R, C}},
+		.target = {.ptr = (uintptr_t)tgt, .rank = 1, .dims = {R}},
+		.loss = (uintptr_t)loss, .lse = (uintptr_t)lse,
+		.dtype = FG_DTYPE_BF16,
+	};
+	fg_cross_entropy_bwd_args b = {
+		.logits = f.logits, .target = f.target, .lse = (uintptr_t)lse,
+		.dloss = (uintptr_t)dl,
+		.dlogits = {.ptr = (uintptr_t)dx, .rank = 2, .dims = {R, C}},
+		.dtype = FG_DTYPE_BF16,
+	};
+	double worst = 0;
+
+	(void)state;
+	assert_int_equal(fg_cross_entropy(fx->ctx, &f, CU_STREAM_PER_THREAD),
+		FG_OK);
+	assert_int_equal(fg_cross_entropy_backward(fx->ctx, &b,
+		CU_STREAM_PER_THREAD), FG_OK);
+	for (int i = 0; i < R; i++) {
+		double mx = -INFINITY, s = 0;
+		for (int j = 0; j < C; j++)
+			mx = fmax(mx, from16(x[(size_t)i * C + j], false));
+		for (int j = 0; j < C; j++)
+			s += exp(from16(x[(size_t)i * C + j], false) - mx);
+		double l = mx + log(s);
+		assert_true(fabs(lse[i] - l) <= 1e-5 * fabs(l) + 1e-5);
+		for (int j = 0; j < C; j++) {
+			double p = exp(from16(x[(size_t)i * C + j], false) - l);
+			double want = tgt[i] < 0 ? 0 : (p - (j == tgt[i])) * dl[i];
+			double got = from16(dx[(size_t)i * C + j], false);
+			double e = fabs(got - want);
+			/* bf16's rounding of the result, and f32 exp of a
+			 * value within 1e-5 of the float64 one */
+			assert_true(e <= fabs(want) * 0x1p-7 + 1e-9);
+			worst = e > worst ? e : worst;
+		}
+	}
+	printf("cross_entropy backward %d x %d: worst abs error %.2e\n", R, C,
+		worst);
+	free(x), free(dx), free(loss), free(lse);
+	close_ctx(fx);
+}
+
 /* tests/gpu/hang_copy.fa's storer never frees a stage: one CTA walking
  * five tiles through four stages waits forever on the fifth. */
 static void
@@ -441,6 +497,7 @@ main(void)
 		cmocka_unit_test(sm100_attention_matches_float64),
 		cmocka_unit_test(sm100_backward_matches_float64),
 		cmocka_unit_test(rms_norm_matches_float64),
+		cmocka_unit_test(cross_entropy_and_backward),
 		cmocka_unit_test(hang_is_a_clear_error),
 		cmocka_unit_test(store_past_the_tensor_is_a_clear_error),
 		cmocka_unit_test(sm100_linear_is_right),

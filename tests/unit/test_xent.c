@@ -226,6 +226,41 @@ outputs_must_not_overlap(void **state)
 	valid(f, &a);
 }
 
+/* fg_cross_entropy_backward: the same machinery, with lse and dloss
+ * required inputs and dlogits an output of logits' shape. */
+#define DX0 (X0 + 0x40000000000)
+static void
+the_backward_checks_its_arguments(void **state)
+{
+	Fix *f = *state;
+	const char *bn = "fg_cross_entropy_backward";
+	fg_cross_entropy_bwd_args a = {
+		.logits = {.ptr = X0, .rank = 2, .dims = {4, 64}},
+		.target = {.ptr = TGT0}, .lse = LSE0, .dloss = LOSS0,
+		.dlogits = {.ptr = DX0}, .dtype = FG_DTYPE_BF16,
+	}, b = a;
+
+	expect_status(f, bn, fg_cross_entropy_backward(f->ctx, &a,
+		FAKE_STREAM), FG_ERR_NO_DRIVER, "");
+	a.lse = 0;
+	expect_status(f, bn, fg_cross_entropy_backward(f->ctx, &a,
+		FAKE_STREAM), FG_ERR_INVALID, "fg_cross_entropy_backward: lse "
+		"is NULL");
+	a = b, a.dloss = 0;
+	expect_status(f, bn, fg_cross_entropy_backward(f->ctx, &a,
+		FAKE_STREAM), FG_ERR_INVALID, "fg_cross_entropy_backward: dloss "
+		"is NULL");
+	a = b, a.dlogits.ptr = X0 + 256;
+	expect_status(f, bn, fg_cross_entropy_backward(f->ctx, &a,
+		FAKE_STREAM), FG_ERR_INVALID, "fg_cross_entropy_backward: logits "
+		"and dlogits overlap");
+	a = b, a.dlogits.rank = 2, a.dlogits.dims[0] = 4;
+	a.dlogits.dims[1] = 63;
+	expect_status(f, bn, fg_cross_entropy_backward(f->ctx, &a,
+		FAKE_STREAM), FG_ERR_INVALID, "fg_cross_entropy_backward: "
+		"dlogits");
+}
+
 /* Nothing to do succeeds at once, without the driver or addresses; the
  * shapes are still checked. */
 static void
@@ -544,6 +579,7 @@ main(int argc, char **argv)
 		T(target_has_the_outer_dims_of_logits),
 		T(pointers_must_be_set_aligned_and_dense),
 		T(outputs_must_not_overlap),
+		T(the_backward_checks_its_arguments),
 		T(empty_problems_launch_nothing),
 		T(the_configuration_chunks_wide_rows),
 		T(narrow_rows_take_fg_rms_norms_configuration),

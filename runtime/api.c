@@ -70,6 +70,8 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 	c->log_level = o->log_level;
 	c->device = o->device;
 	c->sim = sim_target(o->sim);
+	const char *np = getenv("FAGEN_NO_PDL");
+	c->no_pdl = np && *np && strcmp(np, "0");
 	c->jit = o->jit ? o->jit : FG_JIT_NVJITLINK | FG_JIT_PTXAS |
 		FG_JIT_DRIVER;
 	atomic_init(&c->disk_ok, true);

@@ -629,6 +629,8 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	case OP_SETMAXNREG_INC: case OP_SETMAXNREG_DEC:
 	case OP_FENCE_MBAR: case OP_FENCE_PROXY: case OP_PREFETCH_TMAP:
 	case OP_FENCE_CL:
+	/* launches run one after another: the grid before has ended */
+	case OP_GDC_WAIT: case OP_GDC_LAUNCH:
 		return ST_OK;   /* no functional effect */
 	default:
 		break;

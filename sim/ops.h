@@ -98,6 +98,8 @@
 	X(CL_WAIT,       "barrier.cluster.wait.aligned",             0) \
 	X(CL_WAIT_ACQ,   "barrier.cluster.wait.acquire.aligned",     0) \
 	X(FENCE_CL,      "fence.acq_rel.cluster",                    0) \
+	X(GDC_WAIT,      "griddepcontrol.wait",                      0) \
+	X(GDC_LAUNCH,    "griddepcontrol.launch_dependents",         0) \
 	X(FENCE_MBAR,    "fence.mbarrier_init.release.cluster",      0) \
 	X(FENCE_PROXY,   "fence.proxy.async.shared::cta",            0) \
 	X(PREFETCH_TMAP, "prefetch.tensormap",                       0) \

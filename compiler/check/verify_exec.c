@@ -731,6 +731,11 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->vc[self]++;
 		return true;
 	}
+	case SOP_grid_wait: case SOP_grid_launch:
+		/* they order this kernel against the previous and next ones
+		 * in the stream through global memory, which the model does
+		 * not hold: nothing within the CTA waits on them */
+		return true;
 	case SOP_fence:
 		if (in->imm == FENCE_TMEM_BEFORE || in->imm == FENCE_TMEM_AFTER)
 			vf_tmem_fence(s, p, in->imm == FENCE_TMEM_BEFORE);

@@ -71,7 +71,8 @@ typedef enum {
 	X(TSTORE, "tmem_store") X(SSTORE, "smem_store") \
 	X(SLOAD, "smem_load") \
 	X(STORE, "store") X(GLOAD, "global_load") X(EXIT, "exit") \
-	X(CLUSTER_SYNC, "cluster_sync")
+	X(CLUSTER_SYNC, "cluster_sync") \
+	X(GRID_DEP_WAIT, "grid_dep_wait") X(GRID_DEP_LAUNCH, "grid_dep_launch")
 typedef enum {
 	OP_NONE,
 #define X(e, s) OP_##e,
@@ -254,6 +255,8 @@ typedef struct Kernel {
 	const Node *tile_dims[3];
 	const Node *tile_group;  /* 'group=G' of a persistent order, or NULL */
 	TileOrder order;
+	bool pdl;                /* has grid_dep_wait: launched with
+				  * programmatic dependent launch */
 	int per_sm;              /* 'per_sm=': CTAs of a persistent grid per
 				  * SM, 0: as many as fit (occupancy) */
 	Span tiles_span;

@@ -83,6 +83,8 @@ metadata(Ctx *ctx, const Kernel *k, Buf *out)
 		buf_puts(out, " per_sm=max");
 	else if (k->per_sm > 1 && k->order != ORD_SINGLE)
 		buf_printf(out, " per_sm=%d", k->per_sm);
+	if (k->pdl)
+		buf_puts(out, " pdl=1");
 	buf_putc(out, '\n');
 	buf_puts(out, "// fagen.grid");
 	for (int i = 0; i < k->ntile_dims; i++) {

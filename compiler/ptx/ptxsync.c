@@ -363,6 +363,12 @@ pg_sync(PG *g, const SirIns *in)
 	case SOP_bar_sync: case SOP_bar_arrive:
 		emit_bar(g, in);
 		break;
+	case SOP_grid_wait:
+		ptx_emit(g->f, "griddepcontrol.wait;");
+		break;
+	case SOP_grid_launch:
+		ptx_emit(g->f, "griddepcontrol.launch_dependents;");
+		break;
 	case SOP_cl_sync:
 		/* every thread of the cluster; the statement releases what
 		 * each thread did, a reduction's (imm 0) writers fenced

@@ -92,6 +92,9 @@ SOP(  rowred_get,   -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0] reduced
 SOP(  clred_put,    1,     E_MEM,   T_ALL  )   /* a row vector's CTA
 						  * partials -> r0[ri0] of
 						  * every CTA of the cluster */
+SOP(  grid_wait,    0,     E_SYNC,  T_ALL  )   /* griddepcontrol.wait */
+SOP(  grid_launch,  0,     E_SYNC,  T_ALL  )   /* griddepcontrol
+						  * .launch_dependents */
 SOP(  cl_sync,      0,     E_SYNC,  T_ALL  )   /* barrier.cluster: every
 						  * thread of the cluster */
 SOP(  clred_get,    -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0]'s CTA

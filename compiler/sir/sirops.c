@@ -661,6 +661,29 @@ op_simple(G *g, const Node *n)
 		if (sg_argc(g, n, 0, 0))
 			sg_emit(g, SOP_exit, n->span);
 		return;
+	case OP_GRID_DEP_WAIT:
+		/* programmatic dependent launch: each thread waits for the
+		 * grids before this one in the stream to complete and their
+		 * memory to be visible; a thread that reads what they wrote
+		 * must wait itself, so never one elected thread */
+		if (!sg_argc(g, n, 0, 0))
+			return;
+		if (g->in_elect) {
+			diag_error(g->ctx, n->span, "'grid_dep_wait' orders the "
+				"previous kernel's writes before the reads of the "
+				"thread that waits: every thread that reads them must "
+				"wait, so it cannot be inside 'elect'");
+			return;
+		}
+		g->k->pdl = true;
+		sg_emit(g, SOP_grid_wait, n->span);
+		return;
+	case OP_GRID_DEP_LAUNCH:
+		/* lets the next kernel in the stream launch before this one
+		 * ends (it still waits for it in its grid_dep_wait) */
+		if (sg_argc(g, n, 0, 0))
+			sg_emit(g, SOP_grid_launch, n->span);
+		return;
 	case OP_CLUSTER_SYNC:
 		/* barrier.cluster: every thread of the cluster that has not
 		 * exited, aligned (a warp's threads together) */

@@ -66,6 +66,9 @@ struct fg_ctx {
 			       * $FAGEN_SIM); -1: a $FAGEN_SIM it does not
 			       * know, an error on the driver's first use */
 	char *sim_bad;        /* that $FAGEN_SIM, for the message */
+	bool no_pdl;          /* $FAGEN_NO_PDL set (not "0"): kernels with
+			       * grid_dep_wait launch without programmatic
+			       * dependent launch (to measure it) */
 	unsigned jit;
 	char *driver_lib;     /* NULL: $FAGEN_DRIVER_LIB or libcuda.so.1 */
 	char *cache_dir;      /* NULL: memory only */

@@ -145,16 +145,27 @@ launch_kernel(fg_kernel *k, CUstream stream, const Bound *b)
 			slots[i].u32 = (uint32_t)b->val[i];
 		}
 	}
-	CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
-	attr.value.clusterDim.x = (unsigned)m->cluster[0];
-	attr.value.clusterDim.y = (unsigned)m->cluster[1];
-	attr.value.clusterDim.z = (unsigned)m->cluster[2];
+	CUlaunchAttribute attr[2];
+	unsigned na = 0;
+	if (m->cluster[0] * m->cluster[1] * m->cluster[2] > 1) {
+		attr[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[na].value.clusterDim.x = (unsigned)m->cluster[0];
+		attr[na].value.clusterDim.y = (unsigned)m->cluster[1];
+		attr[na++].value.clusterDim.z = (unsigned)m->cluster[2];
+	}
+	/* programmatic dependent launch: the kernel may start before the
+	 * one before it in the stream ends (once that one's CTAs have all
+	 * run grid_dep_launch or exited); its grid_dep_wait, in every
+	 * thread that reads what that one wrote, waits for the rest */
+	if (m->pdl && !c->no_pdl) {
+		attr[na].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr[na++].value.programmaticStreamSerializationAllowed = 1;
+	}
 	CUlaunchConfig cfg = {
 		.gridDimX = g[0], .gridDimY = g[1], .gridDimZ = g[2],
 		.blockDimX = (unsigned)m->threads, .blockDimY = 1,
 		.blockDimZ = 1, .sharedMemBytes = (unsigned)m->smem,
-		.hStream = stream, .attrs = &attr,
-		.numAttrs = m->cluster[0] * m->cluster[1] * m->cluster[2] > 1,
+		.hStream = stream, .attrs = attr, .numAttrs = na,
 	};
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))

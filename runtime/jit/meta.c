@@ -108,7 +108,8 @@ kernel_line(P *p, const Line *l)
 {
 	static const char *const ords[] = {"single", "persistent", "lpt"};
 	Meta *m = p->m;
-	int64_t threads = 0, smem = 0, tiles = 0, tmem = 0, per_sm = 1, v[3];
+	int64_t threads = 0, smem = 0, tiles = 0, tmem = 0, per_sm = 1, pdl = 0;
+	int64_t v[3];
 	const struct {
 		const char *key;
 		int64_t hi, *dst;
@@ -116,6 +117,7 @@ kernel_line(P *p, const Line *l)
 		{"threads", 1024, &threads}, {"smem", INT32_MAX, &smem},
 		{"tiles", 3, &tiles}, {"tmem", 512, &tmem},
 		{"per_sm", 32, &per_sm},  /* or 'max': 0 */
+		{"pdl", 1, &pdl},
 	};
 	const char *s;
 
@@ -155,6 +157,7 @@ kernel_line(P *p, const Line *l)
 	m->ntiles = (int)tiles;
 	m->tmem = (int)tmem;
 	m->per_sm = (int)per_sm;
+	m->pdl = pdl != 0;
 	return true;
 }
 

@@ -52,6 +52,9 @@ typedef struct Meta {
 	int64_t smem;
 	TileOrder order;
 	int per_sm;          /* persistent CTAs per SM; 0: occupancy's */
+	bool pdl;            /* 'pdl=1': launched with programmatic stream
+			      * serialization (the kernel's grid_dep_wait
+			      * orders it after the one before) */
 	int tmem;
 	int ntiles;
 	Rpn grid[3];

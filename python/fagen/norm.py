@@ -370,9 +370,10 @@ def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
 
     Differentiable in x, weight and residual: with grad mode on and one
     of them requiring grad, it records a torch.autograd.Function whose
-    backward is fg_rms_norm_backward (schedules/rmsnorm_bwd.fa, rows of
-    N at most 8192: wider ones raise FagenError FG_ERR_UNSUPPORTED when
-    the backward runs): per row, in float32, g = dy * weight, ds = rstd *
+    backward is fg_rms_norm_backward (schedules/rmsnorm_bwd.fa; rows
+    past 8192 are shared by a cluster's CTAs, up to 65536 16-bit or
+    32768 float32 elements: wider ones raise FagenError
+    FG_ERR_UNSUPPORTED when the backward runs): per row, in float32, g = dy * weight, ds = rstd *
     (g - s * rstd^2 * mean(g * s)), rounded to x's dtype, and dW = the
     sum over rows of dy * s * rstd, in float32 (partial sums of the
     kernel's CTAs added up by PyTorch, in a fixed order: repeatable),

@@ -78,7 +78,9 @@ enum {
 			 * CLTPR threads shares a row */
 	CLHOLD = 128,   /* bytes of a row a thread of such a CTA holds at
 			 * most (128 registers, f32 weight included;
-			 * softmax's backward, with two tensors, half) */
+			 * softmax's backward, with two tensors, half;
+			 * RMSNorm's backward, with the row, its gradient,
+			 * the weight and dW's f32 partial, a quarter) */
 	MAXCL = 8,      /* CTAs of a cluster at most (portable) */
 	ONEHOLD = 8,    /* elements of a row a thread of a one-row CTA
 			 * holds at most (rmsnorm_bwd.fa: the row, its
@@ -92,7 +94,7 @@ const RowKindInfo row_kinds[] = {
 		RF_WEIGHT | RF_RESID | RF_WHOLD, 0, true, true, false, false,
 		CLHOLD},
 	[ROW_RMS_BWD] = {"rmsnorm_bwd.fa", "RMSNorm backward", "backward",
-		RF_WEIGHT, 0, true, false, false, true},
+		RF_WEIGHT, 0, true, false, false, true, CLHOLD / 4},
 	[ROW_LAYER] = {"layernorm.fa", "LayerNorm", "normalization",
 		RF_WEIGHT | RF_BIAS | RF_RESID | RF_WHOLD, 0, true, true, false,
 		false, CLHOLD / 2},

@@ -168,13 +168,16 @@ scratch(fg_ctx *c, const Driver *d, CUstream s, const char *fn,
 	return st;
 }
 
-/* The CTAs of k's launch over m rows of a checked problem. */
+/* The rows of partials k's launch over m rows of a checked problem
+ * writes: a row per CTA, or per cluster when CL CTAs share a row (each
+ * writes its columns of the cluster's row). */
 static int64_t
 ctas(const Rows *t, const Driver *d, const fg_kernel *k, int64_t m)
 {
 	int rows = t->cfg.warps * 32 / t->cfg.tpr;
+	int64_t cl = t->cfg.cl;
 
-	return launch_ctas(k, d, (m + rows - 1) / rows);
+	return launch_ctas(k, d, (m + rows - 1) / rows * cl) / cl;
 }
 
 /* The rows of partials the launches of a checked, non-empty problem

@@ -23,7 +23,8 @@ The backward (fg_rms_norm_backward, rmsnorm_bwd.fa) through autograd:
 torch.autograd.grad of y (and residual_out, with its own gradient) with
 respect to x, weight and residual, against torch.autograd.grad of the
 same formula on float64 copies of the inputs, over M in {1, 7, 256,
-4099} x N in {1, 7, 64, 1000, 4096, 5120, 8192} x bf16, f16, f32 x with
+4099} x N in {1, 7, 64, 1000, 4096, 5120, 8192, and past one CTA, on a
+cluster: 8200, 16384, 20000, 32768} x bf16, f16, f32 x with
 and without a weight and a residual, tolerances relative to the
 gradients' scale: dx and dresidual within rtol of the row's largest
 |rstd * dy * weight| (plus |dresidual_out|), dW within rtol of its
@@ -36,8 +37,9 @@ more rows than that (poisoned with NaN: the rest must come back zeroed)
 and too few (FG_ERR_INVALID).  Then bad arguments must raise before
 libfagen runs (dtype mismatch, weight shape, CPU tensors, a
 non-contiguous or overlapping out, out= under autograd, eps) and rows
-too wide must raise FagenError FG_ERR_UNSUPPORTED: past one CTA for the
-forward, past 8192 for the backward.  One line per case and a summary;
+too wide must raise FagenError FG_ERR_UNSUPPORTED: past a cluster of 8
+CTAs (262144 / 131072 elements for the forward, 65536 / 32768 for the
+backward).  One line per case and a summary;
 exit 1 on any failure, 77 (SKIP) without PyTorch or an sm_90 / sm_100
 GPU.  --quick: M in {7, 4099}, bf16 and f32 only.
 """
@@ -71,7 +73,7 @@ MS = [1, 7, 256, 4099]
 NS = [1, 2, 7, 64, 1000, 1024, 4096, 5120, 8192, 16384, 32768]
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 GRAD_RTOL = {torch.bfloat16: 3e-2, torch.float16: 5e-3, torch.float32: 1e-4}
-GRAD_NS = [1, 7, 64, 1000, 4096, 5120, 8192]
+GRAD_NS = [1, 7, 64, 1000, 4096, 5120, 8192, 8200, 16384, 20000, 32768]
 WIDE = [(torch.bfloat16, 32776), (torch.float16, 65536),   # 2 CTAs
         (torch.bfloat16, 100000),                            # 4
         (torch.bfloat16, 131073), (torch.bfloat16, 262144),  # 8
@@ -417,17 +419,21 @@ def errors():
     wide = torch.randn(2, 131073, device=dev, dtype=torch.float32)
     expect(fagen.FagenError, lambda: rn(wide), "131072 elements",
            "FG_ERR_UNSUPPORTED")
-    # the backward's rows: 8192 at most (with dW wanted, the count of
-    # its partial rows says so first)
-    for dt, n, wgrad, fn in (
-            (torch.bfloat16, 8200, True, "fg_rms_norm_backward_partials"),
-            (torch.float32, 8193, False, "fg_rms_norm_backward")):
+    # the backward's rows: a cluster of 8 CTAs' at most, 65536 16-bit or
+    # 32768 f32 elements (with dW wanted, the count of its partial rows
+    # says so first)
+    for dt, n, wgrad, fn, most, hold in (
+            (torch.bfloat16, 65537, True, "fg_rms_norm_backward_partials",
+             65536, 16),
+            (torch.float32, 32769, False, "fg_rms_norm_backward", 32768,
+             8)):
         wide = torch.randn(2, n, device=dev, dtype=dt).requires_grad_()
         ww = torch.ones(n, device=dev, dtype=dt, requires_grad=wgrad)
         expect(fagen.FagenError, lambda: rn(wide, ww).sum().backward(),
-               "%s: rows of %d elements are wider than one CTA takes: "
-               "1024 threads holding 8 elements of a row each, 8192 "
-               "elements" % (fn, n), "FG_ERR_UNSUPPORTED")
+               "%s: rows of %d elements are wider than a cluster of 8 "
+               "CTAs takes: 512 threads a CTA holding %d elements of a "
+               "row each, %d elements" % (fn, n, hold, most),
+               "FG_ERR_UNSUPPORTED")
     # empty tensors: nothing to do
     ncases += 1
     e = rn(torch.empty(0, 64, device=dev, dtype=torch.bfloat16),

@@ -130,8 +130,13 @@ try_binds(Fix *f, const char *fn, const RowArgs *a, const char *kernel,
 	if (fg_kernel_check(k, args, *na, tiles) != FG_OK)
 		return NULL;
 	int rows = nm.cfg.warps * 32 / nm.cfg.tpr;
-	assert_int_equal(tiles[0], (m + rows - 1) / rows);
-	assert_int_equal(tiles[1], 1);
+	if (nm.cfg.cl > 1) {   /* (CL, row tiles): a cluster a row tile */
+		assert_int_equal(tiles[0], nm.cfg.cl);
+		assert_int_equal(tiles[1], (m + rows - 1) / rows);
+	} else {
+		assert_int_equal(tiles[0], (m + rows - 1) / rows);
+		assert_int_equal(tiles[1], 1);
+	}
 	fg_kernel_info_get(k, &info);
 	assert_int_equal(info.threads, nm.cfg.warps * 32);
 	assert_string_equal(info.name, kernel);

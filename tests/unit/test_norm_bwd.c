@@ -300,9 +300,9 @@ the_partials_count_needs_the_driver(void **state)
 	a = plain(FG_DTYPE_BF16, 4, 4096);
 	expect_status(f, PN, fg_rms_norm_backward_partials(f->ctx, &a, &np),
 		FG_ERR_NO_DRIVER, "");
-	a = problem(FG_DTYPE_BF16, 4, 8193);
+	a = problem(FG_DTYPE_BF16, 4, 65537);
 	expect_status(f, PN, fg_rms_norm_backward_partials(f->ctx, &a, &np),
-		FG_ERR_UNSUPPORTED, "8192 elements");
+		FG_ERR_UNSUPPORTED, "65536 elements");
 }
 
 /* One row a CTA: TPR = WARPS * 32, the smallest power of 2 from 128
@@ -370,20 +370,28 @@ the_configuration_is_a_row_a_cta(void **state)
 	assert_int_equal(nm.cfg.flags, RF_WEIGHT);
 }
 
+/* Past one CTA's 8192 elements, a cluster of 512-thread CTAs shares a
+ * row (rmsnorm_bwd.fa -D CL), each thread holding 32 bytes of it (16
+ * 16-bit elements, 8 f32): up to 8 CTAs, 65536 or 32768 elements. */
 static void
-rows_too_wide_are_refused(void **state)
+rows_too_wide_take_a_cluster(void **state)
 {
 	Fix *f = *state;
 	fg_rmsnorm_bwd_args a;
 
 	a = problem(FG_DTYPE_BF16, 4, 8200);
-	status(f, &a, FG_ERR_UNSUPPORTED, FN ": rows of 8200 elements are "
-		"wider than one CTA takes: 1024 threads holding 8 elements of "
-		"a row each, 8192 elements");
+	valid(f, &a);
 	a = problem(FG_DTYPE_F32, 4, 8193);
-	status(f, &a, FG_ERR_UNSUPPORTED, "rows of 8193 elements");
-	a = plain(FG_DTYPE_F16, 4, 32768);
-	status(f, &a, FG_ERR_UNSUPPORTED, "a row each, 8192 elements");
+	valid(f, &a);
+	a = plain(FG_DTYPE_F16, 4, 65536);
+	valid(f, &a);
+	a = problem(FG_DTYPE_BF16, 4, 65537);
+	status(f, &a, FG_ERR_UNSUPPORTED, FN ": rows of 65537 elements are "
+		"wider than a cluster of 8 CTAs takes: 512 threads a CTA "
+		"holding 16 elements of a row each, 65536 elements");
+	a = problem(FG_DTYPE_F32, 4, 32769);
+	status(f, &a, FG_ERR_UNSUPPORTED, "holding 8 elements of a row each, "
+		"32768 elements");
 	a = problem(FG_DTYPE_F32, 4, 8192);
 	valid(f, &a);
 	a = problem(FG_DTYPE_BF16, 4, 8191);
@@ -539,7 +547,7 @@ static void
 the_shipped_schedule_compiles_for_every_configuration(void **state)
 {
 	static const int64_t ns[] = {1, 2, 7, 64, 1000, 1024, 2048, 4096,
-		5120, 6144, 8191, 8192};
+		5120, 6144, 8191, 8192, 8200, 16384, 20000, 32768, 65536};
 	static const fg_dtype dts[] = {FG_DTYPE_BF16, FG_DTYPE_F16,
 		FG_DTYPE_F32};
 	Fix *f = *state;
@@ -548,13 +556,15 @@ the_shipped_schedule_compiles_for_every_configuration(void **state)
 	for (size_t d = 0; d < 3; d++) {
 		int esz = dts[d] == FG_DTYPE_F32 ? 4 : 2;
 		for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-			for (int w = 0; w < 2; w++, nrun += 2)
+			for (int w = 0; w < 2 && ns[i] * esz <= 131072; w++,
+			    nrun += 2)  /* f32 rows to 32768 */
 				nfail += shipped_case(f, dts[d], ns[i], w, 0,
 					0);
 		/* VEC 1, 2 and 4 at the widest rows */
 		for (uint64_t off = esz; off < 16; off *= 2, nrun += 4) {
 			nfail += shipped_case(f, dts[d], 8192, true, off, 0);
 			nfail += shipped_case(f, dts[d], 4104, true, off, 0);
+			nfail += shipped_case(f, dts[d], 16392, true, off, 0);
 		}
 	}
 	fprintf(stderr, "%d of %d configurations failed\n", nfail, nrun);
@@ -576,7 +586,7 @@ main(int argc, char **argv)
 		T(empty_problems_launch_nothing),
 		T(the_partials_count_needs_the_driver),
 		T(the_configuration_is_a_row_a_cta),
-		T(rows_too_wide_are_refused),
+		T(rows_too_wide_take_a_cluster),
 		T(only_sm90_and_sm100_have_a_schedule),
 		T(a_launch_has_a_partial_row_per_cta),
 		T(the_binding_matches_the_schedules_interface),

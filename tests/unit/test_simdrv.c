@@ -296,6 +296,72 @@ rms_norm_matches_float64(void **state)
 	rms_norm_rows(2, 40000);
 }
 
+/* fg_rms_norm_backward of rows of 20000 (past one CTA's 8192: a cluster
+ * shares each row) with a weight: dX and the sum of the dW partials
+ * against float64, rstd the float64 forward's in f32. */
+static void
+rms_norm_backward_wide_rows(void **state)
+{
+	enum { R = 5, N = 20000 };
+	Fix *fx = open_ctx("sm_90a");
+	uint16_t *x = random16((size_t)R * N), *w = random16(N);
+	uint16_t *dy = random16((size_t)R * N), *dx = poisoned((size_t)R * N * 2);
+	float rstd[R];
+	int64_t np = 0;
+	fg_rmsnorm_bwd_args a = {
+		.x = {.ptr = (uintptr_t)x, .rank = 2, .dims = {R, N}},
+		.weight = {.ptr = (uintptr_t)w, .rank = 1, .dims = {N}},
+		.dy = {.ptr = (uintptr_t)dy, .rank = 2, .dims = {R, N}},
+		.rstd = (uintptr_t)rstd,
+		.dx = {.ptr = (uintptr_t)dx, .rank = 2, .dims = {R, N}},
+		.dtype = FG_DTYPE_BF16,
+	};
+
+	(void)state;
+	for (int i = 0; i < R; i++) {
+		double ss = 0;
+		for (int j = 0; j < N; j++)
+			ss += pow(from16(x[(size_t)i * N + j], false), 2);
+		rstd[i] = (float)(1 / sqrt(ss / N + 1e-6));
+	}
+	assert_int_equal(fg_rms_norm_backward_partials(fx->ctx, &a, &np),
+		FG_OK);
+	float *dwp = poisoned((size_t)np * N * 4);
+	a.dw_partial = (uintptr_t)dwp;
+	a.dw_partial_rows = np;
+	assert_int_equal(fg_rms_norm_backward(fx->ctx, &a,
+		CU_STREAM_PER_THREAD), FG_OK);
+	for (int i = 0; i < R; i++) {
+		double c = 0, r = rstd[i];
+		for (int j = 0; j < N; j++)
+			c += from16(dy[(size_t)i * N + j], false) *
+				from16(w[j], false) * from16(x[(size_t)i * N + j],
+				false);
+		for (int j = 0; j < N; j++) {
+			double xv = from16(x[(size_t)i * N + j], false);
+			double g = from16(dy[(size_t)i * N + j], false) *
+				from16(w[j], false);
+			double want = r * (g - xv * r * r * c / N);
+			double got = from16(dx[(size_t)i * N + j], false);
+			assert_true(fabs(got - want) <= fabs(want) * 0x1p-7 +
+				1e-3 * r);
+		}
+	}
+	for (int j = 0; j < N; j++) {
+		double want = 0, got = 0;
+		for (int i = 0; i < R; i++)
+			want += from16(dy[(size_t)i * N + j], false) *
+				from16(x[(size_t)i * N + j], false) * rstd[i];
+		for (int64_t p = 0; p < np; p++)
+			got += dwp[(size_t)p * N + j];
+		assert_true(fabs(got - want) <= 1e-4 * (fabs(want) + 1));
+	}
+	printf("rms_norm backward %d x %d: %lld partial rows\n", R, N,
+		(long long)np);
+	free(x), free(w), free(dy), free(dx), free(dwp);
+	close_ctx(fx);
+}
+
 /* fg_cross_entropy, then fg_cross_entropy_backward with each row's
  * gradient, against float64: rows of 70000 classes (several chunks), one
  * row ignored (target -1), one target at the last class. */
@@ -497,6 +563,7 @@ main(void)
 		cmocka_unit_test(sm100_attention_matches_float64),
 		cmocka_unit_test(sm100_backward_matches_float64),
 		cmocka_unit_test(rms_norm_matches_float64),
+		cmocka_unit_test(rms_norm_backward_wide_rows),
 		cmocka_unit_test(cross_entropy_and_backward),
 		cmocka_unit_test(hang_is_a_clear_error),
 		cmocka_unit_test(store_past_the_tensor_is_a_clear_error),

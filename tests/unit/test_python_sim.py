@@ -15,7 +15,7 @@ float64 on the CPU with test_python*.py's tolerances:
                     2e-2 of its row's scale; a tensor on another device
                     and fagen.reference are refused
   use_simulator("sm_100a")  fagen.attention (fa_fwd_sm100.fa) causal,
-                    and GQA
+                    and GQA; its backward (fa_bwd_sm100.fa), GQA causal
 Each case takes well under a second on the simulator.
 """
 import math
@@ -198,6 +198,7 @@ def main():
     fagen.use_simulator("sm_100a")
     attention(torch, fagen, True)
     attention(torch, fagen, False, hk=1)
+    attention(torch, fagen, True, hk=1, grad=True)   # fa_bwd_sm100.fa
     if failures:
         print("%d FAILED: %s" % (len(failures), ", ".join(failures)))
         return 1

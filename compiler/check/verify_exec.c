@@ -274,6 +274,16 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		int64_t r0 = in->roff[0] + per *
 			((p->sp->part->warp_lo + p->warp) % 4);
 		srange(p, in->r[0], val(p, in->ri[0]), &lo, &hi);
+		if (in->cta) {  /* cta=R: CTA R's copy of the buffer */
+			int64_t c = val(p, in->cta);
+			if (!rank_ok(s, p, in, c, ld ? "reads the shared memory "
+			    "of" : "writes the shared memory of") ||
+			    !peer_alive(s, p, in, (int)c, ld ? "reads the shared "
+			    "memory of" : "writes the shared memory of"))
+				return true;
+			lo += CTA_OFF(c) - CTA_OFF(p->cta);
+			hi += CTA_OFF(c) - CTA_OFF(p->cta);
+		}
 		if (ld)
 			vf_acc_gread(s, p, in, lo, hi, vf_geometry(in->r[0]),
 				r0, r0 + per);

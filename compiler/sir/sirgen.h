@@ -135,4 +135,9 @@ bool sg_gather_index(G *, const Node *index, int k, const Ref *ix);
 void sg_scatter(G *, const Node *store, Res *global, const Ref *ix, Ref lin);
 void sg_check_loads(Ctx *, const SirMod *);
 
+/* 'cta=R' (mask false: a cluster rank) or 'multicast=M' (a mask of
+ * ranks): an integer, checked against the cluster when constant; 0
+ * after a diagnostic (sirops.c). */
+Ref sg_cluster_arg(G *g, const Node *e, bool mask);
+
 #endif

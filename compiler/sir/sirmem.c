@@ -335,7 +335,7 @@ sg_op_mem(G *g, const Node *n)
 
 	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
 		"rowdim", "reduce", "width", NULL} : smem ? (const char *const[]){"row",
-		"col", NULL} : (const char *const[]){"cols", NULL});
+		"col", "cta", NULL} : (const char *const[]){"cols", NULL});
 	if (!sg_argc(g, n, 2, 2))
 		return;
 	if (n->op == OP_STORE) {
@@ -484,9 +484,16 @@ sg_op_mem(G *g, const Node *n)
 			op_names[n->op]);
 		return;
 	}
+	/* smem_store/smem_load ... cta=R: CTA R's copy of the buffer, in
+	 * its shared memory (distributed shared memory, issue #27) */
+	const Node *cta = smem ? sg_opattr(g, n, "cta", false) : NULL;
+	Ref peer = 0;
+	if (cta && (!cta->a || !(peer = sg_cluster_arg(g, cta->a, false))))
+		return;
 	SirIns *i = sg_emit(g, n->op == OP_TLOAD ? SOP_tmem_load :
 		n->op == OP_SLOAD ? SOP_smem_load : n->op == OP_TSTORE ?
 		SOP_tmem_store : SOP_smem_store, n->span);
+	i->cta = peer;
 	i->r[0] = r;
 	i->ri[0] = idx;
 	i->roff[0] = row0;

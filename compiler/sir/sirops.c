@@ -363,8 +363,8 @@ csize(const G *g)
 /* 'cta=R' (mask false: a cluster rank) or 'multicast=M' (a mask of
  * ranks): an integer, checked against the cluster when constant; 0
  * after a diagnostic. */
-static Ref
-cluster_arg(G *g, const Node *e, bool mask)
+Ref
+sg_cluster_arg(G *g, const Node *e, bool mask)
 {
 	int64_t n = csize(g), v;
 
@@ -475,7 +475,7 @@ op_tma(G *g, const Node *n, bool load)
 	Ref row = 0, mask = 0;
 	if (rowa && (!rowa->a || !(row = tma_row(g, rowa->a, v, b))))
 		return;
-	if (mca && (!mca->a || !(mask = cluster_arg(g, mca->a, true))))
+	if (mca && (!mca->a || !(mask = sg_cluster_arg(g, mca->a, true))))
 		return;
 	if (g->in_elect == 0)
 		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
@@ -513,7 +513,7 @@ op_mbar(G *g, const Node *n)
 			"CTA waits on its own barriers only");
 		return;
 	}
-	if (cta && (!cta->a || !(peer = cluster_arg(g, cta->a, false))))
+	if (cta && (!cta->a || !(peer = sg_cluster_arg(g, cta->a, false))))
 		return;
 	if (!r)
 		return;
@@ -617,7 +617,7 @@ op_simple(G *g, const Node *n)
 		Res *r = sg_resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
 		const Node *mca = sg_opattr(g, n, "multicast", false);
 		Ref mask = 0;
-		if (!r || (mca && (!mca->a || !(mask = cluster_arg(g, mca->a,
+		if (!r || (mca && (!mca->a || !(mask = sg_cluster_arg(g, mca->a,
 		    true)))))
 			return;
 		SirIns *i = sg_emit(g, SOP_tc_commit, n->span);

@@ -453,6 +453,14 @@ smem_access(PG *g, const SirIns *in)
 	PReg base = pg_stage_base(g, b, in->ri[0]), row = my_row(g);
 	PReg rb = ptx_reg(g->f, RB32), xr = ptx_reg(g->f, RB32);
 	PReg t = ptx_reg(g->f, RB32), a = ptx_reg(g->f, RB32);
+	/* cta=K: CTA K's shared memory, through mapa */
+	const char *sp = in->cta ? "shared::cluster" : "shared";
+	if (in->cta) {
+		PReg pb = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", pb, base,
+			pg_u32(g, in->cta));
+		base = pb;
+	}
 	if (in->roff[0])
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", row, row, in->roff[0]);
 	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", rb, row, span, base);
@@ -472,16 +480,16 @@ smem_access(PG *g, const SirIns *in)
 			ptx_emit(g->f, "add.s32 %R, %R, %I;", a, rb, off % span);
 		}
 		if (ld)
-			ptx_emit(g->f, "ld.shared.v4.b32 {%R, %R, %R, %R}, "
-				"[%R+%I];", x[per * c], x[per * c + 1],
+			ptx_emit(g->f, "ld.%S.v4.b32 {%R, %R, %R, %R}, "
+				"[%R+%I];", sp, x[per * c], x[per * c + 1],
 				x[per * c + 2], x[per * c + 3], a, blk);
 		else if (blk)
-			ptx_emit(g->f, "st.shared.v4.b32 [%R+%I], {%R, %R, %R, "
-				"%R};", a, blk, x[per * c], x[per * c + 1],
+			ptx_emit(g->f, "st.%S.v4.b32 [%R+%I], {%R, %R, %R, "
+				"%R};", sp, a, blk, x[per * c], x[per * c + 1],
 				x[per * c + 2], x[per * c + 3]);
 		else
-			ptx_emit(g->f, "st.shared.v4.b32 [%R], {%R, %R, %R, %R};",
-				a, x[per * c], x[per * c + 1], x[per * c + 2],
+			ptx_emit(g->f, "st.%S.v4.b32 [%R], {%R, %R, %R, %R};",
+				sp, a, x[per * c], x[per * c + 1], x[per * c + 2],
 				x[per * c + 3]);
 	}
 }

@@ -339,9 +339,10 @@ tile_addr(PG *g, const Res *b, PReg base, PReg row, PReg col)
 	return a;
 }
 
-/* smem_store B[s], x [row=R] [col=C] and smem_load x, B[s] [row=R]
- * [col=C]: the accumulator layout, one packed pair (16-bit) or one
- * element (f32) per access. */
+/* smem_store B[s], x [row=R] [col=C] [cta=K] and smem_load x, B[s]
+ * [row=R] [col=C] [cta=K]: the accumulator layout, one packed pair
+ * (16-bit) or one element (f32) per access; with cta=K in CTA K's
+ * shared memory (mapa, then the .shared::cluster forms). */
 static void
 smem_access(PG *g, const SirIns *in)
 {
@@ -358,6 +359,13 @@ smem_access(PG *g, const SirIns *in)
 	}
 	PReg base = pg_stage_base(g, b, in->ri[0]), row, col;
 	PReg r = ptx_reg(g->f, RB32), c = ptx_reg(g->f, RB32);
+	const char *sp = in->cta ? "shared::cluster" : "shared";
+	if (in->cta) {
+		PReg pb = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", pb, base,
+			pg_u32(g, in->cta));
+		base = pb;
+	}
 	coords(g, &row, &col);
 	bool pk = v->ety != TY_F32;
 	for (int j = 0; j < n; j++) {
@@ -368,11 +376,11 @@ smem_access(PG *g, const SirIns *in)
 			in->imm + col_of(i));  /* imm: col=C */
 		PReg a = tile_addr(g, b, base, r, c);
 		if (ld)
-			ptx_emit(g->f, pk ? "ld.shared.b32 %R, [%R];" :
-				"ld.shared.f32 %R, [%R];", x[j], a);
+			ptx_emit(g->f, pk ? "ld.%S.b32 %R, [%R];" :
+				"ld.%S.f32 %R, [%R];", sp, x[j], a);
 		else
-			ptx_emit(g->f, pk ? "st.shared.b32 [%R], %R;" :
-				"st.shared.f32 [%R], %R;", a, x[j]);
+			ptx_emit(g->f, pk ? "st.%S.b32 [%R], %R;" :
+				"st.%S.f32 [%R], %R;", sp, a, x[j]);
 	}
 }
 

@@ -22,6 +22,10 @@
  *                                             PTX the main loop, with the
  *                                             pre and post kernels of the
  *                                             same D and type beside it
+ *   sim_kernel dsmem PTX M                    tests/golden/ptx/dsmem.fa: a
+ *                                             cluster's two CTAs write
+ *                                             into each other's shared
+ *                                             memory (M: 2 x its rows)
  *   sim_kernel gather PTX SQ L                tests/golden/ptx/gather.fa:
  *                                             gathers from T (i32) and B
  *                                             (bf16), some indices out of
@@ -308,6 +312,25 @@ dscatter(int sq, int l)
 		bad += fabs(db[i] - want[i]) > 1e-5 * (1 + fabs(want[i]));
 	free(want);
 	printf("dscatter SQ=%d L=%d: %ld values differ -> %s\n", sq, l, bad,
+		bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
+/* tests/golden/ptx/dsmem.fa (issue #27): each CTA of a cluster of two
+ * wrote its rank + 1 into the other's buffer; Y's rows of CTA r (R of
+ * them, from the metadata's global) hold r ^ 1 + 1. */
+static int
+dsmem(int m)
+{
+	float *y;
+	SimVal v[2] = {{.i = m}};
+	int rows = m / 2, bad = 0;
+
+	v[1].ptr = buffer((size_t)m * 32 * 4, 0xff, (void **)&y);
+	launch(v, 2);
+	for (int i = 0; i < m * 32; i++)
+		bad += y[i] != (float)((i / 32 / rows) ^ 1) + 1;
+	printf("dsmem M=%d: %d of %d values differ -> %s\n", m, bad, m * 32,
 		bad ? "FAIL" : "ok");
 	return bad != 0;
 }
@@ -806,6 +829,8 @@ main(int argc, char **argv)
 			f16);
 	else if (!strcmp(argv[1], "gather"))
 		rc = gather(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "dsmem"))
+		rc = dsmem(atoi(argv[3]));
 	else if (!strcmp(argv[1], "scatter"))
 		rc = scatter(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "dscatter"))

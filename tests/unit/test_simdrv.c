@@ -296,6 +296,81 @@ rms_norm_matches_float64(void **state)
 	rms_norm_rows(2, 40000);
 }
 
+/* fg_attention_decode through the runtime on the simulated device (the
+ * runtime's split heuristic, binding and, on sm_100a, its 128-row
+ * retiling): batch 2 of a paged cache (16-token pages, shuffled), GQA
+ * 8 over 2, one new query, lengths 37 and 300, then the same with 4
+ * splits forced; O and LSE against float64 per sequence. */
+static void
+decode_case(Fix *fx, int splits)
+{
+	enum { B = 2, H = 8, HK = 2, D = 128, PS = 16, MP = 20, NP = B * MP };
+	int32_t lens[B] = {37, 300}, pt[B * MP];
+	size_t nq = (size_t)B * H * D, nc = (size_t)NP * PS * HK * D;
+	uint16_t *q = random16(nq), *kc = random16(nc), *vc = random16(nc);
+	uint16_t *o = poisoned(nq * 2);
+	float *lse = poisoned((size_t)B * H * 4);
+	fg_decode_args a = {
+		.q = (uintptr_t)q, .k_cache = (uintptr_t)kc,
+		.v_cache = (uintptr_t)vc, .cache_seqlens = (uintptr_t)lens,
+		.page_table = (uintptr_t)pt, .o = (uintptr_t)o,
+		.lse = (uintptr_t)lse, .batch = B, .seq_q = 1, .heads = H,
+		.heads_k = HK, .head_dim = D, .num_pages = NP, .page_size = PS,
+		.max_pages = MP, .dtype = FG_DTYPE_BF16, .num_splits = splits,
+		.validate = 1,
+	};
+
+	for (int i = 0; i < B * MP; i++)   /* a shuffled page order */
+		pt[i] = (i * 7 + 3) % NP;
+	fg_status st = fg_attention_decode(fx->ctx, &a, CU_STREAM_PER_THREAD);
+	if (st)
+		fprintf(stderr, "%s\n", fg_errmsg(fx->ctx));
+	assert_int_equal(st, FG_OK);
+	double worst = 0, lw = 0;
+	for (int b = 0; b < B; b++) {
+		int n = lens[b];
+		/* this sequence's keys gathered densely, [n, HK, D] */
+		uint16_t *k = malloc((size_t)n * HK * D * 2);
+		uint16_t *v = malloc((size_t)n * HK * D * 2);
+		for (int j = 0; j < n; j++) {
+			size_t src = ((size_t)pt[b * MP + j / PS] * PS + j % PS) *
+				HK * D;
+			memcpy(k + (size_t)j * HK * D, kc + src, HK * D * 2);
+			memcpy(v + (size_t)j * HK * D, vc + src, HK * D * 2);
+		}
+		RefProb c = {.z = 1, .h = H, .sq = 1, .sk = n, .d = D,
+			.g = H / HK};
+		int64_t sq4[4] = {(int64_t)H * D, D, (int64_t)H * D, 1};
+		int64_t sk4[4] = {(int64_t)n * HK * D, D, (int64_t)HK * D, 1};
+		memcpy(c.st[0], sq4, sizeof sq4);
+		memcpy(c.st[1], sk4, sizeof sk4);
+		memcpy(c.st[2], sk4, sizeof sk4);
+		memcpy(c.st[3], sq4, sizeof sq4);
+		RefErr e = ref_compare(&c, q + (size_t)b * H * D, k, v,
+			o + (size_t)b * H * D, lse + (size_t)b * H);
+		assert_int_equal(e.bad, 0);
+		worst = e.rel > worst ? e.rel : worst;
+		lw = e.lerr > lw ? e.lerr : lw;
+		free(k);
+		free(v);
+	}
+	printf("decode splits=%d: rel err %.2e, lse err %.1e\n", splits, worst,
+		lw);
+	free(q), free(kc), free(vc), free(o), free(lse);
+}
+
+static void
+decode_matches_float64(void **state)
+{
+	(void)state;
+	for (int t = 0; t < 2; t++) {
+		Fix *fx = open_ctx(t ? "sm_100a" : "sm_90a");
+		decode_case(fx, 0);
+		decode_case(fx, 4);
+		close_ctx(fx);
+	}
+}
+
 /* fg_rms_norm_backward of rows of 20000 (past one CTA's 8192: a cluster
  * shares each row) with a weight: dX and the sum of the dW partials
  * against float64, rstd the float64 forward's in f32. */
@@ -563,6 +638,7 @@ main(void)
 		cmocka_unit_test(sm100_attention_matches_float64),
 		cmocka_unit_test(sm100_backward_matches_float64),
 		cmocka_unit_test(rms_norm_matches_float64),
+		cmocka_unit_test(decode_matches_float64),
 		cmocka_unit_test(rms_norm_backward_wide_rows),
 		cmocka_unit_test(cross_entropy_and_backward),
 		cmocka_unit_test(hang_is_a_clear_error),

@@ -80,6 +80,21 @@ pg_stage_base(PG *g, const Res *b, Ref idx)
 	return a;
 }
 
+/* An smem_store/smem_load's buffer address: base, or with 'cta=K' CTA
+ * K's copy of it (mapa.shared::cluster); *space the state space its
+ * accesses name. */
+PReg
+pg_smem_base(PG *g, const SirIns *in, PReg base, const char **space)
+{
+	*space = in->cta ? "shared::cluster" : "shared";
+	if (!in->cta)
+		return base;
+	PReg pb = ptx_reg(g->f, RB32);
+	ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", pb, base,
+		pg_u32(g, in->cta));
+	return pb;
+}
+
 /* The byte offset of K-chunk kk (16 elements) in a K-major operand of
  * 'rows' rows: span-wide column blocks of rows x span bytes.  The same
  * for wgmma and tcgen05.mma. */

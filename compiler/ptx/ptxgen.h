@@ -52,6 +52,7 @@ bool pg_blocked_op(PG *, const SirIns *);
 PReg *pg_frag(PG *, Ref, int *n);  /* a tile's registers (ops->tile_regs) */
 void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */
 PReg pg_stage_base(PG *, const Res *, Ref stage);
+PReg pg_smem_base(PG *, const SirIns *, PReg base, const char **space);
 int64_t pg_kmajor_off(const Res *, int kk);
 void pg_desc_offs(const Res *, bool mn, int64_t *lbo, int64_t *sbo);
 int64_t pg_desc_koff(const Res *, bool mn, int kk);

@@ -453,14 +453,8 @@ smem_access(PG *g, const SirIns *in)
 	PReg base = pg_stage_base(g, b, in->ri[0]), row = my_row(g);
 	PReg rb = ptx_reg(g->f, RB32), xr = ptx_reg(g->f, RB32);
 	PReg t = ptx_reg(g->f, RB32), a = ptx_reg(g->f, RB32);
-	/* cta=K: CTA K's shared memory, through mapa */
-	const char *sp = in->cta ? "shared::cluster" : "shared";
-	if (in->cta) {
-		PReg pb = ptx_reg(g->f, RB32);
-		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", pb, base,
-			pg_u32(g, in->cta));
-		base = pb;
-	}
+	const char *sp;
+	base = pg_smem_base(g, in, base, &sp);   /* cta=K: mapa */
 	if (in->roff[0])
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", row, row, in->roff[0]);
 	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", rb, row, span, base);

@@ -359,13 +359,8 @@ smem_access(PG *g, const SirIns *in)
 	}
 	PReg base = pg_stage_base(g, b, in->ri[0]), row, col;
 	PReg r = ptx_reg(g->f, RB32), c = ptx_reg(g->f, RB32);
-	const char *sp = in->cta ? "shared::cluster" : "shared";
-	if (in->cta) {
-		PReg pb = ptx_reg(g->f, RB32);
-		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", pb, base,
-			pg_u32(g, in->cta));
-		base = pb;
-	}
+	const char *sp;
+	base = pg_smem_base(g, in, base, &sp);
 	coords(g, &row, &col);
 	bool pk = v->ety != TY_F32;
 	for (int j = 0; j < n; j++) {

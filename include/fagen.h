@@ -115,6 +115,16 @@ typedef struct fg_options {
 				 * simulator"); NULL: $FAGEN_SIM; "" or
 				 * "0": the GPU.  Appended: zeroed callers
 				 * keep the GPU */
+	const char *target;     /* the PTX target of the schedules the
+				 * fg_attention_* and row kernels use:
+				 * "sm_80", "sm_90a" or "sm_100a"; NULL:
+				 * $FAGEN_TARGET, else the device's own
+				 * (compute capability 8.x: sm_80, 9.0:
+				 * sm_90a, 10.0: sm_100a).  sm_80 runs on
+				 * any device from 8.0 on (its PTX is JIT-
+				 * compiled); the others on their own
+				 * only.  Appended: zeroed callers keep the
+				 * device's */
 } fg_options;
 
 typedef struct fg_ctx fg_ctx;
@@ -150,8 +160,8 @@ FG_API const char *fg_errmsg(const fg_ctx *ctx);
 typedef struct fg_compile_options {
 	const char *const *defines; /* "NAME=VALUE": overrides 'const NAME' */
 	int ndefines;
-	const char *arch;           /* "sm_90a", "sm_100a"; NULL: the
-				     * schedule's 'target' */
+	const char *arch;           /* "sm_90a", "sm_100a", "sm_80";
+				     * NULL: the schedule's 'target' */
 	int werror;                 /* nonzero: every warning is an error */
 	int no_verify;              /* nonzero: skip the schedule verifier
 				     * (fagen --no-verify) */

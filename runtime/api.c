@@ -32,6 +32,25 @@ sim_target(const char *opt)
 	return opt ? -2 : -1;
 }
 
+/* fg_options.target, else $FAGEN_TARGET, as fg_ctx.target (80, 90 or
+ * 100; 0: the device's own); -2 for an option value it does not know,
+ * -1 for such a variable (an error once the driver is needed). */
+static int
+pick_target(const char *opt)
+{
+	const char *s = opt ? opt : getenv("FAGEN_TARGET");
+
+	if (!s || !s[0])
+		return 0;
+	if (!strcmp(s, "sm_80"))
+		return 80;
+	if (!strcmp(s, "sm_90a"))
+		return 90;
+	if (!strcmp(s, "sm_100a"))
+		return 100;
+	return opt ? -2 : -1;
+}
+
 static void *
 default_alloc(void *ud, void *p, size_t osize, size_t nsize)
 {
@@ -57,7 +76,8 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 	*out = NULL;
 	if (o->log_level < FG_LOG_OFF || o->log_level > FG_LOG_DEBUG ||
 	    o->device < 0 || o->jit > (FG_JIT_NVJITLINK | FG_JIT_PTXAS |
-	    FG_JIT_DRIVER) || sim_target(o->sim) == -2)
+	    FG_JIT_DRIVER) || sim_target(o->sim) == -2 ||
+	    pick_target(o->target) == -2)
 		return FG_ERR_INVALID;
 	if (!(c = alloc(o->alloc_ud, NULL, 0, sizeof *c)))
 		return FG_ERR_NOMEM;
@@ -70,6 +90,7 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 	c->log_level = o->log_level;
 	c->device = o->device;
 	c->sim = sim_target(o->sim);
+	c->target = pick_target(o->target);
 	const char *np = getenv("FAGEN_NO_PDL");
 	c->no_pdl = np && *np && strcmp(np, "0");
 	c->jit = o->jit ? o->jit : FG_JIT_NVJITLINK | FG_JIT_PTXAS |
@@ -82,6 +103,9 @@ fg_ctx_create(fg_ctx **out, const fg_options *opts)
 		ok = (c->driver_lib = rt_strdup(c, o->driver_lib)) != NULL;
 	if (ok && c->sim < 0)
 		ok = (c->sim_bad = rt_strdup(c, getenv("FAGEN_SIM"))) != NULL;
+	if (ok && c->target < 0)
+		ok = (c->target_bad = rt_strdup(c, getenv("FAGEN_TARGET"))) !=
+			NULL;
 	if (ok && o->schedule_dir)
 		ok = (c->schedule_dir = rt_strdup(c, o->schedule_dir)) != NULL;
 	if (ok && o->cache_dir && o->cache_dir[0])
@@ -115,6 +139,7 @@ fg_ctx_destroy(fg_ctx *c)
 	rt_strfree(c, c->cache_dir);
 	rt_strfree(c, c->schedule_dir);
 	rt_strfree(c, c->sim_bad);
+	rt_strfree(c, c->target_bad);
 	pthread_mutex_destroy(&c->attn_mu);
 	pthread_mutex_destroy(&c->mu);
 	c->alloc(c->alloc_ud, c, sizeof *c, 0);

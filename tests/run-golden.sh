@@ -9,6 +9,7 @@
 #   <name>.ir         fagen INPUT --emit ir -o -       stdout compared
 #   <name>.sm90.ptx   fagen INPUT --arch sm_90a -o -   stdout compared
 #   <name>.sm100.ptx  fagen INPUT --arch sm_100a -o -  stdout compared
+#   <name>.sm80.ptx   fagen INPUT --arch sm_80 -o -    stdout compared
 #   <name>.dot        fagen INPUT --emit dot -o -      stdout compared
 #                     (exit 1 when there is a <name>.err: the graph of a
 #                     schedule the verifier refuses, its errors in red)
@@ -81,6 +82,7 @@ check() {
 [ -f "$base.sm90.ptx" ] && check "$base.sm90.ptx" 0 stdout --arch sm_90a -o -
 [ -f "$base.sm100.ptx" ] &&
 	check "$base.sm100.ptx" 0 stdout --arch sm_100a -o -
+[ -f "$base.sm80.ptx" ] && check "$base.sm80.ptx" 0 stdout --arch sm_80 -o -
 if [ -f "$base.dot" ]; then
 	if [ -f "$base.err" ]; then
 		check "$base.dot" 1 stdout --emit dot -o -
@@ -91,7 +93,7 @@ fi
 
 if [ "$nchecks" -eq 0 ]; then
 	echo "run-golden: $input has no expected file: create an empty" \
-		"$base.err, .warn, .ir, .sm90.ptx, .sm100.ptx or .dot and fill" \
+		"$base.err, .warn, .ir, .sm90.ptx, .sm100.ptx, .sm80.ptx or .dot and fill" \
 		"it with FAGEN_UPDATE_GOLDEN=1 meson test -C build --suite" \
 		"golden" >&2
 	exit 1

@@ -2,7 +2,8 @@
 # run-ptxas.sh FILE.ptx: assemble an expected PTX file with ptxas for the
 # architecture on its .target line.  Fails on any ptxas error and on spills
 # (a non-zero 'N bytes spill stores/loads' in the -v report) and on any
-# (C75xx) advisory line; exits 77 (SKIP) when there is no ptxas.
+# (C75xx) advisory line; sm_80 PTX also for sm_86 and sm_89; exits 77
+# (SKIP) when there is no ptxas.
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -22,6 +23,20 @@ if [ -z "$arch" ]; then
 	echo "run-ptxas: $file has no .target line" >&2
 	exit 1
 fi
+
+# sm_80 PTX also serves sm_86 and sm_89 (issue #28): each must pass
+for more in $([ "$arch" = sm_80 ] && echo sm_86 sm_89); do
+	o=$(ptxas -v -arch="$more" "$file" -o /dev/null 2>&1) || {
+		printf '%s\n' "$o"
+		echo "run-ptxas: ptxas -arch=$more failed on $file" >&2
+		exit 1
+	}
+	if printf '%s\n' "$o" | grep -Eq '[1-9][0-9]* bytes spill|\(C75[0-9]{2}\)'; then
+		printf '%s\n' "$o"
+		echo "run-ptxas: $file spills or draws a C75xx notice for $more" >&2
+		exit 1
+	fi
+done
 
 rc=0
 out=$(ptxas -v -arch="$arch" "$file" -o /dev/null 2>&1) || rc=$?

@@ -120,7 +120,7 @@ typedef struct Est {
  * threads holding it.  A wgmma fragment is spread over the 128 threads
  * of a warpgroup; tmem_rows gives a thread one row; a row vector of a
  * wgmma fragment keeps a thread's two rows, of tmem_rows its one row.
- * This agrees with ptx_frag.c's frag_shape. */
+ * This agrees with ptx/frag.c's frag_shape. */
 static int
 tile_regs(const SirVal *v)
 {
@@ -646,9 +646,11 @@ ins(Est *e, const SirIns *in, Set *live, bool meas, int hoist)
 		if (meas)
 			capture(e, in, live, true);
 		/* an accumulating wgmma reads its accumulator */
-		if (in->dst && !(in->op == SOP_wgmma && in->imm))
+		bool acc = (in->op == SOP_wgmma || in->op == SOP_mma_sync) &&
+			in->imm;
+		if (in->dst && !acc)
 			set_del(e, live, in->dst);
-		if (in->op == SOP_wgmma && in->imm)
+		if (acc)
 			set_add(e, live, in->dst);
 		for (int k = retire_find(e, in); k < e->nret &&
 		    e->ret[k].wait == in; k++)

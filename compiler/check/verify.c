@@ -338,6 +338,15 @@ complete(Sim *s, int e)
 		s->mb[ev.bar].bytes += ev.bytes;
 		vf_mbar_complete(s, ev.bar);
 		break;
+	case EV_CPA:  /* cp.async landed: the threads' async arrival */
+		if (ev.rec >= 0 && s->rec[ev.rec].live &&
+		    s->rec[ev.rec].kind == A_TMAW && s->rec[ev.rec].pending) {
+			s->rec[ev.rec].pending = false;
+			s->rec[ev.rec].bar = ev.bar;
+			s->rec[ev.rec].tag = s->mb[ev.bar].phase + 1;
+		}
+		vf_mbar_arrive(s, NULL, NULL, ev.bar, 32);
+		break;
 	case EV_BULK:
 		p->bulk_groups--;
 		vf_wake(s, ev.proc);
@@ -564,7 +573,7 @@ static int
 next(Sim *s)
 {
 	int cand[MAXEV], n = 0;
-	PMask seen[4] = {0};  /* by event kind: processes queued */
+	PMask seen[NEV_KINDS] = {0};  /* by event kind: processes queued */
 
 	if (s->mode == 1 && s->nev)
 		return MAXPROC;
@@ -573,7 +582,8 @@ next(Sim *s)
 	int nr = pm_popcount(s->rdy);
 	for (int e = 0; e < s->nev; e++) {
 		PMask bit = PBIT(s->ev[e].proc);
-		if (s->ev[e].kind == EV_TMA || !(seen[s->ev[e].kind] & bit))
+		if (s->ev[e].kind == EV_TMA || s->ev[e].kind == EV_CPA ||
+		    !(seen[s->ev[e].kind] & bit))
 			cand[n++] = MAXPROC + e;
 		seen[s->ev[e].kind] |= bit;
 	}

@@ -47,7 +47,7 @@ typedef int32_t Clk;
 _Static_assert(MAXSTEPS < INT32_MAX / 2, "Clk holds a run's steps");
 
 enum { B_RUN, B_MBAR, B_NBAR, B_WGMMA, B_BULK, B_DONE };
-enum { EV_TMA, EV_BULK, EV_WGMMA, EV_TC };
+enum { EV_TMA, EV_BULK, EV_WGMMA, EV_TC, EV_CPA, NEV_KINDS };
 
 typedef struct Mbar {
 	const Res *r;
@@ -100,6 +100,10 @@ typedef struct Proc {
 			       * flight */
 	int bulk_unread;      /* groups no 'tma_wait' has waited for */
 	const SirIns *bulk_last;  /* the last 'tma_commit' */
+	int cp_open;          /* cp.async copies since the last commit */
+	int cp_seq;           /* cp.async groups committed so far */
+	int cp_done;          /* ... and retired by 'cp_async_wait' */
+	const SirIns *cp_last;  /* the last group copy, or NULL */
 	int tc_inflight;
 	int wg_seq;           /* wgmma groups committed so far */
 	int *inflight;        /* by Ref: wgmma group + 1 using it, or 0 */
@@ -142,7 +146,9 @@ typedef struct Rec {
 	int group;            /* A_READ: pending until this group retires */
 	int bulk;             /* A_READ: 1 bulk-store group, 0 wgmma,
 			       * 2 tcgen05.mma: ordered once vc[TC(proc)]
-			       * >= group (CLK_NEVER: no commit yet) */
+			       * >= group (CLK_NEVER: no commit yet);
+			       * A_GENW: CP_GROUP, a cp.async pending until
+			       * 'cp_async_wait' retires its group */
 	Iter it;              /* where the process was */
 	bool pending, dirty, live;
 	const SirIns *at;
@@ -337,6 +343,12 @@ void vf_acc_gread(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 Rec *vf_acc_write(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	bool tma, int64_t geo, int64_t r0, int64_t r1);
 void vf_retire_reads(Sim *, Proc *, bool bulk, int upto);
+/* cp.async: a write of [lo, hi) by threads, in flight until group
+ * 'group' of the process retires (CP_GROUP records, vf_retire_cp). */
+enum { CP_GROUP = 4 };
+void vf_acc_cpwrite(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
+	int group, int64_t geo);
+void vf_retire_cp(Sim *, Proc *, int upto);
 
 /* verify_tmem.c */
 void vf_iter(const Proc *, Iter *);

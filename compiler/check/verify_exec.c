@@ -622,6 +622,57 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		if (p->bulk_unread > in->imm)
 			p->bulk_unread = (int)in->imm;
 		return true;
+	case SOP_cp_async: {
+		/* every thread its chunks of the tile: in flight until the
+		 * group retires, or (with an mbarrier) until the arrival the
+		 * copies make when they land */
+		const Res *x = in->r[1];
+		srange(p, x, val(p, in->ri[1]), &lo, &hi);
+		if (!in->r[2]) {
+			vf_acc_cpwrite(s, p, in, lo, hi, p->cp_seq + 1,
+				vf_geometry(x));
+			p->cp_open++;
+			p->cp_last = in;
+			return true;
+		}
+		b = mbar_at(s, p, in, in->r[2], val(p, in->ri[2]));
+		if (b < 0)
+			return true;
+		Rec *w = vf_acc_write(s, p, in, lo, hi, true, vf_geometry(x), 0,
+			x->shape[0]);
+		if (w)
+			w->bulk = CP_GROUP;
+		emit_event(s, EV_CPA, self, b, 0);
+		if (s->nev)
+			s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
+		return true;
+	}
+	case SOP_cp_commit:  /* an empty group counts too */
+		p->cp_open = 0;
+		p->cp_seq++;
+		return true;
+	case SOP_cp_wait:  /* landing is not modelled apart: at once */
+		if (p->cp_seq - in->imm > p->cp_done) {
+			p->cp_done = (int)(p->cp_seq - in->imm);
+			vf_retire_cp(s, p, p->cp_done);
+		}
+		return true;
+	case SOP_mma_sync:
+		/* the warp's rows of a K-major A (16 (warp % 4) + arow ..),
+		 * all of an MN-major A and of B, read by its threads at once */
+		for (int k = 1; k <= 2; k++)
+			if (in->r[k]) {
+				const Res *x = in->r[k];
+				int64_t r0 = 0, r1 = x->shape[0];
+				if (k == 1 && !in->trans[1]) {
+					r0 = in->roff[1] + 16 * ((p->sp->part->warp_lo +
+						p->warp) % 4);
+					r1 = r0 + 16;
+				}
+				srange(p, x, val(p, in->ri[k]), &lo, &hi);
+				vf_acc_gread(s, p, in, lo, hi, vf_geometry(x), r0, r1);
+			}
+		return true;
 	case SOP_wgmma: {
 		int g = NNB * p->cta + 16 + (p->sp->part->warp_lo + p->warp) / 4 %
 			8;
@@ -1019,6 +1070,14 @@ vf_step(Sim *s, Proc *p)
 		vf_fail(s, p->sp->part->nspan, "exit-pending", "partition '%s' "
 			"ends with bulk stores still reading shared memory; "
 			"end with 'tma_wait 0'%s", vf_pname(s, p), "");
+	} else if (p->cp_open || p->cp_seq > p->cp_done) {
+		vf_fail(s, p->sp->part->nspan, "exit-pending", "partition '%s' "
+			"ends with cp_async copies in flight%s; end with "
+			"'cp_async_commit' and 'cp_async_wait 0'", vf_pname(s, p),
+			p->cp_open ? " (some in no committed group)" : "");
+		if (p->cp_last)
+			diag_note(s->ctx, p->cp_last->span, "the last copy into "
+				"a group");
 	} else if (p->bulk_unwaited) {
 		/* 'tma_wait N read' says the stores have read shared memory,
 		 * not that their writes to global memory are done */

@@ -38,7 +38,8 @@ coords(int op)
 		op == SOP_gscatter || op == SOP_rowred_put ||
 		op == SOP_rowred_get || op == SOP_clred_put ||
 		op == SOP_clred_get || op == SOP_gtload ||
-		op == SOP_wgmma || op == SOP_tc_mma || op == SOP_gload;
+		op == SOP_wgmma || op == SOP_tc_mma || op == SOP_gload ||
+		op == SOP_mma_sync || op == SOP_cp_async;
 }
 
 static void

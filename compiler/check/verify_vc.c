@@ -12,14 +12,15 @@
 #include "check/check.h"
 #include "check/verify.h"
 
-/* Does b (or a block in it) hold a TMA load completing on r, or (r
- * NULL) a tcgen05.mma or commit? */
+/* Does b (or a block in it) hold a TMA load or cp_async completing on
+ * r, or (r NULL) a tcgen05.mma or commit? */
 static bool
 uses(const SirBlock *b, const Res *r)
 {
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
-		if (r ? in->op == SOP_tma_load && in->r[2] == r :
+		if (r ? (in->op == SOP_tma_load || in->op == SOP_cp_async) &&
+		    in->r[2] == r :
 		    in->op == SOP_tc_mma || in->op == SOP_tc_commit)
 			return true;
 		if ((in->body && uses(in->body, r)) ||
@@ -30,11 +31,11 @@ uses(const SirBlock *b, const Res *r)
 }
 
 /* The clock entries: one per process; one per element of an mbarrier
- * that TMA loads complete on (VB: the phases observed, which order the
- * loads' writes; no other barrier's is read); on sm_100a, one per warp of
- * a partition that issues tcgen05.mma or commits (TC).  The entries are
- * independent under a join, so leaving out those nothing reads changes
- * no other. */
+ * that TMA loads or cp_async complete on (VB: the phases observed, which
+ * order the loads' writes; no other barrier's is read); on sm_100a, one
+ * per warp of a partition that issues tcgen05.mma or commits (TC).  The
+ * entries are independent under a join, so leaving out those nothing
+ * reads changes no other. */
 static void
 slots(Sim *s)
 {
@@ -147,8 +148,9 @@ ordered(const Sim *s, const Rec *r, const Proc *q)
 				r->group;
 		return !r->pending && (r->proc == qi || q->vc[r->proc] >=
 			r->clock);
-	default:
-		return r->proc == qi || q->vc[r->proc] >= r->clock;
+	default:  /* a cp.async write is ordered once its group retired */
+		return !r->pending && (r->proc == qi || q->vc[r->proc] >=
+			r->clock);
 	}
 }
 
@@ -161,18 +163,23 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 	char a[200];
 
 	bool tc = r->kind == A_READ && r->bulk == 2;
+	bool cp = r->kind != A_READ && r->bulk == CP_GROUP;
 	bool thr = r->kind == A_READ && r->bulk == 3;
 	Iter it;
 	vf_iter(q, &it);
 	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
 		&it), what, tc ? "a tcgen05.mma reads" : thr ? "threads read "
-		"(smem_load)" : kinds[r->kind]);
+		"(smem_load or mma.sync)" : cp ? "a cp_async writes" : kinds[r->kind]);
 	s->other = &s->p[r->proc];
 	s->other_at = r->at;
 	vf_fail(s, in->span, "race", "%s without an ordering barrier%s", a,
 		tc ? (r->group == CLK_NEVER ? " (no commit follows the MMA yet)" :
 		" (wait on the phase a commit after the MMA arrives on)") :
-		r->pending ? " (it is still in flight)" : "");
+		cp && r->pending && r->kind == A_GENW ? " (it is still in "
+		"flight: 'cp_async_commit', "
+		"then 'cp_async_wait' for its group, and a barrier before "
+		"other warps read it)" : r->pending ? " (it is still in flight)" :
+		"");
 	if (r->at)
 		diag_note(s->ctx, r->at->span, "the other access, by %s",
 			vf_who(s, &s->p[r->proc], &r->it));
@@ -322,12 +329,19 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		if (!r->live || !overlaps(r, lo, hi, geo, r0, r1))
 			continue;
 		/* threads write their own rows: generic writes do not
-		 * conflict with each other at this granularity */
-		if (!ordered(s, r, p) && !(r->kind == A_GENW && !tma))
-			race(s, p, in, r, tma ? "a TMA load overwrites" :
-				"this overwrites");
-		if (r->lo >= lo && r->hi <= hi && (!geo || r->geo != geo ||
-		    (r->r0 >= r0 && r->r1 <= r1))) {
+		 * conflict with each other at this granularity, nor do the
+		 * warps' chunks of cp.async tiles */
+		bool cp = in->op == SOP_cp_async && r->bulk == CP_GROUP &&
+			r->kind != A_READ;
+		if (!ordered(s, r, p) && !(r->kind == A_GENW && !tma) && !cp)
+			race(s, p, in, r, tma && in->op != SOP_cp_async ?
+				"a TMA load overwrites" : "this overwrites");
+		/* another warp's cp.async in flight stays: its threads'
+		 * chunks land at its own 'cp_async_wait' */
+		bool keep = r->pending && r->bulk == CP_GROUP &&
+			r->proc != (int)(p - s->p);
+		if (!keep && r->lo >= lo && r->hi <= hi && (!geo ||
+		    r->geo != geo || (r->r0 >= r0 && r->r1 <= r1))) {
 			r->live = false;
 			s->rlive[i / 64] &= ~(1ull << (i % 64));
 			s->rwrite[i / 64] &= ~(1ull << (i % 64));
@@ -355,6 +369,45 @@ vf_retire_reads(Sim *s, Proc *p, bool bulk, int upto)
 		for (uint64_t m = pend[w]; m; m &= m - 1) {
 			Rec *r = &s->rec[w * 64 + __builtin_ctzll(m)];
 			if (r->bulk == bulk && r->group <= upto) {
+				r->pending = false;
+				r->clock = p->vc[p - s->p];
+				pend[w] &= ~(m & -m);
+			}
+		}
+}
+
+/* A cp.async write of [lo, hi) by p's threads (each warp's record covers
+ * the whole tile: its threads' chunks are spread over it): earlier
+ * accesses must be ordered before it, as for any write by threads, and
+ * it is pending -- unordered with everything, its own warp's reads
+ * included -- until 'cp_async_wait' retires group 'group' of p. */
+void
+vf_acc_cpwrite(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
+	int group, int64_t geo)
+{
+	Rec *r = vf_acc_write(s, p, in, lo, hi, false, geo, 0, INT32_MAX);
+
+	if (!r)
+		return;
+	int i = (int)(r - s->rec);
+	r->pending = true;
+	r->bulk = CP_GROUP;
+	r->group = group;
+	s->rpend[r->proc][i / 64] |= 1ull << (i % 64);
+}
+
+/* 'cp_async_wait': p's copies of groups up to 'upto' have landed, at its
+ * current clock (visible to p now, to others through a barrier). */
+void
+vf_retire_cp(Sim *s, Proc *p, int upto)
+{
+	uint64_t *pend = s->rpend[p - s->p];
+
+	for (int w = 0; w < RECW; w++)
+		for (uint64_t m = pend[w]; m; m &= m - 1) {
+			Rec *r = &s->rec[w * 64 + __builtin_ctzll(m)];
+			if (r->kind == A_GENW && r->bulk == CP_GROUP &&
+			    r->group <= upto) {
 				r->pending = false;
 				r->clock = p->vc[p - s->p];
 				pend[w] &= ~(m & -m);

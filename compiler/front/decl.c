@@ -26,6 +26,20 @@ swizzle_of(S *s, const Node *d)
 	return (int)sw;
 }
 
+/* Hopper's synchronization features, which sm_80 lacks: an error naming
+ * the target and what to use instead. */
+static bool
+need_hopper(S *s, Span sp, const char *what, const char *instead)
+{
+	const Target *t = target_get(s->k->target);
+
+	if (!t || t->hopper)
+		return true;
+	diag_error(s->ctx, sp, "%s is not available on %s%s", what, t->name,
+		instead);
+	return false;
+}
+
 void
 decl_tma(S *s, const Node *d)
 {
@@ -35,7 +49,8 @@ decl_tma(S *s, const Node *d)
 	const Node *box;
 
 	attrs_allowed(s, d, ok);
-	if (!r)
+	if (!r || !need_hopper(s, d->nspan, "TMA ('tma')", "; load tiles with "
+	    "'cp_async'"))
 		return;
 	if (!d->d) {
 		diag_error(s->ctx, d->nspan, "'tma %s' needs the tensor it "
@@ -111,6 +126,8 @@ decl_cta(S *s, const Node *d)
 		if (prod > 16)
 			diag_error(s->ctx, c->a->span, "a cluster has at most "
 				"16 CTAs, found %lld", (long long)prod);
+		else if (prod > 1)
+			need_hopper(s, c->a->span, "a thread block cluster", "");
 	}
 }
 
@@ -215,9 +232,12 @@ static const Layout *
 layout_expr(S *s, const Node *e)
 {
 	static const char *const kinds[] = {"smem", "wgmma_acc", "wgmma_a",
-		"tmem_rows", "rows", "blocked", "cols", NULL};
+		"tmem_rows", "rows", "blocked", "cols", "mma_acc", "mma_a", NULL};
+	/* mma_acc, mma_a: wgmma's m64 fragments, which four warps' mma.sync
+	 * m16n8k16 also hold (sm_80, and sm_90a as a synonym) */
 	static const LayoutKind lk[] = {LK_SMEM, LK_WGMMA_ACC, LK_WGMMA_A,
-		LK_TMEM_ROWS, LK_ROWS, LK_BLOCKED, LK_COLS};
+		LK_TMEM_ROWS, LK_ROWS, LK_BLOCKED, LK_COLS, LK_WGMMA_ACC,
+		LK_WGMMA_A};
 	Layout *l = NEW(&s->ctx->perm, Layout);
 	int kind = -1;
 
@@ -232,9 +252,9 @@ layout_expr(S *s, const Node *e)
 				kind = i;
 	if (kind < 0) {
 		diag_error(s->ctx, e->span, "expected a layout: 'smem(...)', "
-			"'wgmma_acc(n=...)', 'wgmma_a(n=...)', "
-			"'tmem_rows(n=...)', 'blocked(...)', 'rows(L)' or "
-			"'cols(L)'");
+			"'wgmma_acc(n=...)', 'wgmma_a(n=...)', 'mma_acc(n=...)', "
+			"'mma_a(n=...)', 'tmem_rows(n=...)', 'blocked(...)', "
+			"'rows(L)' or 'cols(L)'");
 		return NULL;
 	}
 	l->kind = lk[kind];
@@ -301,16 +321,22 @@ layout_expr(S *s, const Node *e)
 		l->n = l->parent->n;
 	if (l->kind == LK_BLOCKED)
 		blocked_check(s, e, l);
-	bool sm90 = s->k->target == TGT_SM90A;
-	if (sm90 && l->kind == LK_TMEM_ROWS)
+	const Target *tg = target_get(s->k->target);
+	bool frag = l->kind == LK_WGMMA_ACC || l->kind == LK_WGMMA_A;
+	if (tg && !tg->has_tmem && l->kind == LK_TMEM_ROWS)
 		diag_error(s->ctx, e->span, "'tmem_rows' is a tensor-memory "
-			"layout; sm_90a has no tensor memory");
-	if (!sm90 && (l->kind == LK_WGMMA_ACC || l->kind == LK_WGMMA_A))
-		diag_error(s->ctx, e->span, "'%s' is a wgmma layout; sm_100a "
-			"has no wgmma (use 'tmem_rows')", kinds[kind]);
+			"layout; %s has no tensor memory", tg->name);
+	if (tg && tg->has_tcgen05 && frag)
+		diag_error(s->ctx, e->span, "'%s' is a register-fragment MMA "
+			"layout; %s has no wgmma or mma.sync path (use "
+			"'tmem_rows')", kinds[kind], tg->name);
+	else if (tg && tg->mma_sync && frag && kind < 7)
+		diag_error(s->ctx, e->span, "'%s' is a wgmma layout; %s has no "
+			"wgmma (use '%s', the same fragments from mma.sync)",
+			kinds[kind], tg->name, kind == 1 ? "mma_acc" : "mma_a");
 	if (l->kind == LK_WGMMA_ACC && (l->n == 0 || l->n % 8))
-		diag_error(s->ctx, e->span, "'wgmma_acc' needs 'n=N' with N a "
-			"multiple of 8 in 8..256");
+		diag_error(s->ctx, e->span, "'%s' needs 'n=N' with N a "
+			"multiple of 8 in 8..256", kinds[kind]);
 	return l;
 }
 
@@ -423,9 +449,9 @@ decl_tmem(S *s, const Node *d)
 	attrs_allowed(s, d, ok);
 	if (!r)
 		return;
-	if (s->k->target == TGT_SM90A) {
+	if (s->k->target && !target_get(s->k->target)->has_tmem) {
 		diag_error(s->ctx, d->nspan, "tensor memory ('tmem') is not "
-			"available on sm_90a");
+			"available on %s", target_get(s->k->target)->name);
 		return;
 	}
 	if (!d->b || d->b->kids.n != 1 || d->b->kids.v[0]->kids.n != 2) {
@@ -469,7 +495,9 @@ decl_mbar(S *s, const Node *d)
 	if (attr_int(s, d, "count", true, 1, (1 << 20) - 1, &v))
 		r->mcount = v;
 	if (attr(d, "tx") && attr_int(s, d, "tx", false, 0, (1 << 20) - 1,
-	    &v))
+	    &v) && need_hopper(s, attr(d, "tx")->span, "an mbarrier with "
+	    "transaction bytes ('tx=')", ": its mbarriers count arrivals "
+	    "only"))
 		r->tx = v;
 }
 
@@ -567,6 +595,10 @@ decl_partition(S *s, const Node *d)
 				"(setmaxnreg), found %lld", (long long)regs);
 			regs = 0;
 		}
+		if (regs && !need_hopper(s, attr(d, "regs")->span, "a register "
+		    "budget ('regs=', setmaxnreg)", ": every warp keeps the "
+		    "registers ptxas gives the kernel"))
+			regs = 0;
 		if (ix)
 			pop_index(s, ix);
 		if (!ok_w)

@@ -72,7 +72,9 @@ typedef enum {
 	X(SLOAD, "smem_load") \
 	X(STORE, "store") X(GLOAD, "global_load") X(EXIT, "exit") \
 	X(CLUSTER_SYNC, "cluster_sync") \
-	X(GRID_DEP_WAIT, "grid_dep_wait") X(GRID_DEP_LAUNCH, "grid_dep_launch")
+	X(GRID_DEP_WAIT, "grid_dep_wait") X(GRID_DEP_LAUNCH, "grid_dep_launch") \
+	X(CP_ASYNC, "cp_async") X(CP_COMMIT, "cp_async_commit") \
+	X(CP_WAIT, "cp_async_wait")
 typedef enum {
 	OP_NONE,
 #define X(e, s) OP_##e,

@@ -318,7 +318,8 @@ static void
 decl_kernel(S *s, const Node *d)
 {
 	static const char *const ok[] = {"target", NULL};
-	static const char *const tg[] = {"sm_90a", "sm_100a", NULL};
+	static const char *const tg[] = {"sm_90a", "sm_100a", "sm_80", NULL};
+	static const TargetId ids[] = {TGT_SM90A, TGT_SM100A, TGT_SM80};
 
 	attrs_allowed(s, d, ok);
 	if (s->k->name) {
@@ -328,13 +329,13 @@ decl_kernel(S *s, const Node *d)
 	s->k->name = d->name;
 	s->k->span = d->nspan;
 	if (!attr(d, "target")) {
-		diag_error(s->ctx, d->nspan, "'kernel' needs 'target=sm_90a' "
-			"or 'target=sm_100a'");
+		diag_error(s->ctx, d->nspan, "'kernel' needs 'target=sm_90a', "
+			"'target=sm_100a' or 'target=sm_80'");
 		return;
 	}
 	int t = attr_word(s, d, "target", tg, -1);
 	if (t >= 0)
-		s->k->target = t == 0 ? TGT_SM90A : TGT_SM100A;
+		s->k->target = ids[t];
 	if (s->ctx->arch)  /* --arch overrides the schedule's target */
 		s->k->target = (TargetId)s->ctx->arch;
 }

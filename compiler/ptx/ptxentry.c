@@ -202,7 +202,8 @@ prologue(PG *g)
 				r->mcount);
 		}
 	}
-	ptx_emit(g->f, "fence.mbarrier_init.release.cluster;");
+	if (g->t->hopper)  /* sm_80: the bar.sync below publishes them */
+		ptx_emit(g->f, "fence.mbarrier_init.release.cluster;");
 	ptx_place(g->f, done);
 	if (g->k->cluster[0] * g->k->cluster[1] * g->k->cluster[2] > 1) {
 		ptx_emit(g->f, "barrier.cluster.arrive.release.aligned;");
@@ -279,6 +280,7 @@ by_warpgroup(PG *g, int end)
 static const TargetOps *const targets[] = {
 	&sm90_ops,
 	&sm100_ops,
+	&sm80_ops,
 };
 
 static const TargetOps *

@@ -455,15 +455,19 @@ gen_if(PG *g, const SirIns *in)
 	ptx_place(g->f, end);
 }
 
-/* elect: one lane of each warp (elect.sync), and for the one-thread form
- * only in the partition's first warp.  The warp re-converges after. */
+/* elect: one lane of each warp (elect.sync; lane 0 on sm_80), and for
+ * the one-thread form only in the partition's first warp.  The warp
+ * re-converges after. */
 static void
 gen_elect(PG *g, const SirIns *in)
 {
 	PReg p = ptx_reg(g->f, RP);
 	int skip = ptx_label(g->f);
 
-	ptx_emit(g->f, "elect.sync _|%R, 0xffffffff;", p);
+	if (g->t->hopper)
+		ptx_emit(g->f, "elect.sync _|%R, 0xffffffff;", p);
+	else  /* sm_80 has no elect.sync: lane 0 */
+		ptx_emit(g->f, "setp.eq.u32 %R, %R, 0;", p, g->lane);
 	if (!in->imm && g->sp->part->warp_hi > g->sp->part->warp_lo) {
 		PReg q = ptx_reg(g->f, RP);
 		ptx_emit(g->f, "setp.eq.u32 %R, %R, %I;", q, g->warp,

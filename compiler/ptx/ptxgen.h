@@ -48,6 +48,11 @@ int pg_blocked_regs(const SirVal *, RKind *);  /* -1: not blocked */
 bool pg_blocked_keys(const Layout *, int j, int *row, int *col);
 bool pg_blocked_op(PG *, const SirIns *);
 
+/* frag.c: register tiles in the m64 fragment layouts (wgmma_acc,
+ * wgmma_a and their rows) that wgmma and four warps' mma.sync share */
+int pg_frag_regs(const SirVal *, RKind *);
+bool pg_frag_op(PG *, const SirIns *);   /* every tile op but the MMA */
+bool pg_frag_keys(const Layout *, int j, int *row, int *col);
 /* common.c: helpers shared by the targets */
 PReg *pg_frag(PG *, Ref, int *n);  /* a tile's registers (ops->tile_regs) */
 void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */

@@ -38,6 +38,15 @@ bar_addr(PG *g, const Res *r, Ref idx)
 	return addr(g, r->off, idx, 8);
 }
 
+/* The parity test of a wait loop: try_wait (which may suspend the
+ * thread a while) from sm_90 on, test_wait on sm_80. */
+static const char *
+wait_insn(const PG *g)
+{
+	return g->t->hopper ? "mbarrier.try_wait.parity.shared::cta.b64" :
+		"mbarrier.test_wait.parity.shared.b64";
+}
+
 #define HANG_NS 2000000000ull  /* --debug-hangs: 2 s of waiting */
 
 /* The message a stuck wait prints, as a module-scope string. */
@@ -80,8 +89,7 @@ hang_wait(PG *g, const SirIns *in, PReg a, PReg ph, PReg idx)
 
 	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t0);
 	ptx_place(g->f, top);
-	ptx_emit(g->f, "mbarrier.try_wait.parity.shared::cta.b64 %R, [%R], "
-		"%R;", p, a, ph);
+	ptx_emit(g->f, "%S %R, [%R], %R;", wait_insn(g), p, a, ph);
 	ptx_emit(g->f, "@%R bra %L;", p, done);
 	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t);
 	ptx_emit(g->f, "sub.u64 %R, %R, %R;", t, t, t0);
@@ -131,8 +139,7 @@ emit_mbar_wait(PG *g, const SirIns *in)
 		return;
 	}
 	ptx_place(g->f, top);
-	ptx_emit(g->f, "mbarrier.try_wait.parity.shared::cta.b64 %R, [%R], "
-		"%R;", p, a, ph);
+	ptx_emit(g->f, "%S %R, [%R], %R;", wait_insn(g), p, a, ph);
 	ptx_emit(g->f, "@!%R bra %L;", p, top);
 }
 
@@ -162,11 +169,19 @@ emit_mbar_arrive(PG *g, const SirIns *in)
 	if (in->op == SOP_mbar_expect)
 		ptx_emit(g->f, "mbarrier.arrive.expect_tx.shared::cta.b64 _, "
 			"[%R], %R;", a, pg_u32(g, in->a[0]));
-	else if (in->imm > 1)
+	else if (in->imm > 1 && !g->t->hopper) {
+		/* sm_80 counts only with .noComplete: N - 1 arrivals that
+		 * cannot complete the phase (N fit in it: the verifier checks
+		 * that no phase overflows), then one that may */
+		ptx_emit(g->f, "mbarrier.arrive.noComplete.shared.b64 _, [%R], "
+			"%I;", a, in->imm - 1);
+		ptx_emit(g->f, "mbarrier.arrive.shared.b64 _, [%R];", a);
+	} else if (in->imm > 1)
 		ptx_emit(g->f, "mbarrier.arrive.shared::cta.b64 _, [%R], %I;",
 			a, in->imm);
 	else
-		ptx_emit(g->f, "mbarrier.arrive.shared::cta.b64 _, [%R];", a);
+		ptx_emit(g->f, "mbarrier.arrive.%S.b64 _, [%R];", g->t->hopper ?
+			"shared::cta" : "shared", a);
 }
 
 static void
@@ -348,6 +363,98 @@ emit_gload(PG *g, const SirIns *in)
 		esz == 8 ? "b64" : "b32", d, ptr);
 }
 
+/* cp_async G[...] -> S[s] [, B]: the partition's T threads copy the
+ * R x C tile in 16-byte chunks, chunk q = (row q / cpr, 16-byte column
+ * q % cpr) by thread q % T, into the layout a TMA box has in shared
+ * memory (span-wide column blocks, the swizzle's XOR of the chunk with
+ * the row), so MMAs read it the same way.  A chunk whose row index K is
+ * at or past the limit, or whose columns pass G's last extent, copies 0
+ * bytes: 16 zeros (cp.async's src-size), from G's base.  With B, one
+ * cp.async.mbarrier.arrive.noinc per thread. */
+static void
+emit_cpasync(PG *g, const SirIns *in)
+{
+	const Res *gl = in->r[0], *b = in->r[1];
+	const Part *pt = g->sp->part;
+	int esz = ty_bytes(b->ety), sw = b->lay->swizzle;
+	int64_t R = b->shape[0], rowbytes = b->shape[1] * esz;
+	int64_t span = sw ? sw : rowbytes, cpr = rowbytes / 16, nch = R * cpr;
+	int64_t T = (int64_t)(pt->warp_hi - pt->warp_lo + 1) * 32;
+	PReg base = addr(g, b->off, in->ri[1], b->bytes);
+	PReg ptr = ptx_reg(g->f, RB64), t = ptx_reg(g->f, RB32);
+	PReg r0 = ptx_reg(g->f, RB32), c0 = ptx_reg(g->f, RB32);
+	PReg r = ptx_reg(g->f, RB32), c = ptx_reg(g->f, RB32);
+	PReg lin = ptx_reg(g->f, RB32), u = ptx_reg(g->f, RB32);
+	PReg dst = ptx_reg(g->f, RB32), src = ptx_reg(g->f, RB64);
+	PReg sz = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
+	PReg q = ptx_reg(g->f, RP), pe = ptx_reg(g->f, RP);
+	/* the thread's first chunk: row r0, 16-byte column c0 */
+	bool even = T % cpr == 0;
+
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, gl->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	ptx_emit(g->f, "sub.s32 %R, %R, %I;", t, g->tid,
+		(int64_t)pt->warp_lo * 32);
+	ptx_emit(g->f, "div.u32 %R, %R, %I;", r0, t, cpr);
+	ptx_emit(g->f, "rem.u32 %R, %R, %I;", c0, t, cpr);
+	for (int64_t k = 0; k * T < nch; k++) {
+		int skip = ptx_label(g->f);
+		if ((k + 1) * T > nch) {  /* the last round: chunks < nch */
+			ptx_emit(g->f, "setp.ge.u32 %R, %R, %I;", pe, t,
+				nch - k * T);
+			ptx_emit(g->f, "@%R bra %L;", pe, skip);
+		}
+		if (even) {
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", r, r0, k * (T / cpr));
+			ptx_emit(g->f, "mov.u32 %R, %R;", c, c0);
+		} else {
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", u, t, k * T);
+			ptx_emit(g->f, "div.u32 %R, %R, %I;", r, u, cpr);
+			ptx_emit(g->f, "rem.u32 %R, %R, %I;", c, u, cpr);
+		}
+		/* shared: (c*16 / span)*R*span + r*span + c*16 % span */
+		ptx_emit(g->f, "shl.b32 %R, %R, 4;", u, c);
+		ptx_emit(g->f, "div.u32 %R, %R, %I;", lin, u, span);
+		ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", lin, lin, R * span);
+		ptx_emit(g->f, "rem.u32 %R, %R, %I;", u, u, span);
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", lin, lin, u);
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", lin, r, span, lin);
+		if (sw) {
+			ptx_emit(g->f, "shr.u32 %R, %R, 7;", u, lin);
+			ptx_emit(g->f, "and.b32 %R, %R, %I;", u, u,
+				(int64_t)(sw / 16 - 1));
+			ptx_emit(g->f, "shl.b32 %R, %R, 4;", u, u);
+			ptx_emit(g->f, "xor.b32 %R, %R, %R;", lin, lin, u);
+		}
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", dst, base, lin);
+		/* global: element lin + r * stride + c * 16 / esz, the row
+		 * index K + r below the limit, the columns inside */
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, r, pg_u32(g, in->a[2]));
+		ptx_emit(g->f, "setp.lt.s32 %R, %R, %R;", p, u,
+			pg_u32(g, in->a[1]));
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", u, c,
+			(int64_t)(16 / esz), pg_u32(g, in->a[4]));
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", u, u, (int64_t)(16 / esz));
+		ptx_emit(g->f, "setp.le.s32 %R, %R, %R;", q, u,
+			pg_u32(g, in->a[5]));
+		ptx_emit(g->f, "and.pred %R, %R, %R;", p, p, q);
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, r,
+			pg_u32(g, in->a[3]), pg_u32(g, in->a[0]));
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", u, c,
+			(int64_t)(16 / esz), u);
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", src, u,
+			(int64_t)esz, ptr);
+		ptx_emit(g->f, "selp.b64 %R, %R, %R, %R;", src, src, ptr, p);
+		ptx_emit(g->f, "selp.u32 %R, 16, 0, %R;", sz, p);
+		ptx_emit(g->f, "cp.async.cg.shared.global [%R], [%R], 16, %R;",
+			dst, src, sz);
+		ptx_place(g->f, skip);
+	}
+	if (in->r[2])
+		ptx_emit(g->f, "cp.async.mbarrier.arrive.noinc.shared.b64 [%R];",
+			bar_addr(g, in->r[2], in->ri[2]));
+}
+
 void
 pg_sync(PG *g, const SirIns *in)
 {
@@ -400,6 +507,15 @@ pg_sync(PG *g, const SirIns *in)
 		break;
 	case SOP_gload:
 		emit_gload(g, in);
+		break;
+	case SOP_cp_async:
+		emit_cpasync(g, in);
+		break;
+	case SOP_cp_commit:
+		ptx_emit(g->f, "cp.async.commit_group;");
+		break;
+	case SOP_cp_wait:
+		ptx_emit(g->f, "cp.async.wait_group %I;", in->imm);
 		break;
 	default:
 		/* wgmma and tcgen05.mma, tensor-memory loads and stores and

@@ -82,13 +82,19 @@ walk(D *d, const char *p, const SirBlock *b)
 		case SOP_tma_store:
 			edge(d, node(d, "s", in->r[1]->name), p, "tma store");
 			break;
+		case SOP_cp_async:
+			edge(d, p, node(d, "s", in->r[1]->name), "cp.async");
+			if (in->r[2])
+				edge(d, node(d, "s", in->r[1]->name),
+					node(d, "b", in->r[2]->name), "arrive");
+			break;
 		case SOP_smem_store:
 			edge(d, p, node(d, "s", r0->name), "store");
 			break;
 		case SOP_smem_load:
 			edge(d, node(d, "s", r0->name), p, "load");
 			break;
-		case SOP_wgmma: case SOP_tc_mma:
+		case SOP_wgmma: case SOP_tc_mma: case SOP_mma_sync:
 			for (int k = 1; k <= 2; k++)
 				if (in->r[k] && in->r[k]->kind == R_SMEM)
 					edge(d, node(d, "s", in->r[k]->name), p, "mma");

@@ -163,7 +163,8 @@ verify_block(const SirPart *p, const SirBlock *b, uint8_t *def,
 			def[in->dst] = 1;
 		int na = sir_ops[in->op].nargs;
 		if (na >= 0 && in->na != na && !(in->op == SOP_mbar_arrive) &&
-		    !(in->op == SOP_wgmma || in->op == SOP_tc_mma) &&
+		    !(in->op == SOP_wgmma || in->op == SOP_tc_mma ||
+		    in->op == SOP_mma_sync) &&
 		    !(in->op == SOP_tile)) {
 			*why = "wrong operand count";
 			return false;

@@ -150,10 +150,11 @@ ins(Buf *b, const SirPart *p, const SirIns *i, int ind)
 		buf_puts(b, i->imm ? " warp" : "");
 		break;
 	case SOP_wgmma_wait: case SOP_tmem_alloc: case SOP_mbar_arrive:
+	case SOP_cp_wait:
 		if (i->imm)
 			buf_printf(b, " %lld", (long long)i->imm);
 		break;
-	case SOP_wgmma: case SOP_tc_mma:
+	case SOP_wgmma: case SOP_tc_mma: case SOP_mma_sync:
 		buf_puts(b, i->imm ? " acc" : " zero");
 		break;
 	case SOP_exp2:

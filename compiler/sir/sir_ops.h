@@ -2,7 +2,8 @@
  *   name: the text form; nargs: value operands (-1: variable);
  *   eff: E_PURE, E_SYNC (barriers), E_ASYNC (async units), E_CTRL
  *   (structured control flow), E_MEM (memory effects);
- *   tgt: the targets that have it (T_ALL, T_SM90, T_SM100). */
+ *   tgt: the targets that have it (T_ALL; T_HOP: sm_90a and sm_100a;
+ *   T_SM90, T_SM100, T_SM80: one). */
 /*    name          nargs  eff      tgt    */
 SOP(  const_i,      0,     E_PURE,  T_ALL  )   /* imm */
 SOP(  const_f,      0,     E_PURE,  T_ALL  )   /* fimm */
@@ -57,17 +58,26 @@ SOP(  elect,        0,     E_CTRL,  T_ALL  )   /* imm 1: one per warp */
 SOP(  exit,         0,     E_CTRL,  T_ALL  )
 SOP(  mbar_wait,    1,     E_SYNC,  T_ALL  )   /* r[0][ri0], parity */
 SOP(  mbar_arrive,  0,     E_SYNC,  T_ALL  )   /* r[0][ri0] */
-SOP(  mbar_expect,  1,     E_SYNC,  T_ALL  )   /* r[0][ri0], bytes */
+SOP(  mbar_expect,  1,     E_SYNC,  T_HOP  )   /* r[0][ri0], bytes */
 SOP(  bar_sync,     0,     E_SYNC,  T_ALL  )   /* r[0]: nbar */
 SOP(  bar_arrive,   0,     E_SYNC,  T_ALL  )
 SOP(  fence,        0,     E_SYNC,  T_ALL  )   /* imm: FENCE_* */
-SOP(  tma_load,     -1,    E_ASYNC, T_ALL  )   /* r0 view, r1 smem, r2 mbar; coords */
-SOP(  tma_store,    -1,    E_ASYNC, T_ALL  )   /* r0 view, r1 smem; coords */
-SOP(  tma_commit,   0,     E_ASYNC, T_ALL  )
-SOP(  tma_wait,     0,     E_ASYNC, T_ALL  )   /* imm: groups, imm2: read */
+SOP(  tma_load,     -1,    E_ASYNC, T_HOP  )   /* r0 view, r1 smem, r2 mbar; coords */
+SOP(  tma_store,    -1,    E_ASYNC, T_HOP  )   /* r0 view, r1 smem; coords */
+SOP(  tma_commit,   0,     E_ASYNC, T_HOP  )
+SOP(  tma_wait,     0,     E_ASYNC, T_HOP  )   /* imm: groups, imm2: read */
 SOP(  wgmma,        2,     E_ASYNC, T_SM90 )   /* D(dst, in a[0]), A, B */
 SOP(  wgmma_commit, 0,     E_ASYNC, T_SM90 )
 SOP(  wgmma_wait,   0,     E_ASYNC, T_SM90 )   /* imm: groups */
+SOP(  mma_sync,     2,     E_MEM,   T_SM80 )   /* D(dst, in a[0]), A, B:
+						  * four warps' mma.sync */
+SOP(  cp_async,     -1,    E_ASYNC, T_ALL  )   /* r0 global -> r1 smem
+						  * [-> r2 mbar]: a0 lin, a1
+						  * limit, a2 row index, a3
+						  * row stride, a4 last index,
+						  * a5 last extent */
+SOP(  cp_commit,    0,     E_ASYNC, T_ALL  )
+SOP(  cp_wait,      0,     E_ASYNC, T_ALL  )   /* imm: groups */
 SOP(  tc_mma,       1,     E_ASYNC, T_SM100)   /* r0 D tmem, A, B; a0 acc */
 SOP(  tc_commit,    0,     E_ASYNC, T_SM100)   /* r[0][ri0]: mbar */
 SOP(  tmem_alloc,   0,     E_SYNC,  T_SM100)
@@ -92,10 +102,10 @@ SOP(  rowred_get,   -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0] reduced
 SOP(  clred_put,    1,     E_MEM,   T_ALL  )   /* a row vector's CTA
 						  * partials -> r0[ri0] of
 						  * every CTA of the cluster */
-SOP(  grid_wait,    0,     E_SYNC,  T_ALL  )   /* griddepcontrol.wait */
-SOP(  grid_launch,  0,     E_SYNC,  T_ALL  )   /* griddepcontrol
+SOP(  grid_wait,    0,     E_SYNC,  T_HOP  )   /* griddepcontrol.wait */
+SOP(  grid_launch,  0,     E_SYNC,  T_HOP  )   /* griddepcontrol
 						  * .launch_dependents */
-SOP(  cl_sync,      0,     E_SYNC,  T_ALL  )   /* barrier.cluster: every
+SOP(  cl_sync,      0,     E_SYNC,  T_HOP  )   /* barrier.cluster: every
 						  * thread of the cluster */
 SOP(  clred_get,    -1,    E_MEM,   T_ALL  )   /* dst <- r0[ri0]'s CTA
 						  * partials reduced (imm 1:

@@ -589,7 +589,7 @@ all_eq(G *g, const Node *n)
 }
 
 /* exp2(x [, poly=N]): N of every 8 elements of a thread's f32 tile are
- * computed with an FMA polynomial instead of the MUFU (ptx_frag.c). */
+ * computed with an FMA polynomial instead of the MUFU (ptx/frag.c). */
 static Ref
 exp2_call(G *g, const Node *n)
 {

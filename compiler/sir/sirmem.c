@@ -505,3 +505,121 @@ sg_op_mem(G *g, const Node *n)
 		i->na = 1;
 	}
 }
+
+/* min(a, b) of two i32 scalars. */
+static Ref
+imin(G *g, Ref a, Ref b, Span sp)
+{
+	a = sg_coerce(g, a, TY_I32, sp);
+	b = sg_coerce(g, b, TY_I32, sp);
+	if (sg_val(g, a)->ty == TY_ERR || sg_val(g, b)->ty == TY_ERR)
+		return 0;
+	Ref r = sir_val(g->ctx, g->p, TY_I32, NULL);
+	SirIns *i = sg_emit(g, SOP_min, sp);
+	i->dst = r, i->a[0] = a, i->a[1] = b, i->na = 2;
+	return r;
+}
+
+/* cp_async G[i0, ...] -> S[s] [, B[j]] [rowdim=K] [limit=L];
+ * cp_async_commit;   cp_async_wait N;
+ * A 2-D buffer tile [R, C] filled from global G, row r from index K plus
+ * r and column c from the last index plus c, by every thread of the
+ * partition in 16-byte chunks (cp.async.cg); rows at or past L or past
+ * G's extent along K, and chunks past its last extent, read zeros (as
+ * TMA's oob=zero).  With B the copies complete on the mbarrier: each
+ * thread's one arrival when its chunks have landed
+ * (cp.async.mbarrier.arrive.noinc); without, in the thread's current
+ * group, which cp_async_commit closes and cp_async_wait N waits for
+ * (at most N of the thread's newest groups still pending).  SIR: see
+ * sir_ops.h. */
+void
+sg_op_cpasync(G *g, const Node *n)
+{
+	int64_t v;
+
+	if (n->op == OP_CP_COMMIT || n->op == OP_CP_WAIT) {
+		sg_noattrs(g, n, NULL);
+		bool w = n->op == OP_CP_WAIT;
+		if (!sg_argc(g, n, w, w) || (w && !sg_const_arg(g, n->kids.v[0],
+		    "the number of pending groups", 0, 31, &v)))
+			return;
+		sg_emit(g, w ? SOP_cp_wait : SOP_cp_commit, n->span)->imm =
+			w ? v : 0;
+		return;
+	}
+	sg_noattrs(g, n, (const char *const[]){"limit", "rowdim", NULL});
+	if (!sg_argc(g, n, 1, 2))
+		return;
+	const Node *arrow = n->kids.v[0];
+	if (arrow->kind != N_ARROW || arrow->a->kind != N_INDEX ||
+	    arrow->a->a->kind != N_NAME) {
+		diag_error(g->ctx, arrow->span, "write 'cp_async G[i, ...] -> "
+			"BUF[stage]' (and ', BAR[i]' to complete on an mbarrier)");
+		return;
+	}
+	if (g->in_elect) {
+		diag_error(g->ctx, n->span, "'cp_async' shares the tile among "
+			"every thread of the partition, so it cannot be inside "
+			"'elect'");
+		return;
+	}
+	SirIns t = {0};
+	Node base = *arrow->a->a;
+	Res *r = sg_resource(g, &base, R_GLOBAL, "a global tensor", &t.ri[0]);
+	Res *b = sg_resource(g, arrow->b, R_SMEM, "a shared-memory buffer",
+		&t.ri[1]);
+	Res *m = n->kids.n == 2 ? sg_resource(g, n->kids.v[1], R_MBAR,
+		"an mbarrier", &t.ri[2]) : NULL;
+	if (!r || !b || (n->kids.n == 2 && !m))
+		return;
+	int esz = ty_bytes(b->ety);
+	int64_t rowbytes = b->shape[b->rank - 1] * esz;
+	if (b->rank != 2 || r->rank < 2) {
+		diag_error(g->ctx, arrow->span, "'cp_async' fills a 2-D buffer "
+			"tile from a global of 2 or more dimensions; '%s' is %d-D "
+			"and '%s' %d-D", b->name, b->rank, r->name, r->rank);
+		return;
+	}
+	if (r->ety != b->ety) {
+		diag_error(g->ctx, arrow->span, "'%s' holds %s but '%s' holds "
+			"%s", r->name, ty_name(r->ety), b->name, ty_name(b->ety));
+		return;
+	}
+	if (rowbytes % 16 || (b->lay->swizzle && rowbytes % b->lay->swizzle)) {
+		diag_error(g->ctx, arrow->b->span, "a row of '%s' is %lld bytes; "
+			"cp.async moves 16-byte chunks%s", b->name,
+			(long long)rowbytes, b->lay->swizzle ? ", and the row must "
+			"fill whole swizzle spans" : "");
+		return;
+	}
+	const Node *rd = sg_opattr(g, n, "rowdim", false);
+	int64_t rowdim = 0;
+	if (rd && rd->a && !sg_const_arg(g, rd->a, "'rowdim'", 0, r->rank - 2,
+	    &rowdim))
+		return;
+	Ref last = 0, rix = 0, lin = sg_lin_index_at(g, arrow->a, r, &last,
+		(int)rowdim, &rix), stride = 0, lv = 0;
+	if (!lin || !tile_rows(g, n, r, (int)rowdim, rd, &stride, &lv))
+		return;
+	lv = imin(g, lv, sg_expr(g, r->dims[rowdim]), n->span);
+	Ref lastext = sg_coerce(g, sg_expr(g, r->dims[r->rank - 1]), TY_I32,
+		n->span);
+	last = sg_coerce(g, last, TY_I32, n->span);
+	if (!lv || sg_val(g, lastext)->ty == TY_ERR ||
+	    sg_val(g, last)->ty == TY_ERR)
+		return;
+	SirIns *i = sg_emit(g, SOP_cp_async, n->span);
+	r->direct = true;
+	i->a[0] = lin;
+	i->a[1] = lv;
+	i->a[2] = rix;
+	i->a[3] = stride;
+	i->a[4] = last;
+	i->a[5] = lastext;
+	i->na = 6;
+	i->r[0] = r;
+	i->r[1] = b;
+	i->ri[1] = t.ri[1];
+	i->r[2] = m;
+	i->ri[2] = t.ri[2];
+}

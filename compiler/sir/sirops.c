@@ -255,6 +255,7 @@ sg_need_target(G *g, const Node *n, int tgt, const char *what)
 		return true;
 	diag_error(g->ctx, n->span, "%s is not available on %s%s", what,
 		t->name, tgt == T_SM90 ? " (it is a Hopper instruction)" :
+		tgt == T_HOP ? " (it needs sm_90a or later)" :
 		" (it needs Blackwell's tcgen05)");
 	return false;
 }
@@ -443,7 +444,9 @@ op_tma(G *g, const Node *n, bool load)
 
 	sg_noattrs(g, n, load ? (const char *const[]){"multicast", "row",
 		NULL} : (const char *const[]){"reduce", NULL});
-	if (!sg_argc(g, n, load ? 2 : 1, load ? 2 : 1))
+	if (!sg_argc(g, n, load ? 2 : 1, load ? 2 : 1) ||
+	    !sg_need_target(g, n, T_HOP, load ? "'tma_load' (TMA)" :
+	    "'tma_store' (TMA)"))
 		return;
 	/* tma_store ... reduce=add: cp.reduce.async.bulk.tensor's add, an
 	 * element-wise f32/f16/bf16 atomic add into global memory */
@@ -503,7 +506,8 @@ op_mbar(G *g, const Node *n)
 	int want = n->op == OP_ARRIVE ? 1 : 2;
 
 	sg_noattrs(g, n, (const char *const[]){"count", "cta", NULL});
-	if (!sg_argc(g, n, want, want))
+	if (!sg_argc(g, n, want, want) || (n->op == OP_EXPECT &&
+	    !sg_need_target(g, n, T_HOP, "'expect' (transaction bytes)")))
 		return;
 	Res *r = sg_resource(g, n->kids.v[0], R_MBAR, "an mbarrier", &idx);
 	const Node *cta = sg_opattr(g, n, "cta", false);
@@ -551,12 +555,15 @@ op_simple(G *g, const Node *n)
 
 	switch (n->op) {
 	case OP_TMA_COMMIT:
-		if (sg_argc(g, n, 0, 0))
+		if (sg_argc(g, n, 0, 0) && sg_need_target(g, n, T_HOP,
+		    "'tma_commit' (cp.async.bulk.commit_group)"))
 			sg_emit(g, SOP_tma_commit, n->span);
 		return;
 	case OP_TMA_WAIT: {
 		sg_noattrs(g, n, (const char *const[]){"read", NULL});
-		if (!sg_argc(g, n, 1, 1) || !sg_const_arg(g, n->kids.v[0],
+		if (!sg_argc(g, n, 1, 1) || !sg_need_target(g, n, T_HOP,
+		    "'tma_wait' (cp.async.bulk.wait_group)") ||
+		    !sg_const_arg(g, n->kids.v[0],
 		    "the number of pending groups", 0, 63, &v))
 			return;
 		SirIns *i = sg_emit(g, SOP_tma_wait, n->span);
@@ -580,6 +587,12 @@ op_simple(G *g, const Node *n)
 		}
 		if ((f == FENCE_TMEM_BEFORE || f == FENCE_TMEM_AFTER) &&
 		    !sg_need_target(g, n, T_SM100, "a tensor-memory fence"))
+			return;
+		if ((f == FENCE_ASYNC_SMEM || f == FENCE_MBAR_INIT) &&
+		    !sg_need_target(g, n, T_HOP, f == FENCE_MBAR_INIT ?
+		    "'fence mbar_init' (fence.mbarrier_init)" :
+		    "'fence async_smem' (the async "
+		    "proxy)"))
 			return;
 		sg_emit(g, SOP_fence, n->span)->imm = f;
 		return;
@@ -666,7 +679,8 @@ op_simple(G *g, const Node *n)
 		 * grids before this one in the stream to complete and their
 		 * memory to be visible; a thread that reads what they wrote
 		 * must wait itself, so never one elected thread */
-		if (!sg_argc(g, n, 0, 0))
+		if (!sg_argc(g, n, 0, 0) || !sg_need_target(g, n, T_HOP,
+		    "'grid_dep_wait' (griddepcontrol)"))
 			return;
 		if (g->in_elect) {
 			diag_error(g->ctx, n->span, "'grid_dep_wait' orders the "
@@ -681,7 +695,8 @@ op_simple(G *g, const Node *n)
 	case OP_GRID_DEP_LAUNCH:
 		/* lets the next kernel in the stream launch before this one
 		 * ends (it still waits for it in its grid_dep_wait) */
-		if (sg_argc(g, n, 0, 0))
+		if (sg_argc(g, n, 0, 0) && sg_need_target(g, n, T_HOP,
+		    "'grid_dep_launch' (griddepcontrol)"))
 			sg_emit(g, SOP_grid_launch, n->span);
 		return;
 	case OP_CLUSTER_SYNC:
@@ -723,6 +738,9 @@ sg_op(G *g, const Node *n)
 		return;
 	case OP_GLOAD:
 		sg_op_gload(g, n);
+		return;
+	case OP_CP_ASYNC: case OP_CP_COMMIT: case OP_CP_WAIT:
+		sg_op_cpasync(g, n);
 		return;
 	}
 	if (n->op != OP_TMA_WAIT && n->op != OP_COMMIT)

@@ -22,7 +22,8 @@ wg_aligned(const Part *p)
 static bool
 mma_shape(G *g, const Node *n, int64_t m, int64_t nn, int64_t k)
 {
-	bool sm90 = g->k->target == TGT_SM90A;
+	const Target *tg = target_get(g->k->target);
+	bool sm90 = !tg->has_tcgen05;  /* wgmma or mma.sync: m64 fragments */
 
 	if (k % 16) {
 		diag_error(g->ctx, n->span, "the MMA's K is %lld; it must be a "
@@ -30,9 +31,12 @@ mma_shape(G *g, const Node *n, int64_t m, int64_t nn, int64_t k)
 		return false;
 	}
 	if (sm90 && (m != 64 || nn % 8 || nn < 8 || nn > 256)) {
-		diag_error(g->ctx, n->span, "wgmma computes m64nNk16 per "
-			"warpgroup with N a multiple of 8 in 8..256; this MMA is "
-			"%lldx%lld", (long long)m, (long long)nn);
+		diag_error(g->ctx, n->span, tg->mma_sync ? "mma.sync computes "
+			"m16n8k16 per warp, four warps an m64nN tile with N a "
+			"multiple of 8 in 8..256; this MMA is %lldx%lld" :
+			"wgmma computes m64nNk16 per warpgroup with N a multiple "
+			"of 8 in 8..256; this MMA is %lldx%lld", (long long)m,
+			(long long)nn);
 		return false;
 	}
 	if (!sm90 && ((m != 64 && m != 128) || nn < 8 || nn > 256 || nn % 8 ||
@@ -82,7 +86,8 @@ mma_dims(G *g, const Node *n, SirIns *i, int64_t *m, int64_t *nn,
 		/* an MN-major A ('X.T') is [K, M]: its rows are X's columns */
 		int64_t arows = (a->kind == R_SMEM && i->trans[1]) ?
 			a->shape[1] : a->shape[0];
-		*m = g->k->target == TGT_SM90A ? 64 : arows - i->roff[1];
+		*m = !target_get(g->k->target)->has_tcgen05 ? 64 : arows -
+			i->roff[1];
 		if (i->roff[1] + *m > arows) {
 			diag_error(g->ctx, n->b->span, "rows %lld..%lld of '%s' "
 				"are past its %lld rows", (long long)i->roff[1],
@@ -106,12 +111,14 @@ mma_dims(G *g, const Node *n, SirIns *i, int64_t *m, int64_t *nn,
 	} else {
 		const SirVal *a = sg_val(g, i->a[1]);
 		if (a->lay->kind != LK_WGMMA_A) {
+			const char *al = target_get(g->k->target)->mma_sync ?
+				"mma_a" : "wgmma_a";
 			diag_error(g->ctx, n->b->span, "a register A operand "
-				"needs layout 'wgmma_a'; '%s' has '%s': write "
-				"'convert(cvt(%s, %s), <a wgmma_a layout>)'",
+				"needs layout '%s'; '%s' has '%s': write "
+				"'convert(cvt(%s, %s), <a %s layout>)'", al,
 				sg_text(g, n->b->span, a->name ? a->name :
 				"the tile"), sg_layname(a->lay),
-				sg_text(g, n->b->span, "x"), ty_name(b->ety));
+				sg_text(g, n->b->span, "x"), ty_name(b->ety), al);
 			return false;
 		}
 		if (a->n != *k || a->ety != b->ety) {
@@ -133,8 +140,10 @@ mma_dims(G *g, const Node *n, SirIns *i, int64_t *m, int64_t *nn,
 static void
 mma(G *g, const Node *n)
 {
-	bool sm90 = g->k->target == TGT_SM90A;
-	SirIns t = {.op = sm90 ? SOP_wgmma : SOP_tc_mma, .span = n->span};
+	const Target *tg = target_get(g->k->target);
+	bool sm90 = !tg->has_tcgen05;  /* into registers: wgmma, mma.sync */
+	SirIns t = {.op = tg->mma_sync ? SOP_mma_sync : sm90 ? SOP_wgmma :
+		SOP_tc_mma, .span = n->span};
 	int64_t m, nn, k, arow = 0;
 	Ty ety;
 
@@ -163,9 +172,10 @@ mma(G *g, const Node *n)
 			return;
 		if (dv->ty != TY_FRAG || !dv->mut || dv->lay->kind !=
 		    LK_WGMMA_ACC || dv->ety != TY_F32) {
-			diag_error(g->ctx, n->a->span, "on sm_90a the MMA "
-				"accumulates into a 'reg' f32 tile with a "
-				"'wgmma_acc' layout");
+			diag_error(g->ctx, n->a->span, "on %s the MMA "
+				"accumulates into a 'reg' f32 tile with a '%s' "
+				"layout", tg->name, tg->mma_sync ? "mma_acc" :
+				"wgmma_acc");
 			return;
 		}
 		t.dst = d;
@@ -193,6 +203,12 @@ mma(G *g, const Node *n)
 	}
 	if (t.r[1] && t.r[1]->kind == R_TMEM && sm90)
 		return;
+	if (tg->mma_sync && t.roff[1] % 16) {
+		diag_error(g->ctx, ar->span, "on %s 'arow' is a multiple of 16 "
+			"(mma.sync reads A in 16-row blocks), found %lld",
+			tg->name, (long long)t.roff[1]);
+		return;
+	}
 	if (!t.r[2] || t.r[2]->kind != R_SMEM) {
 		diag_error(g->ctx, n->c->span, "operand B comes from shared "
 			"memory");
@@ -210,7 +226,10 @@ mma(G *g, const Node *n)
 			return;
 		}
 		if (!wg_aligned(g->p->part) || g->in_elect) {
-			diag_error(g->ctx, n->span, "wgmma is issued by whole "
+			diag_error(g->ctx, n->span, tg->mma_sync ? "the m64 "
+				"mma.sync tile is four warps' (16 rows each, by "
+				"warp %% 4): run it in a partition of 4k aligned "
+				"warps, outside 'elect'" : "wgmma is issued by whole "
 				"warpgroups: run it in a partition of 4k aligned "
 				"warps, outside 'elect'");
 			return;

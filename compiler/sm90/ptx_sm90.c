@@ -153,3 +153,22 @@ sm90_wgmma(PG *g, const SirIns *in)
 		}
 	}
 }
+
+/* Register tiles are ptx/frag.c's; the MMA is wgmma. */
+static bool
+tile_op(PG *g, const SirIns *in)
+{
+	if (in->op == SOP_wgmma) {
+		sm90_wgmma(g, in);
+		return true;
+	}
+	return pg_frag_op(g, in);
+}
+
+const TargetOps sm90_ops = {
+	.id = TGT_SM90A,
+	.rows = sm90_rows,
+	.tile_regs = pg_frag_regs,
+	.tile_op = tile_op,
+	.elem_keys = pg_frag_keys,
+};

@@ -1,6 +1,7 @@
 /* sm90.h: private to the sm_90a target (sm90/): its instruction rows
  * (ptx_sm90.c) and wgmma (ptx_sm90.c), used by its register-tile lowering
- * (ptx_frag.c, which fills sm90_ops), and its descriptor encoder. */
+ * and sm90_ops (ptx/frag.c holds the register tiles), and its
+ * descriptor encoder. */
 #ifndef SM90_H
 #define SM90_H
 

@@ -36,7 +36,8 @@ class _Options(ctypes.Structure):   # fg_options
         ("device", ctypes.c_int), ("jit", ctypes.c_uint),
         ("driver_lib", ctypes.c_char_p), ("schedule_dir", ctypes.c_char_p),
         ("sim", ctypes.c_char_p),
-    ]
+        ("target", ctypes.c_char_p),   # NULL: $FAGEN_TARGET, else the
+    ]                                  # device's own
 
 
 def use_simulator(target="sm_90a"):

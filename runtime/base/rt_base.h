@@ -66,6 +66,12 @@ struct fg_ctx {
 			       * $FAGEN_SIM); -1: a $FAGEN_SIM it does not
 			       * know, an error on the driver's first use */
 	char *sim_bad;        /* that $FAGEN_SIM, for the message */
+	int target;           /* the schedules' target: 80, 90 or 100 (0:
+			       * the device's own; fg_options.target,
+			       * $FAGEN_TARGET); -1: a $FAGEN_TARGET it does
+			       * not know, an error on the driver's first
+			       * use */
+	char *target_bad;     /* that $FAGEN_TARGET, for the message */
 	bool no_pdl;          /* $FAGEN_NO_PDL set (not "0"): kernels with
 			       * grid_dep_wait launch without programmatic
 			       * dependent launch (to measure it) */

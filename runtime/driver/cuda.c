@@ -176,6 +176,35 @@ fail:
 	return FG_ERR_NO_DEVICE;
 }
 
+/* d->tcc: the device's own target (8.x runs sm_80 PTX), or the one the
+ * context asks for, which the device must be able to run: sm_80 from
+ * 8.0 on (the driver JIT-compiles its PTX), sm_90a and sm_100a on 9.0
+ * and 10.0 only. */
+static fg_status
+target_of(fg_ctx *c, Driver *d, char *why, size_t whylen)
+{
+	int cc = d->cc_major * 10 + d->cc_minor;
+
+	d->tcc = d->cc_major == 8 ? 80 : cc;
+	if (c->target < 0) {
+		snprintf(why, whylen, "FAGEN_TARGET=%s: expected sm_80, sm_90a "
+			"or sm_100a (or nothing for the device's own)",
+			c->target_bad);
+		return FG_ERR_INVALID;
+	}
+	if (!c->target)
+		return FG_OK;
+	if (c->target == 80 ? cc < 80 : cc != c->target) {
+		snprintf(why, whylen, "target sm_%d%s asked for, but device %d "
+			"(%s) is sm_%d%d and cannot run it", c->target,
+			c->target == 80 ? "" : "a", c->device, d->name,
+			d->cc_major, d->cc_minor);
+		return FG_ERR_UNSUPPORTED;
+	}
+	d->tcc = c->target;
+	return FG_OK;
+}
+
 static fg_status
 load(fg_ctx *c, Driver *d)
 {
@@ -201,6 +230,8 @@ load(fg_ctx *c, Driver *d)
 	} else {
 		d->status = open_device(c, d, why, sizeof why);
 	}
+	if (d->status == FG_OK)
+		d->status = target_of(c, d, why, sizeof why);
 	if (d->status != FG_OK && !(d->why = rt_strdup(c, why)))
 		d->why = NULL;  /* the status alone will do */
 	return d->status;

@@ -67,6 +67,10 @@ struct Driver {
 	CUdevice dev;
 	CUcontext pctx;       /* the device's primary context, retained */
 	int cc_major, cc_minor, nsm;
+	int tcc;              /* the target the schedules are built for, as
+			       * a compute capability: 80 (any 8.x device,
+			       * or sm_80 asked for), 90, 100, else the
+			       * device's own (which no schedule has) */
 	int smem_optin;       /* max dynamic shared memory per block */
 	int version;          /* cuDriverGetVersion */
 	char name[128];       /* the device's */

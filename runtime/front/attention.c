@@ -392,7 +392,9 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
  * sm_100 (never run on hardware: checked by ptxas, the verifier and the
  * simulator, docs/TARGETS.md) FA4's organization, fa_fwd_sm100.fa, and
  * the baseline for what only it has (ALiBi, score and mask mods); head
- * dims 64 and 128, no block mask. */
+ * dims 64 and 128, no block mask.  On sm_80 (any 8.x device, or asked
+ * for: fg_options.target) fa_fwd_sm80.fa, every variant but block
+ * masks and packed GQA. */
 static fg_status
 pick(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	const char **file)
@@ -405,10 +407,19 @@ pick(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 			"fa_fwd_baseline_sm90.fa" : "fa_fwd_sm90.fa";
 		return FG_OK;
 	}
+	if (cc == 80) {
+		if (a->block_kv_num && !a->schedule)
+			return rt_err(c, FG_ERR_UNSUPPORTED, "%s: block masks on "
+				"sm_80: fagen's sm_80 attention schedule has none "
+				"yet", fn);
+		*file = a->schedule ? a->schedule : "fa_fwd_sm80.fa";
+		return FG_OK;
+	}
 	if (cc != 100)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
-			"fagen's attention runs on sm_90a (H100, H200) and "
-			"sm_100a (B200) only", fn, c->device, cc);
+			"fagen's attention runs on sm_80 (A100 and later, as "
+			"PTX), sm_90a (H100, H200) and sm_100a (B200) only", fn,
+			c->device, cc);
 	if (a->schedule) {
 		*file = a->schedule;
 		return FG_OK;
@@ -681,7 +692,7 @@ fg_attention_forward(fg_ctx *c, const fg_attention_args *a, CUstream stream)
 	    (st = flex_check(c, fn, a)) ||
 	    (st = schedule_name(c, fn, a->schedule)) ||
 	    (st = cuda_get(c, &d)) ||
-	    (st = attn_variant(c, fn, d->cc_major * 10 + d->cc_minor, a, &k,
+	    (st = attn_variant(c, fn, d->tcc, a, &k,
 	    &pack)))
 		return st;
 	return fg_launch(k, stream, args, attn_bind(a, &t, pack, args));

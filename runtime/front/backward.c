@@ -167,7 +167,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	const fg_attention_args *f = &a->fwd;
 	if ((st = check(c, fn, a, s, &t, gst)) || (st = cuda_get(c, &d)))
 		return st;
-	int cc = d->cc_major * 10 + d->cc_minor;
+	int cc = d->tcc;
 	const char *main_file = "fa_bwd_sm90.fa";
 	if (cc != 90 && cc != 100)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "

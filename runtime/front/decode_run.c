@@ -306,7 +306,7 @@ prepare(fg_ctx *c, const fg_decode_args *a, Decode *t, Driver **d)
 	if (!a->num_splits && (st = cuda_get(c, d)))
 		return st;
 	if (!a->num_splits)
-		decode_retile(a, t, (*d)->cc_major * 10 + (*d)->cc_minor);
+		decode_retile(a, t, (*d)->tcc);
 	if ((st = decode_plan(c, a, a->num_splits ? 0 : (*d)->nsm, t)))
 		return st;
 	if (a->workspace && a->workspace_bytes < t->bytes)
@@ -388,7 +388,7 @@ fg_attention_decode(fg_ctx *c, const fg_decode_args *a, CUstream s)
 			"CU_STREAM_PER_THREAD", s ? "CU_STREAM_LEGACY" :
 			"NULL");
 	if ((st = decode_check(c, a, &t)) || (st = prepare(c, a, &t, &d)) ||
-	    (st = kernels(c, d->cc_major * 10 + d->cc_minor, a, &t, k)) ||
+	    (st = kernels(c, d->tcc, a, &t, k)) ||
 	    (st = validate(c, d, a, &t, s)))
 		return st;
 	uint64_t ws = a->workspace;
@@ -424,7 +424,7 @@ fg_attention_decode_workspace(fg_ctx *c, const fg_decode_args *a,
 	    (!a->num_splits && (st = cuda_get(c, &d))))
 		return st;
 	if (d)
-		decode_retile(a, &t, d->cc_major * 10 + d->cc_minor);
+		decode_retile(a, &t, d->tcc);
 	if ((st = decode_plan(c, a, d ? d->nsm : 0, &t)))
 		return st;
 	*bytes = t.bytes;

@@ -399,7 +399,7 @@ fg_linear(fg_ctx *c, const fg_linear_args *a, CUstream s)
 		return FG_OK;
 	}
 	if ((st = cuda_get(c, &d)) ||
-	    (st = linear_kernel(c, d->cc_major * 10 + d->cc_minor, &l.cfg,
+	    (st = linear_kernel(c, d->tcc, &l.cfg,
 	    &k)))
 		return st;
 	for (int64_t r0 = 0; r0 < l.m && !st; r0 += l.chunk) {

@@ -252,7 +252,7 @@ rows_run(fg_ctx *c, const char *fn, const RowArgs *a, CUstream s)
 		return FG_OK;
 	}
 	if ((st = cuda_get(c, &d)) ||
-	    (st = rows_kernel(c, fn, d->cc_major * 10 + d->cc_minor, &t.cfg,
+	    (st = rows_kernel(c, fn, d->tcc, &t.cfg,
 	    &k)) ||
 	    (st = count_parts(a, &t, d, k, &np)) ||
 	    (st = zero_parts(c, fn, d, s, a, &t, np)))
@@ -301,7 +301,7 @@ rows_parts(fg_ctx *c, const char *fn, const RowArgs *a, int64_t *out)
 		return FG_OK;
 	}
 	if ((st = cuda_get(c, &d)) ||
-	    (st = rows_kernel(c, fn, d->cc_major * 10 + d->cc_minor, &t.cfg,
+	    (st = rows_kernel(c, fn, d->tcc, &t.cfg,
 	    &k)) ||
 	    (st = count_parts(&b, &t, d, k, out)))
 		return st;

@@ -197,8 +197,8 @@ compile(fg_ctx *c, const char *name, const char *text, size_t len,
 		return rt_err(c, FG_ERR_INVALID, "ndefines is %d but defines "
 			"is %s", opt->ndefines, opt->defines ? "set" : "NULL");
 	if (opt->arch && !t)
-		return rt_err(c, FG_ERR_INVALID, "unknown arch '%s' (sm_90a or "
-			"sm_100a)", opt->arch);
+		return rt_err(c, FG_ERR_INVALID, "unknown arch '%s' (sm_90a, "
+			"sm_100a or sm_80)", opt->arch);
 	if (opt->mods && strnlen(opt->mods, MAXSRC + 1) > MAXSRC)
 		return rt_err(c, FG_ERR_INVALID, "mods is larger than %u bytes",
 			MAXSRC);

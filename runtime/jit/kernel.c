@@ -153,14 +153,16 @@ fg_kernel_assemble(fg_kernel *k)
 }
 
 /* The kernel's target against the device: sm_90a code runs on compute
- * capability 9.0 only, sm_100a on 10.0 only. */
+ * capability 9.0 only, sm_100a on 10.0 only; sm_80 PTX on any device
+ * from 8.0 on (the driver JIT-compiles it: PTX is forward compatible). */
 static fg_status
 fits(fg_kernel *k, const Driver *d)
 {
 	const Meta *m = &k->meta;
-	int want = m->tgt == TGT_SM90A ? 90 : 100;
+	int want = m->tgt == TGT_SM90A ? 90 : m->tgt == TGT_SM80 ? 80 : 100;
+	int cc = d->cc_major * 10 + d->cc_minor;
 
-	if (d->cc_major * 10 + d->cc_minor != want)
+	if (m->tgt == TGT_SM80 ? cc < want : cc != want)
 		return rt_err(k->ctx, FG_ERR_UNSUPPORTED, "kernel '%s' is "
 			"built for %s, but device %d (%s) is sm_%d%d", m->name,
 			m->target, k->ctx->device, d->name, d->cc_major,

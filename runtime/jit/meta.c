@@ -149,7 +149,7 @@ kernel_line(P *p, const Line *l)
 	const Target *tg = m->target ? target_lookup(m->target) : NULL;
 	if (!m->name || !tg || !threads || !m->order)
 		return fail(p, "the fagen.kernel line needs name, target "
-			"(sm_90a or sm_100a), threads and order "
+			"(sm_90a, sm_100a or sm_80), threads and order "
 			"(single, persistent or lpt)");
 	m->tgt = tg->id;
 	m->threads = (int)threads;

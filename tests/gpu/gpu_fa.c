@@ -35,6 +35,8 @@ typedef struct Sched {
 static const Sched scheds[] = {
 	{"schedules/fa_fwd_sm90.fa", "fa_fwd", true},
 	{"schedules/fa_fwd_baseline_sm90.fa", "fa_fwd_base", false},
+	/* sm_80 PTX, JIT-compiled for the Hopper GPU (issue #28) */
+	{"schedules/fa_fwd_sm80.fa", "fa_fwd_sm80", false},
 };
 
 static fg_ctx *ctx;
@@ -272,6 +274,8 @@ main(int argc, char **argv)
 	int bad = 0;
 
 	bench = argc > 1 && !strcmp(argv[1], "bench");
+	/* GPU_FA_ONLY=KERNEL: that schedule's cases alone */
+	const char *only = getenv("GPU_FA_ONLY");
 	gpu_open();
 	FG(ctx, fg_ctx_create(&ctx, &opts));
 	CK(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
@@ -283,10 +287,13 @@ main(int argc, char **argv)
 			{2, 32, 8192, 8192, 64, true, false, NULL, 1, false, 0, 0, 0},
 		};
 		for (size_t s = 0; s < COUNT(scheds); s++)
-			for (size_t i = 0; i < COUNT(b); i++)
+			for (size_t i = 0; i < COUNT(b) && (!only ||
+			    !strcmp(only, scheds[s].kernel)); i++)
 				bad |= run(&scheds[s], &b[i], false);
 	} else {
 		for (size_t s = 0; s < COUNT(scheds); s++) {
+			if (only && strcmp(only, scheds[s].kernel))
+				continue;
 			for (size_t i = 0; i < COUNT(cases); i++)
 				bad |= run(&scheds[s], &cases[i], false);
 			for (size_t i = 0; i < COUNT(sink_cases); i++)

@@ -3,7 +3,10 @@
 
 For every shipped schedule (schedules/*.fa) it makes one-line mutants:
   delete   each synchronizing line (wait, arrive, expect, commit,
-           tma_commit, tma_wait, mma_commit, mma_wait, bsync, barrive)
+           tma_commit, tma_wait, mma_commit, mma_wait, bsync, barrive,
+           cp_async_commit, cp_async_wait)
+  loosen   each 'cp_async_wait N' made 'cp_async_wait N + 1' (one group
+           more left in flight)
   flip     each wait's parity ('wait B, P;' -> 'wait B, (P) ^ 1;')
   swap     each barrier name of a synchronizing line, for the next
            barrier of the same kind declared (mbar or nbar)
@@ -27,7 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SYNC = re.compile(r"^\s*(wait|arrive|expect|bsync|barrive|commit|tma_commit|"
-                  r"tma_wait|mma_commit|mma_wait)\b[^;]*;\s*(//.*)?$")
+                  r"tma_wait|mma_commit|mma_wait|cp_async_commit|"
+                  r"cp_async_wait)\b[^;]*;\s*(//.*)?$")
+CPWAIT = re.compile(r"^(\s*cp_async_wait\s+)(\d+)(;.*)$", re.S)
 RELEASE = re.compile(r"^\s*(arrive|commit|barrive)\b[^;]*;\s*(//.*)?$")
 WAIT = re.compile(r"^(\s*wait\s+[^,;]+,\s*)([^;]+?)(;\s*(//.*)?)$")
 DECL = re.compile(r"^\s*(mbar|nbar)\s+([A-Za-z_]\w*)")
@@ -80,6 +85,10 @@ def mutants(lines):
         n = i + 1
         text = ln.strip()
         out.append(("delete", n, text, lines[:i] + lines[i + 1:]))
+        w = CPWAIT.match(ln)
+        if w:
+            new = "%s%d%s" % (w.group(1), int(w.group(2)) + 1, w.group(3))
+            out.append(("loosen", n, text, lines[:i] + [new] + lines[i + 1:]))
         w = WAIT.match(ln)
         if w:
             new = "%s(%s) ^ 1%s\n" % (w.group(1), w.group(2), w.group(3))

@@ -2,7 +2,8 @@
 # run.sh FAGEN NAME: the shipped variant NAME of variants.txt compiles to
 # exactly tests/shipped/NAME.ptx, and ptxas -v accepts it for its target
 # with no spills and the resource report in NAME.ptxas.txt (registers,
-# shared memory, barriers: so that changes show up in review).
+# shared memory, barriers: so that changes show up in review); sm_80 PTX
+# also for sm_86 and sm_89, unspilled.
 # FAGEN_UPDATE_GOLDEN=1 rewrites both files.  Exit 77 without ptxas for
 # the ptxas half.
 set -u
@@ -41,6 +42,16 @@ if command -v ptxas >/dev/null 2>&1; then
 		echo "FAIL: ptxas changed $name (a C75xx info line)"
 		exit 1
 	fi
+	# sm_80 PTX also serves sm_86 and sm_89 (issue #28): the same checks
+	for more in $([ "$arch" = sm_80 ] && echo sm_86 sm_89); do
+		if ! ptxas -v -arch="$more" "$out/k.ptx" -o "$out/m.cubin" \
+		    >"$out/m.txt" 2>&1 || grep -Eq \
+		    '[1-9][0-9]* bytes spill|C75[0-9][0-9]' "$out/m.txt"; then
+			cat "$out/m.txt"
+			echo "FAIL: ptxas -arch=$more rejects, spills or changes $name"
+			exit 1
+		fi
+	done
 else
 	echo "ptxas not found: checking the PTX only"
 	: >"$out/report.txt"

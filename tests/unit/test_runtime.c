@@ -122,7 +122,7 @@ static const struct {
 	const char *meta, *want;
 } bad_meta[] = {
 	{".version 8.6\n", "no '// fagen.kernel' line"},
-	{"// fagen.kernel name=k target=sm_80 threads=64 order=single\n",
+	{"// fagen.kernel name=k target=sm_70 threads=64 order=single\n",
 		"needs name, target"},
 	{"// fagen.kernel name=k target=sm_90a threads=2000 order=single\n",
 		"bad value in 'threads=2000'"},
@@ -740,10 +740,10 @@ defines_and_arch_are_applied_and_checked(void **state)
 		assert_null(p);
 	}
 	assert_non_null(strstr(fg_errmsg(f->ctx), "is not NAME=VALUE"));
-	o = (fg_compile_options){.arch = "sm_80"};
+	o = (fg_compile_options){.arch = "sm_70"};
 	assert_int_equal(fg_compile_string(f->ctx, "t.fa", tiny,
 		sizeof tiny - 1, &o, &p), FG_ERR_INVALID);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "unknown arch 'sm_80'"));
+	assert_non_null(strstr(fg_errmsg(f->ctx), "unknown arch 'sm_70'"));
 	o = (fg_compile_options){.ndefines = 1};
 	assert_int_equal(fg_compile_string(f->ctx, "t.fa", tiny,
 		sizeof tiny - 1, &o, &p), FG_ERR_INVALID);

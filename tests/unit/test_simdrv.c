@@ -630,6 +630,42 @@ bad_sim_values_are_refused(void **state)
 	close_ctx(fx);
 }
 
+/* fg_options.target and $FAGEN_TARGET: an unknown value is refused (the
+ * option at once, the variable on the driver's first use), and a target
+ * the device cannot run is a clear error; sm_80 on the (simulated)
+ * sm_90a device is accepted. */
+static void
+bad_target_values_are_refused(void **state)
+{
+	fg_options o = {.cache_dir = "", .target = "sm_70"};
+	fg_ctx *c;
+	Fix *fx;
+
+	(void)state;
+	assert_int_equal(fg_ctx_create(&c, &o), FG_ERR_INVALID);
+	setenv("FAGEN_TARGET", "ampere", 1);
+	fx = open_ctx("sm_90a");
+	unsetenv("FAGEN_TARGET");
+	assert_int_equal(fg_ctx_open(fx->ctx), FG_ERR_INVALID);
+	printf("%s\n", fg_errmsg(fx->ctx));
+	assert_non_null(strstr(fg_errmsg(fx->ctx), "FAGEN_TARGET=ampere: "
+		"expected sm_80, sm_90a or sm_100a"));
+	close_ctx(fx);
+	setenv("FAGEN_TARGET", "sm_100a", 1);
+	fx = open_ctx("sm_90a");
+	unsetenv("FAGEN_TARGET");
+	assert_int_equal(fg_ctx_open(fx->ctx), FG_ERR_UNSUPPORTED);
+	printf("%s\n", fg_errmsg(fx->ctx));
+	assert_non_null(strstr(fg_errmsg(fx->ctx), "target sm_100a asked "
+		"for, but device 0"));
+	close_ctx(fx);
+	setenv("FAGEN_TARGET", "sm_80", 1);
+	fx = open_ctx("sm_90a");
+	unsetenv("FAGEN_TARGET");
+	assert_int_equal(fg_ctx_open(fx->ctx), FG_OK);
+	close_ctx(fx);
+}
+
 int
 main(void)
 {
@@ -645,6 +681,7 @@ main(void)
 		cmocka_unit_test(store_past_the_tensor_is_a_clear_error),
 		cmocka_unit_test(sm100_linear_is_right),
 		cmocka_unit_test(bad_sim_values_are_refused),
+		cmocka_unit_test(bad_target_values_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

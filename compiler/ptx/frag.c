@@ -1,4 +1,5 @@
-/* ptx_frag.c: register tiles on sm_90a, in wgmma's fragment layouts.
+/* frag.c: register tiles in the fragment layouts that wgmma (sm_90a) and
+ * four warps' mma.sync m16n8k16 (sm_80, sm_120a) share.
  *
  * Thread t of a warpgroup (warp w = t/32 % 4, lane l) holds, of an m64nN
  * accumulator, elements i = 0..N/2-1 at
@@ -23,7 +24,6 @@
 #include "sir/sir.h"
 #include "ptx/ptx.h"
 #include "ptx/ptxgen.h"
-#include "sm90/sm90.h"
 
 static int
 slot_of(int i)
@@ -39,8 +39,8 @@ col_of(int i)   /* the column offset of element i, less 2*(l%4) */
 
 /* Registers per thread of a tile value in wgmma's fragment layouts, and
  * their kind (TargetOps.tile_regs); -1 for any other layout. */
-static int
-tile_regs(const SirVal *v, RKind *k)
+int
+pg_frag_regs(const SirVal *v, RKind *k)
 {
 	const Layout *l = v->lay;
 	bool wide = v->ety == TY_F32;
@@ -545,8 +545,8 @@ gstore(PG *g, const SirIns *in)
 	ptx_place(g->f, skip);
 }
 
-static bool
-tile_op(PG *g, const SirIns *in)
+bool
+pg_frag_op(PG *g, const SirIns *in)
 {
 	switch (in->op) {
 	case SOP_add: case SOP_sub: case SOP_mul: case SOP_div:
@@ -589,9 +589,6 @@ tile_op(PG *g, const SirIns *in)
 	case SOP_gtload:
 		gtload(g, in);
 		return true;
-	case SOP_wgmma:
-		sm90_wgmma(g, in);
-		return true;
 	default:
 		return false;
 	}
@@ -599,8 +596,8 @@ tile_op(PG *g, const SirIns *in)
 
 /* Element i of an accumulator: row 16w + l/4 + 8*slot_of(i), column
  * 2*(l%4) + col_of(i), the thread's part the same for every i. */
-static bool
-elem_keys(const Layout *l, int i, int *row, int *col)
+bool
+pg_frag_keys(const Layout *l, int i, int *row, int *col)
 {
 	if (l->kind != LK_WGMMA_ACC)
 		return false;
@@ -608,11 +605,3 @@ elem_keys(const Layout *l, int i, int *row, int *col)
 	*col = col_of(i);
 	return true;
 }
-
-const TargetOps sm90_ops = {
-	.id = TGT_SM90A,
-	.rows = sm90_rows,
-	.tile_regs = tile_regs,
-	.tile_op = tile_op,
-	.elem_keys = elem_keys,
-};

@@ -437,14 +437,16 @@ vec(R *r, Opnd *o)
 }
 
 /* Builds the table key of an opcode: types -> T, setp's comparison -> C,
- * wgmma's shape -> S, a tensor rank -> D, a repeat count (x16) -> X. */
+ * wgmma's shape -> S, a tensor rank -> D, a repeat count (x16) -> X.
+ * alt: the key with .shared and .shared::cta swapped, tried when the key
+ * is not in the table. */
 static bool
 opcode(R *r, const char *s, int n, Ins *in)
 {
 	static const char *const cmps[] = {"eq", "ne", "lt", "le", "gt", "ge",
 		"lo", "ls", "hi", "hs"};
-	char key[160];
-	size_t k = 0;
+	char key[160], alt[160];
+	size_t k = 0, ka = 0;
 	bool setp = n > 5 && !strncmp(s, "setp.", 5);
 	const char *e = s + n;
 
@@ -481,15 +483,20 @@ opcode(R *r, const char *s, int n, Ins *in)
 			in->aux = a;
 			rep = "X";
 		}
-		k += (size_t)snprintf(key + k, sizeof key - k, "%s%s",
-			t == s ? "" : ".", rep ? rep : tok);
-		if (k >= sizeof key)
-			return fail(r, "opcode too long");
 		t = d ? d + 1 : e;
+		const char *sw = !strcmp(tok, "shared") ? "shared::cta" :
+			!strcmp(tok, "shared::cta") ? "shared" : rep ? rep : tok;
+		k += (size_t)snprintf(key + k, sizeof key - k, "%s%s",
+			k ? "." : "", rep ? rep : tok);
+		ka += (size_t)snprintf(alt + ka, sizeof alt - ka, "%s%s",
+			ka ? "." : "", sw);
+		if (k >= sizeof key || ka >= sizeof alt)
+			return fail(r, "opcode too long");
 	}
-	for (int i = 0; i < NOPS; i++) {
-		if (strcmp(key, optab[i].key))
+	for (int i = 0; i < 2 * NOPS; i++) {
+		if (strcmp(i < NOPS ? key : alt, optab[i % NOPS].key))
 			continue;
+		i %= NOPS;
 		for (int j = 0; j < in->nty; j++)
 			if (!(optab[i].types & TB(in->ty[j])) && i != OP_WG_MMA &&
 			    !(j > 0 && (i == OP_CVT || i == OP_CVT_RN ||

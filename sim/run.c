@@ -146,6 +146,8 @@ step(Cta *c, Warp *w)
 		case OP_MBAR_ARRIVE_TX: case OP_MBAR_TRY_WAIT:
 		case OP_MBAR_ARRIVE_CL: case OP_CL_ARRIVE: case OP_CL_ARRIVE_REL:
 		case OP_CL_ARRIVE_RLX: case OP_CL_WAIT: case OP_CL_WAIT_ACQ:
+		case OP_MBAR_TEST: case OP_MBAR_TEST_PAR: case OP_BARRIER_SYNC_U:
+		case OP_BARRIER_ARRIVE_U:
 			st = sync_op(c, w, in, run);
 			break;
 		case OP_BULK_WAIT: case OP_BULK_WAIT_RD:

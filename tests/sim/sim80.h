@@ -1,0 +1,34 @@
+/* sim80.h: the harness of unit.sim80, the simulator's sm_80 instructions
+ * (tests/sim/test_sim80.c, sim80_async.c). */
+#ifndef SIM80_H
+#define SIM80_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An argument of a test kernel: a global of `bytes` bytes, copied in
+ * from host before the launch and back after it, or (bytes 0) a param
+ * of type ty ("u32", "f32") with value i or f. */
+typedef struct Arg {
+	const char *name, *ty;
+	size_t bytes;
+	void *host;
+	int64_t i;
+	double f;
+} Arg;
+
+/* Runs body as the whole .entry of one CTA of `threads` threads with
+ * `smem` bytes of dynamic shared memory, for .target tgt (.version 8.7
+ * for sm_120a, 8.6 otherwise).  Before body: %r0 = %tid.x, %r9 =
+ * fg_smem and %rd10 + i = the address of the i-th argument if it is a
+ * global.  Registers: %p<16>, %h<16>, %r<80>, %rd<24>, %f<48>, %s<16>,
+ * %o<8>.  0, or -1 with sim80_err holding the simulator's message. */
+int sim80_run(const char *tgt, int threads, int smem, Arg *args, int nargs,
+	const char *body, bool eager);
+extern char sim80_err[8192];
+
+void a_test_wait_spin_that_never_completes_is_a_hang(void **state);
+void named_barriers_hand_off_between_warps(void **state);
+
+#endif

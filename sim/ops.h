@@ -3,16 +3,18 @@
  * One row per instruction form the simulator models.  The reader turns an
  * opcode such as "setp.ge.s32" or "cp.async.bulk.tensor.2d.shared::cluster
  * .global.mbarrier::complete_tx::bytes" into a key by replacing each type
- * suffix with "T", a setp comparison with "C", a wgmma shape (m64n128k16)
- * with "S", a tensor rank (2d) with "D" and a tcgen05.ld/st repeat count
- * (x16) with "X", and looks the key up here, as spelled or with .shared
- * and .shared::cta (synonyms) swapped; the
+ * suffix with "T", a setp comparison with "C", a wgmma or mma shape
+ * (m64n128k16, m16n8k16) with "S", a tensor rank (2d) with "D" and a
+ * repeat count (tcgen05.ld/st x16, ldmatrix x4) with "X", and looks
+ * the key up here, as spelled or with .shared and .shared::cta
+ * (synonyms) swapped; the
  * types it replaced must be in the row's mask.  A form not in the table is
  * an error at load time naming it and its line: nothing is skipped.
  *
  * Adding an instruction: a row here, its case in the executor that owns
- * it (exec.c scalar, sync.c barriers, tma.c bulk copies, wgmma.c and
- * tcgen05.c tensor cores), and a unit test in tests/sim/.
+ * it (exec.c scalar, sync.c barriers, tma.c bulk copies, wgmma.c,
+ * tcgen05.c and mma_sync.c tensor cores), and a unit test in
+ * tests/sim/.
  *
  *   name            key                                         types */
 #define SIM_OPS(X) \

@@ -437,7 +437,7 @@ vec(R *r, Opnd *o)
 }
 
 /* Builds the table key of an opcode: types -> T, setp's comparison -> C,
- * wgmma's shape -> S, a tensor rank -> D, a repeat count (x16) -> X.
+ * an MMA shape -> S, a tensor rank -> D, a repeat count (x16) -> X.
  * alt: the key with .shared and .shared::cta swapped, tried when the key
  * is not in the table. */
 static bool
@@ -457,7 +457,7 @@ opcode(R *r, const char *s, int n, Ins *in)
 		char tok[48];
 		snprintf(tok, sizeof tok, "%.*s", tn, t);
 		if (t != s && (ty = tyof(t, tn))) {
-			if (in->nty == 3)
+			if (in->nty == 4)
 				return fail(r, "too many types in '%.*s'", n, s);
 			in->ty[in->nty++] = (uint8_t)ty;
 			rep = "T";
@@ -469,7 +469,11 @@ opcode(R *r, const char *s, int n, Ins *in)
 				}
 		}
 		if (!rep && sscanf(tok, "m%dn%dk%d", &a, &b, &c) == 3) {
-			if (a != 64 || c != 16)
+			bool mma = !strncmp(s, "mma.", 4);
+			if (mma && (a != 16 || b != 8 || c != 16))
+				return fail(r, "mma shape '%s' is not modelled "
+					"(only m16n8k16)", tok);
+			if (!mma && (a != 64 || c != 16))
 				return fail(r, "wgmma shape '%s' is not modelled "
 					"(only m64nNk16)", tok);
 			in->aux = b;
@@ -499,6 +503,7 @@ opcode(R *r, const char *s, int n, Ins *in)
 		i %= NOPS;
 		for (int j = 0; j < in->nty; j++)
 			if (!(optab[i].types & TB(in->ty[j])) && i != OP_WG_MMA &&
+			    i != OP_MMA_SYNC &&
 			    !(j > 0 && (i == OP_CVT || i == OP_CVT_RN ||
 			    i == OP_CVT_RZI)))
 				return fail(r, "'%.*s': type .%s is not modelled "

@@ -150,6 +150,9 @@ step(Cta *c, Warp *w)
 		case OP_BARRIER_ARRIVE_U:
 			st = sync_op(c, w, in, run);
 			break;
+		case OP_LDMATRIX: case OP_LDMATRIX_T: case OP_MMA_SYNC:
+			st = mma_sync_op(c, w, in, run);
+			break;
 		case OP_BULK_WAIT: case OP_BULK_WAIT_RD:
 			st = bulk_wait(c, w, in, run);
 			break;

@@ -8,6 +8,7 @@
  * tma.c    tensor maps and cp.async.bulk.tensor
  * wgmma.c  wgmma.mma_async and its shared-memory descriptors
  * tcgen05.c tensor memory and tcgen05 (alloc, ld/st, mma, commit)
+ * mma_sync.c ldmatrix and mma.sync (sm_80 and later)
  * fp.c     bf16/f16 conversions and the approximate functions */
 #ifndef SIMI_H
 #define SIMI_H
@@ -87,14 +88,15 @@ enum { MAXOPND = 9 };
 
 typedef struct Ins {
 	uint16_t op;
-	uint8_t ty[3];    /* the opcode's types, in order */
+	uint8_t ty[4];    /* the opcode's types, in order */
 	uint8_t nty;
 	uint8_t cmp;      /* setp */
 	uint8_t nopnd;
 	uint8_t gneg;     /* guard is @!%p */
 	int32_t guard;    /* guard predicate slot, or -1 */
 	int32_t tgt;      /* bra: the target instruction */
-	int32_t aux;      /* wgmma: N; cp.async.bulk.tensor: rank */
+	int32_t aux;      /* wgmma: N; cp.async.bulk.tensor: rank;
+			   * ldmatrix: matrices (.xN) */
 	int32_t line;     /* 1-based line in the PTX text */
 	Opnd o[MAXOPND];
 } Ins;
@@ -310,6 +312,10 @@ typedef struct SmemDesc {
 } SmemDesc;
 bool smem_operand(Cta *, const SmemDesc *, bool mn_major, int mn, int k,
 	int ty, float *out);
+
+/* mma_sync.c */
+const char *mma_sync_check(const Ins *);
+int mma_sync_op(Cta *, Warp *, const Ins *, uint32_t mask);
 
 /* tcgen05.c */
 int tc_op(Cta *, Warp *, const Ins *, uint32_t mask);

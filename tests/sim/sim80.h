@@ -28,6 +28,14 @@ int sim80_run(const char *tgt, int threads, int smem, Arg *args, int nargs,
 	const char *body, bool eager);
 extern char sim80_err[8192];
 
+/* A random value exact in bf16 and f16: sign, 7 bits, 2^-12 to 2. */
+float sim80_val(uint32_t *seed);
+uint32_t sim80_rand(uint32_t *seed);
+/* x as bf16 (bf) or f16 bits; x must be exact in the type. */
+uint16_t sim80_half(float x, bool bf);
+
+void mma_sync_matches_a_double_matmul(void **state);
+void ldmatrix_every_form_feeds_mma_sync(void **state);
 void a_test_wait_spin_that_never_completes_is_a_hang(void **state);
 void named_barriers_hand_off_between_warps(void **state);
 

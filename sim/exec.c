@@ -496,6 +496,9 @@ op_check(const Ins *in)
 			"modelled";
 	case OP_LDMATRIX: case OP_LDMATRIX_T: case OP_MMA_SYNC:
 		return mma_sync_check(in);
+	case OP_CPA_CA: case OP_CPA_CG: case OP_CPA_WAIT: case OP_CPA_ARRIVE:
+	case OP_CPA_ARRIVE_NOINC:
+		return cpa_check(in);
 	case OP_MBAR_TEST: case OP_MBAR_TEST_PAR:
 		return in->nopnd == 3 && in->o[0].k == OK_REG &&
 			in->o[1].k == OK_ADDR ? NULL : "expected p, [bar], "

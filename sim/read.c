@@ -437,9 +437,9 @@ vec(R *r, Opnd *o)
 }
 
 /* Builds the table key of an opcode: types -> T, setp's comparison -> C,
- * an MMA shape -> S, a tensor rank -> D, a repeat count (x16) -> X.
- * alt: the key with .shared and .shared::cta swapped, tried when the key
- * is not in the table. */
+ * an MMA shape -> S, a tensor rank -> D, a repeat count (x16) -> X; a
+ * prefetch-size hint (.L2::128B) is dropped.  alt: the key with .shared
+ * and .shared::cta swapped, tried when the key is not in the table. */
 static bool
 opcode(R *r, const char *s, int n, Ins *in)
 {
@@ -488,6 +488,9 @@ opcode(R *r, const char *s, int n, Ins *in)
 			rep = "X";
 		}
 		t = d ? d + 1 : e;
+		if (!rep && !strncmp(tok, "L2::", 4) &&
+		    isdigit((unsigned char)tok[4]))
+			continue;
 		const char *sw = !strcmp(tok, "shared") ? "shared::cta" :
 			!strcmp(tok, "shared::cta") ? "shared" : rep ? rep : tok;
 		k += (size_t)snprintf(key + k, sizeof key - k, "%s%s",

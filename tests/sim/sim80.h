@@ -1,5 +1,5 @@
 /* sim80.h: the harness of unit.sim80, the simulator's sm_80 instructions
- * (tests/sim/test_sim80.c, sim80_async.c). */
+ * (tests/sim/test_sim80.c, sim80_async.c, sim80_fa.c). */
 #ifndef SIM80_H
 #define SIM80_H
 
@@ -36,7 +36,12 @@ uint16_t sim80_half(float x, bool bf);
 
 void mma_sync_matches_a_double_matmul(void **state);
 void ldmatrix_every_form_feeds_mma_sync(void **state);
+void cp_async_lands_when_its_group_is_waited_for(void **state);
+void cp_async_ring_waits_for_the_right_stage(void **state);
+void cp_async_mbarrier_arrive_completes_a_phase(void **state);
+void cp_async_faults_and_pending_copies_are_errors(void **state);
 void a_test_wait_spin_that_never_completes_is_a_hang(void **state);
 void named_barriers_hand_off_between_warps(void **state);
+void fa_step_with_mma_sync_matches_float64(void **state);
 
 #endif

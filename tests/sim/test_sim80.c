@@ -401,6 +401,11 @@ main(void)
 		cmocka_unit_test(mma_sync_matches_a_double_matmul),
 		cmocka_unit_test(ldmatrix_every_form_feeds_mma_sync),
 		cmocka_unit_test(ldmatrix_and_mma_sync_need_the_whole_warp),
+		cmocka_unit_test(fa_step_with_mma_sync_matches_float64),
+		cmocka_unit_test(cp_async_lands_when_its_group_is_waited_for),
+		cmocka_unit_test(cp_async_ring_waits_for_the_right_stage),
+		cmocka_unit_test(cp_async_mbarrier_arrive_completes_a_phase),
+		cmocka_unit_test(cp_async_faults_and_pending_copies_are_errors),
 		cmocka_unit_test(a_test_wait_spin_that_never_completes_is_a_hang),
 		cmocka_unit_test(named_barriers_hand_off_between_warps),
 	};

@@ -494,6 +494,15 @@ op_check(const Ins *in)
 	case OP_SETP:
 		return in->nopnd == 3 ? NULL : "setp with two results is not "
 			"modelled";
+	case OP_LDMATRIX: case OP_LDMATRIX_T: case OP_MMA_SYNC:
+		return mma_sync_check(in);
+	case OP_CPA_CA: case OP_CPA_CG: case OP_CPA_WAIT: case OP_CPA_ARRIVE:
+	case OP_CPA_ARRIVE_NOINC:
+		return cpa_check(in);
+	case OP_MBAR_TEST: case OP_MBAR_TEST_PAR:
+		return in->nopnd == 3 && in->o[0].k == OK_REG &&
+			in->o[1].k == OK_ADDR ? NULL : "expected p, [bar], "
+			"parity or state";
 	case OP_TC_LD: case OP_TC_ST: {
 		int v = in->op == OP_TC_LD ? 0 : 1;
 		if (in->nopnd != 2 || in->o[v].k != OK_VEC ||

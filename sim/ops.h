@@ -3,15 +3,18 @@
  * One row per instruction form the simulator models.  The reader turns an
  * opcode such as "setp.ge.s32" or "cp.async.bulk.tensor.2d.shared::cluster
  * .global.mbarrier::complete_tx::bytes" into a key by replacing each type
- * suffix with "T", a setp comparison with "C", a wgmma shape (m64n128k16)
- * with "S", a tensor rank (2d) with "D" and a tcgen05.ld/st repeat count
- * (x16) with "X", and looks the key up here; the
+ * suffix with "T", a setp comparison with "C", a wgmma or mma shape
+ * (m64n128k16, m16n8k16) with "S", a tensor rank (2d) with "D" and a
+ * repeat count (tcgen05.ld/st x16, ldmatrix x4) with "X", drops a
+ * prefetch-size hint (.L2::128B), and looks the key up here, as spelled
+ * or with .shared and .shared::cta (synonyms) swapped; the
  * types it replaced must be in the row's mask.  A form not in the table is
  * an error at load time naming it and its line: nothing is skipped.
  *
  * Adding an instruction: a row here, its case in the executor that owns
- * it (exec.c scalar, sync.c barriers, tma.c bulk copies, wgmma.c and
- * tcgen05.c tensor cores), and a unit test in tests/sim/.
+ * it (exec.c scalar, sync.c barriers, tma.c bulk copies, cpasync.c
+ * cp.async, wgmma.c, tcgen05.c and mma_sync.c tensor cores), and a unit
+ * test in tests/sim/.
  *
  *   name            key                                         types */
 #define SIM_OPS(X) \
@@ -80,6 +83,8 @@
 	X(BAR_ARRIVE,    "bar.arrive",                               0) \
 	X(BARRIER_SYNC,  "barrier.sync.aligned",                     0) \
 	X(BARRIER_ARRIVE, "barrier.arrive.aligned",                  0) \
+	X(BARRIER_SYNC_U, "barrier.sync",                            0) \
+	X(BARRIER_ARRIVE_U, "barrier.arrive",                        0) \
 	X(BAR_WARP_SYNC, "bar.warp.sync",                            0) \
 	X(ELECT,         "elect.sync",                               0) \
 	X(SHFL_BFLY,     "shfl.sync.bfly.T",                         TM_B32) \
@@ -93,6 +98,8 @@
 	X(MBAR_ARRIVE,   "mbarrier.arrive.shared::cta.T",            TM_B64) \
 	X(MBAR_ARRIVE_TX, "mbarrier.arrive.expect_tx.shared::cta.T", TM_B64) \
 	X(MBAR_TRY_WAIT, "mbarrier.try_wait.parity.shared::cta.T",   TM_B64) \
+	X(MBAR_TEST_PAR, "mbarrier.test_wait.parity.shared::cta.T",  TM_B64) \
+	X(MBAR_TEST,     "mbarrier.test_wait.shared::cta.T",         TM_B64) \
 	X(MBAR_ARRIVE_CL, "mbarrier.arrive.shared::cluster.T",       TM_B64) \
 	X(CL_ARRIVE,     "barrier.cluster.arrive.aligned",           0) \
 	X(CL_ARRIVE_REL, "barrier.cluster.arrive.release.aligned",   0) \
@@ -114,6 +121,16 @@
 	X(BULK_COMMIT,   "cp.async.bulk.commit_group",               0) \
 	X(BULK_WAIT,     "cp.async.bulk.wait_group",                 0) \
 	X(BULK_WAIT_RD,  "cp.async.bulk.wait_group.read",            0) \
+	X(CPA_CA,        "cp.async.ca.shared.global",                0) \
+	X(CPA_CG,        "cp.async.cg.shared.global",                0) \
+	X(CPA_COMMIT,    "cp.async.commit_group",                    0) \
+	X(CPA_WAIT,      "cp.async.wait_group",                      0) \
+	X(CPA_WAIT_ALL,  "cp.async.wait_all",                        0) \
+	X(CPA_ARRIVE,    "cp.async.mbarrier.arrive.shared.T",        TM_B64) \
+	X(CPA_ARRIVE_NOINC, "cp.async.mbarrier.arrive.noinc.shared.T", TM_B64) \
+	X(LDMATRIX,      "ldmatrix.sync.aligned.m8n8.X.shared.T",    TB(TY_B16)) \
+	X(LDMATRIX_T,    "ldmatrix.sync.aligned.m8n8.X.trans.shared.T", TB(TY_B16)) \
+	X(MMA_SYNC,      "mma.sync.aligned.S.row.col.T.T.T.T",       TM_F32) \
 	X(WG_FENCE,      "wgmma.fence.sync.aligned",                 0) \
 	X(WG_COMMIT,     "wgmma.commit_group.sync.aligned",          0) \
 	X(WG_WAIT,       "wgmma.wait_group.sync.aligned",            0) \

@@ -437,14 +437,16 @@ vec(R *r, Opnd *o)
 }
 
 /* Builds the table key of an opcode: types -> T, setp's comparison -> C,
- * wgmma's shape -> S, a tensor rank -> D, a repeat count (x16) -> X. */
+ * an MMA shape -> S, a tensor rank -> D, a repeat count (x16) -> X; a
+ * prefetch-size hint (.L2::128B) is dropped.  alt: the key with .shared
+ * and .shared::cta swapped, tried when the key is not in the table. */
 static bool
 opcode(R *r, const char *s, int n, Ins *in)
 {
 	static const char *const cmps[] = {"eq", "ne", "lt", "le", "gt", "ge",
 		"lo", "ls", "hi", "hs"};
-	char key[160];
-	size_t k = 0;
+	char key[160], alt[160];
+	size_t k = 0, ka = 0;
 	bool setp = n > 5 && !strncmp(s, "setp.", 5);
 	const char *e = s + n;
 
@@ -455,7 +457,7 @@ opcode(R *r, const char *s, int n, Ins *in)
 		char tok[48];
 		snprintf(tok, sizeof tok, "%.*s", tn, t);
 		if (t != s && (ty = tyof(t, tn))) {
-			if (in->nty == 3)
+			if (in->nty == 4)
 				return fail(r, "too many types in '%.*s'", n, s);
 			in->ty[in->nty++] = (uint8_t)ty;
 			rep = "T";
@@ -467,7 +469,11 @@ opcode(R *r, const char *s, int n, Ins *in)
 				}
 		}
 		if (!rep && sscanf(tok, "m%dn%dk%d", &a, &b, &c) == 3) {
-			if (a != 64 || c != 16)
+			bool mma = !strncmp(s, "mma.", 4);
+			if (mma && (a != 16 || b != 8 || c != 16))
+				return fail(r, "mma shape '%s' is not modelled "
+					"(only m16n8k16)", tok);
+			if (!mma && (a != 64 || c != 16))
 				return fail(r, "wgmma shape '%s' is not modelled "
 					"(only m64nNk16)", tok);
 			in->aux = b;
@@ -481,17 +487,26 @@ opcode(R *r, const char *s, int n, Ins *in)
 			in->aux = a;
 			rep = "X";
 		}
-		k += (size_t)snprintf(key + k, sizeof key - k, "%s%s",
-			t == s ? "" : ".", rep ? rep : tok);
-		if (k >= sizeof key)
-			return fail(r, "opcode too long");
 		t = d ? d + 1 : e;
-	}
-	for (int i = 0; i < NOPS; i++) {
-		if (strcmp(key, optab[i].key))
+		if (!rep && !strncmp(tok, "L2::", 4) &&
+		    isdigit((unsigned char)tok[4]))
 			continue;
+		const char *sw = !strcmp(tok, "shared") ? "shared::cta" :
+			!strcmp(tok, "shared::cta") ? "shared" : rep ? rep : tok;
+		k += (size_t)snprintf(key + k, sizeof key - k, "%s%s",
+			k ? "." : "", rep ? rep : tok);
+		ka += (size_t)snprintf(alt + ka, sizeof alt - ka, "%s%s",
+			ka ? "." : "", sw);
+		if (k >= sizeof key || ka >= sizeof alt)
+			return fail(r, "opcode too long");
+	}
+	for (int i = 0; i < 2 * NOPS; i++) {
+		if (strcmp(i < NOPS ? key : alt, optab[i % NOPS].key))
+			continue;
+		i %= NOPS;
 		for (int j = 0; j < in->nty; j++)
 			if (!(optab[i].types & TB(in->ty[j])) && i != OP_WG_MMA &&
+			    i != OP_MMA_SYNC &&
 			    !(j > 0 && (i == OP_CVT || i == OP_CVT_RN ||
 			    i == OP_CVT_RZI)))
 				return fail(r, "'%.*s': type .%s is not modelled "

@@ -146,7 +146,17 @@ step(Cta *c, Warp *w)
 		case OP_MBAR_ARRIVE_TX: case OP_MBAR_TRY_WAIT:
 		case OP_MBAR_ARRIVE_CL: case OP_CL_ARRIVE: case OP_CL_ARRIVE_REL:
 		case OP_CL_ARRIVE_RLX: case OP_CL_WAIT: case OP_CL_WAIT_ACQ:
+		case OP_MBAR_TEST: case OP_MBAR_TEST_PAR: case OP_BARRIER_SYNC_U:
+		case OP_BARRIER_ARRIVE_U:
 			st = sync_op(c, w, in, run);
+			break;
+		case OP_CPA_CA: case OP_CPA_CG: case OP_CPA_COMMIT:
+		case OP_CPA_WAIT: case OP_CPA_WAIT_ALL: case OP_CPA_ARRIVE:
+		case OP_CPA_ARRIVE_NOINC:
+			st = cpa_op(c, w, in, run);
+			break;
+		case OP_LDMATRIX: case OP_LDMATRIX_T: case OP_MMA_SYNC:
+			st = mma_sync_op(c, w, in, run);
 			break;
 		case OP_BULK_WAIT: case OP_BULK_WAIT_RD:
 			st = bulk_wait(c, w, in, run);
@@ -193,7 +203,8 @@ drain(Cta *c)
 		Async *a = &c->q[i];
 		bool ok = a->kind == AS_WGMMA ? wgmma_complete(c, a) :
 			a->kind == AS_TC_MMA || a->kind == AS_TC_COMMIT ?
-			tc_complete(c, a) : tma_complete(c, a);
+			tc_complete(c, a) : a->kind == AS_CP_ARRIVE ?
+			cpa_complete(c, a) : tma_complete(c, a);
 		if (!ok) {
 			char *msg = c->sim->err ? strdup(c->sim->err) : NULL;
 			sim_fail(c->sim, "CTA (%u,%u,%u) warp %d, the asynchronous "
@@ -278,8 +289,9 @@ hang(const Cluster *cl)
 	}
 }
 
-/* A CTA whose warps have all exited: nothing may be left in flight,
- * and its tensor memory must have been given back. */
+/* A CTA whose warps have all exited: nothing may be left in flight
+ * (cp.async copies included), and its tensor memory must have been
+ * given back. */
 static int
 cta_exit(Cta *c)
 {
@@ -291,7 +303,7 @@ cta_exit(Cta *c)
 			"warp %d, PTX line %d)", c->ctaid[0], c->ctaid[1],
 			c->ctaid[2], c->nq, a->warp, a->line);
 	}
-	return tc_exit(c) ? 0 : -1;
+	return cpa_exit(c) && tc_exit(c) ? 0 : -1;
 }
 
 /* One sweep over a CTA's warps: progress, and whether any is still live
@@ -365,6 +377,7 @@ free_cta(Cta *c)
 	free(c->w);
 	free(c->mb);
 	free(c->q);
+	free(c->cp);
 	free(c->smem);
 	free(c->mbmark);
 	free(c->tmem);

@@ -8,6 +8,8 @@
  * tma.c    tensor maps and cp.async.bulk.tensor
  * wgmma.c  wgmma.mma_async and its shared-memory descriptors
  * tcgen05.c tensor memory and tcgen05 (alloc, ld/st, mma, commit)
+ * mma_sync.c ldmatrix and mma.sync (sm_80 and later)
+ * cpasync.c cp.async, its groups and cp.async.mbarrier.arrive
  * fp.c     bf16/f16 conversions and the approximate functions */
 #ifndef SIMI_H
 #define SIMI_H
@@ -87,14 +89,15 @@ enum { MAXOPND = 9 };
 
 typedef struct Ins {
 	uint16_t op;
-	uint8_t ty[3];    /* the opcode's types, in order */
+	uint8_t ty[4];    /* the opcode's types, in order */
 	uint8_t nty;
 	uint8_t cmp;      /* setp */
 	uint8_t nopnd;
 	uint8_t gneg;     /* guard is @!%p */
 	int32_t guard;    /* guard predicate slot, or -1 */
 	int32_t tgt;      /* bra: the target instruction */
-	int32_t aux;      /* wgmma: N; cp.async.bulk.tensor: rank */
+	int32_t aux;      /* wgmma: N; cp.async.bulk.tensor: rank;
+			   * ldmatrix: matrices (.xN) */
 	int32_t line;     /* 1-based line in the PTX text */
 	Opnd o[MAXOPND];
 } Ins;
@@ -169,6 +172,7 @@ typedef struct Warp {
 	int wg_open;        /* index of this warp's open wgmma group */
 	bool carrived;      /* arrived on the cluster's barrier, in cgen */
 	uint64_t cgen;
+	int cpa_open[32];   /* per lane: its open cp.async group's index */
 } Warp;
 
 typedef struct Mbar {
@@ -184,7 +188,8 @@ typedef struct NBar {
 } NBar;
 
 /* A pending asynchronous operation. */
-enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA, AS_TC_MMA, AS_TC_COMMIT };
+enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA, AS_TC_MMA, AS_TC_COMMIT,
+	AS_CP_ARRIVE };
 
 /* A tcgen05.mma, as issued (operands are read when it completes). */
 typedef struct TcMma {
@@ -204,7 +209,19 @@ typedef struct Async {
 				      * reach (a multicast's mask) */
 	struct WgOp *wg;             /* AS_WGMMA */
 	TcMma tc;                    /* AS_TC_MMA */
+	int lane;                    /* AS_CP_ARRIVE: the thread's lane */
+	uint64_t seq;                /* AS_CP_ARRIVE: its copies come
+				      * before this one (CpCopy.seq) */
 } Async;
+
+/* A cp.async copy that has not landed (cpasync.c). */
+typedef struct CpCopy {
+	int warp, lane, group, line;
+	uint64_t seq;                /* the CTA's copies, in issue order */
+	uint32_t dst;
+	int n;                       /* cp-size: 4, 8 or 16 */
+	uint8_t data[16];            /* read at issue, zero-filled */
+} CpCopy;
 
 struct Cluster;
 
@@ -226,6 +243,9 @@ typedef struct Cta {
 	NBar bar[16];
 	Async *q;
 	int nq, capq;
+	CpCopy *cp;                  /* cp.async copies not landed */
+	int ncp, capcp;
+	uint64_t cpseq;
 	uint64_t steps;
 	/* Tensor memory (sm_100a): 128 lanes of 512 32-bit columns, the
 	 * allocations (start column, columns) and the permit. */
@@ -310,6 +330,16 @@ typedef struct SmemDesc {
 } SmemDesc;
 bool smem_operand(Cta *, const SmemDesc *, bool mn_major, int mn, int k,
 	int ty, float *out);
+
+/* mma_sync.c */
+const char *mma_sync_check(const Ins *);
+int mma_sync_op(Cta *, Warp *, const Ins *, uint32_t mask);
+
+/* cpasync.c */
+const char *cpa_check(const Ins *);
+int cpa_op(Cta *, Warp *, const Ins *, uint32_t mask);
+bool cpa_complete(Cta *, const Async *);
+bool cpa_exit(Cta *);   /* at the CTA's end: every copy has landed */
 
 /* tcgen05.c */
 int tc_op(Cta *, Warp *, const Ins *, uint32_t mask);

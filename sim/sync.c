@@ -15,6 +15,14 @@
  * zero.  try_wait.parity P succeeds once the phase of parity P has
  * completed, that is when the current phase's parity differs from P;
  * otherwise the warp blocks there and re-executes it when woken.
+ * mbarrier.arrive's state is the number of phases completed before the
+ * arrival, and test_wait with a state succeeds once that phase has
+ * completed.  test_wait (sm_80's spin: `L: test_wait p; @!p bra L`)
+ * never blocks the thread on hardware; here a test that fails writes
+ * false and then sleeps the warp until that phase completes, so that a
+ * spinning warp yields to the others and a hang is still reported as
+ * one.  A warp that does other work between its tests is not modelled
+ * faithfully: it does nothing until the phase completes.
  *
  * Asynchronous operations (TMA loads and stores, wgmma) wait in the queue
  * until every warp is blocked (or at issue, with SIM_OPT_EAGER); see
@@ -154,20 +162,30 @@ mbar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: {
 			int64_t tx = in->op == OP_MBAR_ARRIVE_TX ?
 				(int64_t)(uint32_t)opnd_u(c, w, &o[2], l) : 0;
-			if (!mbar_addr(c, w, &o[1], l, &a) ||
-			    !mbar_arrive(c, a, tx))
-				return ST_ERR;
-			if (o[0].k == OK_REG)   /* the state: the phase */
-				*reg_at(w, o[0].r, l) = mbar_find(c, a)->phase;
-			break;
-		}
-		default: {   /* try_wait.parity */
 			Mbar *b;
 			if (!mbar_addr(c, w, &o[1], l, &a) ||
-			    !(b = mbar_get(c, a, "mbarrier.try_wait")))
+			    !(b = mbar_get(c, a, "mbarrier.arrive")))
 				return ST_ERR;
-			int par = (int)(opnd_u(c, w, &o[2], l) & 1);
-			if ((int)(b->phase & 1) == par) {
+			uint32_t phase = b->phase;   /* the state */
+			if (!mbar_arrive(c, a, tx))
+				return ST_ERR;
+			if (o[0].k == OK_REG)
+				*reg_at(w, o[0].r, l) = phase;
+			break;
+		}
+		default: {   /* try_wait.parity, test_wait[.parity] */
+			Mbar *b;
+			if (!mbar_addr(c, w, &o[1], l, &a) ||
+			    !(b = mbar_get(c, a, in->op == OP_MBAR_TRY_WAIT ?
+			    "mbarrier.try_wait" : "mbarrier.test_wait")))
+				return ST_ERR;
+			uint64_t v = opnd_u(c, w, &o[2], l);
+			int par = (int)(v & 1);
+			bool done = in->op == OP_MBAR_TEST ? b->phase !=
+				(uint32_t)v : (int)(b->phase & 1) != par;
+			if (in->op != OP_MBAR_TRY_WAIT)
+				*reg_at(w, o[0].r, l) = done;
+			if (!done) {
 				if (all)
 					w->wait = (Wait){WT_MBAR, a, par, 0, 0};
 				all = false;
@@ -175,6 +193,8 @@ mbar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		}
 		}
 	}
+	if (in->op == OP_MBAR_TEST || in->op == OP_MBAR_TEST_PAR)
+		return all ? ST_OK : ST_WAIT;
 	if (in->op != OP_MBAR_TRY_WAIT)
 		return ST_OK;
 	if (!all)
@@ -195,7 +215,10 @@ live_threads(const Cta *c)
 	return n;
 }
 
-/* bar.sync/bar.arrive/barrier.*: a, [b]. */
+/* bar.sync/bar.arrive/barrier.*: a, [b].  barrier.sync and .arrive
+ * without .aligned count a warp's arrival as all 32 threads too, and
+ * a warp blocks as a whole, so lanes that arrive separately are not
+ * modelled. */
 static int
 bar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
@@ -203,7 +226,8 @@ bar_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	int64_t id = (int64_t)opnd_u(c, w, &in->o[0], l);
 	int64_t cnt = in->nopnd > 1 ? (int64_t)opnd_u(c, w, &in->o[1], l) :
 		live_threads(c);
-	bool wait = in->op == OP_BAR_SYNC || in->op == OP_BARRIER_SYNC;
+	bool wait = in->op == OP_BAR_SYNC || in->op == OP_BARRIER_SYNC ||
+		in->op == OP_BARRIER_SYNC_U;
 
 	if (id < 0 || id > 15)
 		return sim_fail(c->sim, "barrier id %lld (0 to 15)",
@@ -304,7 +328,8 @@ sync_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
 	switch (in->op) {
 	case OP_MBAR_INIT: case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX:
-	case OP_MBAR_TRY_WAIT: case OP_MBAR_ARRIVE_CL:
+	case OP_MBAR_TRY_WAIT: case OP_MBAR_ARRIVE_CL: case OP_MBAR_TEST:
+	case OP_MBAR_TEST_PAR:
 		return mbar_op(c, w, in, mask);
 	case OP_CL_ARRIVE: case OP_CL_ARRIVE_REL: case OP_CL_ARRIVE_RLX:
 	case OP_CL_WAIT: case OP_CL_WAIT_ACQ:

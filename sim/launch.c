@@ -212,6 +212,20 @@ params(Sim *s, const SimMod *m, const SimVal *v, const int64_t *pv,
 				return sim_fail(s, "global '%s' is not a .u64 "
 					"parameter", p->name);
 			memcpy(d, &v[g->user].ptr, 8);
+		} else if (g->kind == SIM_ARG_STRIDES) {
+			/* a 'strided' global's: dense, as the caller's are */
+			const SimArg *x = &mt->args[g->of];
+			int64_t st = 1, e;
+			if (p->size != 8 * x->rank)
+				return sim_fail(s, "strides '%s' have %d bytes",
+					p->name, p->size);
+			for (int k = x->rank - 1; k >= 0; k--) {
+				memcpy(d + 8 * k, &st, 8);
+				if (!sim_rpn_eval(&x->dims[k], pv, &e) ||
+				    __builtin_mul_overflow(st, e, &st))
+					return sim_fail(s, "global '%s': dimension "
+						"%d has no extent", x->name, k);
+			}
 		} else if (g->ty == TY_F32) {
 			float f = (float)v[g->user].f;
 			memcpy(d, &f, 4);
@@ -407,17 +421,34 @@ reach_all(Sim *s, const SimMeta *mt, const uint8_t *pbuf, const int *poff,
 		}
 		if (g->kind != SIM_ARG_GLOBAL || poff[a] < 0)
 			continue;
-		for (int j = 0; j < mt->nargs; j++)
+		int st = -1;  /* its strides argument ('strided'), if any */
+		for (int j = 0; j < mt->nargs; j++) {
 			viewed |= mt->args[j].kind == SIM_ARG_TMA &&
 				mt->args[j].of == a;
+			if (mt->args[j].kind == SIM_ARG_STRIDES &&
+			    mt->args[j].of == a && poff[j] >= 0)
+				st = j;
+		}
 		if (viewed)
 			continue;
-		for (int k = 0; k < g->rank; k++)
+		int64_t span = 1;  /* elements: 1 + sum (d - 1) * stride */
+		for (int k = 0; k < g->rank; k++) {
+			int64_t x = 0;
 			if (!sim_rpn_eval(&g->dims[k], pv, &d) || d <= 0 ||
 			    __builtin_mul_overflow(n, d, &n))
 				return sim_fail(s, "global '%s': dimension "
 					"%d has no positive extent from the "
 					"params", g->name, k);
+			if (st >= 0) {
+				memcpy(&x, pbuf + poff[st] + 8 * k, 8);
+				if (x <= 0 || __builtin_mul_overflow(d - 1, x, &x) ||
+				    __builtin_add_overflow(span, x, &span))
+					return sim_fail(s, "global '%s': bad "
+						"strides", g->name);
+			}
+		}
+		if (st >= 0)
+			n = span * (ty_bits(g->ty) / 8);
 		memcpy(&ptr, pbuf + poff[a], 8);
 		if (reach(s, g->name, ptr, n))
 			return -1;

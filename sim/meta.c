@@ -192,6 +192,17 @@ arg_line(SimMod *mod, size_t *used, const Toks *tk, const char **dimsrc)
 		    strcmp(tk->t[6], "dims"))
 			return false;
 		*dimsrc = "";  /* read once every param is known */
+	} else if (!strcmp(tk->t[2], "strides")) {
+		a->kind = SIM_ARG_STRIDES;
+		for (int i = 4; i < tk->n; i++)
+			if ((s = val(tk->t[i], "of")))
+				for (int j = 0; j < m->nargs; j++)
+					if (!strcmp(m->args[j].name, s))
+						a->of = j;
+		if (a->of < 0 || m->args[a->of].kind != SIM_ARG_GLOBAL)
+			return false;
+		a->rank = m->args[a->of].rank;
+		a->ty = ty_lookup("i64");
 	} else if (!strcmp(tk->t[2], "tma")) {
 		a->kind = SIM_ARG_TMA;
 		for (int i = 4; i < tk->n; i++) {
@@ -287,7 +298,8 @@ meta_read(SimMod *mod, char *err, size_t errlen)
 	}
 	for (int i = 0; i < m->nargs; i++) {
 		SimArg *a = &m->args[i];
-		a->user = a->kind == SIM_ARG_TMA ? -1 : m->nuser++;
+		a->user = a->kind == SIM_ARG_TMA || a->kind ==
+			SIM_ARG_STRIDES ? -1 : m->nuser++;
 		if (!lines[i])
 			continue;
 		Toks tk;

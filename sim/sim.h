@@ -19,7 +19,7 @@ typedef struct Sim Sim;
 
 enum { SIM_MAXARGS = 32, SIM_MAXRANK = 5, SIM_MAXRPN = 24 };
 
-enum { SIM_ARG_PARAM, SIM_ARG_GLOBAL, SIM_ARG_TMA };
+enum { SIM_ARG_PARAM, SIM_ARG_GLOBAL, SIM_ARG_TMA, SIM_ARG_STRIDES };
 enum { SIM_ORD_SINGLE, SIM_ORD_PERSISTENT, SIM_ORD_LPT };
 enum { SIM_RPN_INT, SIM_RPN_PARAM, SIM_RPN_ADD, SIM_RPN_SUB, SIM_RPN_MUL,
 	SIM_RPN_DIV, SIM_RPN_MOD, SIM_RPN_MIN, SIM_RPN_MAX, SIM_RPN_CDIV };
@@ -36,7 +36,9 @@ typedef struct SimArg {
 	int ty;                    /* an element or param type (simi.h TY_) */
 	int rank;                  /* global: dims; tma: box entries */
 	SimRpn dims[SIM_MAXRANK];  /* global, outermost first */
-	int of;                    /* tma: the global it views */
+	int of;                    /* tma: the global it views; strides:
+				    * the 'strided' global whose strides
+				    * (i64 elements) it passes */
 	int box[SIM_MAXRANK];      /* tma, outermost first */
 	int swizzle;               /* tma: 0, 32, 64 or 128 */
 	bool oob_nan;

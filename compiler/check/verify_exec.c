@@ -355,6 +355,10 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_param:
 		p->v[in->dst] = s->params[in->r[0]->index];
 		return true;
+	case SOP_gstride:  /* an address's only: global memory is not
+			    * modelled */
+		p->v[in->dst] = 1;
+		return true;
 	case SOP_gload: {
 		/* a global with contents in 'verify': the run's content;
 		 * else unknown, and vf_loads() checked that it steers
@@ -832,6 +836,9 @@ quick(const Sim *s, Proc *p, const SirIns *in)
 		return true;
 	case SOP_param:
 		p->v[in->dst] = s->params[in->r[0]->index];
+		return true;
+	case SOP_gstride:
+		p->v[in->dst] = 1;
 		return true;
 	case SOP_const_f: case SOP_exp2: case SOP_log2: case SOP_rcp:
 	case SOP_tanh: case SOP_sqrt: case SOP_rsqrt: case SOP_rowmax:

@@ -207,8 +207,13 @@ struct Res {
 	int swizzle;         /* TMA */
 	bool oob_nan;        /* TMA: out-of-bounds fill is NaN, not zero */
 	bool direct;         /* GLOBAL: read or written by ld/st (G[i],
-			      * store, global_load), which address it
-			      * densely; set by sirgen */
+			      * store, global_load, cp_async), which
+			      * address it densely, or by its strides;
+			      * set by sirgen */
+	bool strided;        /* GLOBAL: 'strided': its strides (elements,
+			      * outermost first) are a hidden kernel
+			      * argument, NAME_st, which ld/st address it
+			      * by */
 	bool remote;         /* MBAR: other CTAs of the cluster arrive on it
 			      * ('arrive B cta=R' or multicast loads):
 			      * waits acquire at cluster scope; sirgen */

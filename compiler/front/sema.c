@@ -417,9 +417,12 @@ decl_global(S *s, const Node *d)
 {
 	Res *r = declare(s, R_GLOBAL, d);
 
-	attrs_allowed(s, d, (const char *const[]){"grad", NULL});
+	attrs_allowed(s, d, (const char *const[]){"grad", "strided", NULL});
 	if (!r)
 		return;
+	/* strided: ld/st and cp_async address it by the strides the caller
+	 * passes (a hidden argument), not densely by its dims */
+	r->strided = attr(d, "strided") != NULL;
 	for (int i = 0; i < d->attrs.n; i++) {
 		/* grad=DG: the gradient dscatter adds into, an f32 global of
 		 * the same rank declared before (issue #22) */

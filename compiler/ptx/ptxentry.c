@@ -103,6 +103,10 @@ metadata(Ctx *ctx, const Kernel *k, Buf *out)
 				rpn(ctx, k, r->dims[i], out);
 			}
 			buf_putc(out, '\n');
+			/* 'strided': its strides, bound by the runtime */
+			if (r->strided)
+				buf_printf(out, "// fagen.arg %d strides %s_st of=%s\n",
+					argi++, r->name, r->name);
 			break;
 		case R_TMA:
 			pg_tma_blocks(r, &inner, &bb);
@@ -136,7 +140,12 @@ params(PG *g)
 	char line[160];
 
 	for (const Res *r = g->k->res; r; r = r->next) {
-		if (r->kind == R_GLOBAL)
+		if (r->kind == R_GLOBAL && r->strided) {
+			snprintf(line, sizeof line, ".param .u64 %s", r->name);
+			ptx_param(g->f, line);
+			snprintf(line, sizeof line, ".param .align 8 .b8 %s_st[%d]",
+				r->name, 8 * r->rank);
+		} else if (r->kind == R_GLOBAL)
 			snprintf(line, sizeof line, ".param .u64 %s", r->name);
 		else if (r->kind == R_TMA)
 			snprintf(line, sizeof line, ".param .align 64 .b8 %s[128]",

@@ -513,6 +513,10 @@ gen_ins(PG *g, const SirIns *in)
 	switch (in->op) {
 	case SOP_const_i: case SOP_const_f: gen_const(g, in); break;
 	case SOP_param: gen_param(g, in); break;
+	case SOP_gstride:  /* the low word of NAME_st's i64 stride k */
+		ptx_emit(g->f, "ld.param.u32 %R, [%S_st+%I];", pg_reg(g,
+			in->dst), in->r[0]->name, in->imm * 8);
+		break;
 	case SOP_special: gen_special(g, in); break;
 	case SOP_mov: gen_mov(g, in); break;
 	case SOP_cvt: gen_cvt(g, in); break;

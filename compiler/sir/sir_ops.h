@@ -71,6 +71,9 @@ SOP(  wgmma_commit, 0,     E_ASYNC, T_SM90 )
 SOP(  wgmma_wait,   0,     E_ASYNC, T_SM90 )   /* imm: groups */
 SOP(  mma_sync,     2,     E_MEM,   T_SM80 )   /* D(dst, in a[0]), A, B:
 						  * four warps' mma.sync */
+SOP(  gstride,      0,     E_PURE,  T_ALL  )   /* r0 a 'strided'
+						  * global's stride imm
+						  * (elements), i32 */
 SOP(  cp_async,     -1,    E_ASYNC, T_ALL  )   /* r0 global -> r1 smem
 						  * [-> r2 mbar]: a0 lin, a1
 						  * limit, a2 row index, a3

@@ -123,6 +123,7 @@ const Node *sg_opattr(G *, const Node *, const char *name, bool flag);
 bool sg_resource_tmem(G *, const Node *, Ref *idx);
 const Layout *sg_layout_ref(G *, const Node *);
 Ref sg_lin_index(G *, const Node *index, const Res *global, Ref *last);
+Ref sg_gstride(G *, const Res *global, int k, Span);  /* 'strided' */
 Ref sg_lin_index_at(G *, const Node *index, const Res *global, Ref *last,
 	int k, Ref *ik);
 Ref sg_lin_index_ix(G *, const Node *index, const Res *global, Ref *ix);

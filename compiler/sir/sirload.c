@@ -244,6 +244,11 @@ sg_gload_grad(G *g, const Node *n, Ref *dlin, Ref *dok)
 			r->name, dg->name);
 		return sg_err(g);
 	}
+	if (dg->strided) {
+		diag_error(g->ctx, n->span, "'dscatter' adds into '%s' as a "
+			"dense tensor; declare it without 'strided'", dg->name);
+		return sg_err(g);
+	}
 	Node o = {.span = n->span};
 	Node mul = {.kind = N_BINARY, .op = '*', .span = n->span, .a = &o,
 		.b = &o};

@@ -80,7 +80,9 @@ tile_rows(G *g, const Node *n, const Res *r, int rowdim, const Node *rd,
 		return false;
 	}
 	*stride = sg_const_i(g, 1, TY_I32, n->span);
-	for (int k = rowdim + 1; k < r->rank; k++)
+	if (r->strided && rowdim < r->rank - 1)
+		*stride = sg_gstride(g, r, rowdim, n->span);
+	for (int k = rowdim + 1; !r->strided && k < r->rank; k++)
 		*stride = sg_binop(g, &mul, *stride, sg_expr(g, r->dims[k]));
 	*lv = lim && lim->a ? sg_int_arg(g, lim->a, "'limit'") :
 		sg_const_i(g, INT32_MAX, TY_I32, n->span);

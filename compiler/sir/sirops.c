@@ -106,8 +106,23 @@ sg_lin_index(G *g, const Node *d, const Res *r, Ref *last)
 	return sg_lin_index_at(g, d, r, last, -1, NULL);
 }
 
+/* Stride k of 'strided' global r (elements): the hidden argument's. */
+Ref
+sg_gstride(G *g, const Res *r, int k, Span sp)
+{
+	Ref v = sir_val(g->ctx, g->p, TY_I32, NULL);
+	SirIns *i = sg_emit(g, SOP_gstride, sp);
+
+	i->dst = v;
+	i->r[0] = (Res *)r;
+	i->imm = k;
+	return v;
+}
+
 /* sg_lin_index_at; with ix, the indices of a load that may be i32
- * register tiles (a gather: sirload.c checks them), each in ix[k]. */
+ * register tiles (a gather: sirload.c checks them), each in ix[k].  A
+ * 'strided' global's index is the sum of each index times its stride
+ * (the last is 1: the runtime checks it). */
 static Ref
 lin_index(G *g, const Node *d, const Res *r, Ref *last, int k0, Ref *ik0,
 	Ref *ix)
@@ -144,9 +159,20 @@ lin_index(G *g, const Node *d, const Res *r, Ref *last, int k0, Ref *ik0,
 			.a = &o, .b = &o};
 		Node add = {.kind = N_BINARY, .op = '+', .span = d->span,
 			.a = &o, .b = &o};
+		if (r->strided) {
+			if (k == 1)
+				lin = sg_binop(g, &mul, lin, sg_gstride(g, r, 0,
+					d->span));
+			Ref t = k == r->rank - 1 ? ik : sg_binop(g, &mul, ik,
+				sg_gstride(g, r, k, d->span));
+			lin = sg_binop(g, &add, lin, t);
+			continue;
+		}
 		lin = sg_binop(g, &mul, lin, sg_expr(g, r->dims[k]));
 		lin = sg_binop(g, &add, lin, ik);
 	}
+	if (r->strided && r->rank == 1 && lin)
+		return lin;  /* stride 1 */
 	return sg_val(g, lin)->ty == TY_ERR ? 0 : lin;
 }
 

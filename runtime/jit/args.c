@@ -55,8 +55,8 @@ match(fg_ctx *c, const Meta *m, const fg_arg *args, int n, Bound *b)
 		if (!a->name && j < m->nuser)
 			idx = m->user[j];
 		for (int i = 0; a->name && i < m->nargs; i++)
-			if (m->args[i].kind != MA_TMA &&
-			    !strcmp(m->args[i].name, a->name))
+			if (m->args[i].kind != MA_TMA && m->args[i].kind !=
+			    MA_STRIDES && !strcmp(m->args[i].name, a->name))
 				idx = i;
 		if (idx < 0) {
 			arg_names(m, names, sizeof names);
@@ -72,7 +72,8 @@ match(fg_ctx *c, const Meta *m, const fg_arg *args, int n, Bound *b)
 		b->arg[idx] = a;
 	}
 	for (int i = 0; i < m->nargs; i++)
-		if (m->args[i].kind != MA_TMA && !b->arg[i])
+		if (m->args[i].kind != MA_TMA && m->args[i].kind != MA_STRIDES &&
+		    !b->arg[i])
 			return bad(c, m, "argument '%s' (%s%s) is missing",
 				m->args[i].name, m->args[i].kind == MA_GLOBAL ?
 				"tensor of " : "", ty_name(m->args[i].ty));
@@ -184,7 +185,11 @@ strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
 	 * a dense tensor of its dims (a stride of an extent-1 dimension
 	 * is never used) */
 	int64_t dense = 1;
-	for (int i = r - 1; given && g->direct && i >= 0; i--) {
+	if (given && g->strided && s[r - 1] != 1)
+		return bad(c, m, "tensor '%s': strides[%d] is %lld: its last "
+			"dimension must be contiguous (stride 1)", g->name, r - 1,
+			(long long)s[r - 1]);
+	for (int i = r - 1; given && g->direct && !g->strided && i >= 0; i--) {
 		if (d[i] > 1 && s[i] != dense)
 			return bad(c, m, "tensor '%s': strides[%d] is %lld, but "
 				"the kernel reads or writes '%s' with ordinary "
@@ -208,6 +213,11 @@ strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
 				"64-bit addressing: its span through dimension "
 				"%d is above 2^63 elements", g->name, i);
 	}
+	/* ld/st address a strided global in 32-bit element offsets */
+	if (g->strided && g->direct && span > INT32_MAX)
+		return bad(c, m, "tensor '%s': its strides span %lld elements; "
+			"the kernel addresses it with 32-bit offsets (at most "
+			"2^31 - 1)", g->name, (long long)span);
 	if (!ck_mul64(span, esz, &span))
 		return bad(c, m, "tensor '%s': its strides overflow 64-bit "
 			"addressing: its span of %lld elements times %lld "

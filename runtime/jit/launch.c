@@ -133,6 +133,8 @@ launch_kernel(fg_kernel *k, CUstream stream, const Bound *b)
 		params[i] = &slots[i];
 		if (a->kind == MA_GLOBAL) {
 			slots[i].u64 = b->arg[i]->t.ptr;
+		} else if (a->kind == MA_STRIDES) {  /* its global's, i64 */
+			params[i] = (void *)b->strides[a->of];
 		} else if (a->kind == MA_TMA) {
 			if ((st = tmap(k, d, a, b, &maps[i])))
 				return st;

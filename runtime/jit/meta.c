@@ -296,6 +296,30 @@ tma_line(P *p, const Line *l, MetaArg *a)
 	return true;
 }
 
+/* '// fagen.arg N strides NAME_st of=X': X's strides, in elements,
+ * outermost first (i64 each), a hidden argument the runtime binds from
+ * X's tensor ('strided' globals). */
+static bool
+strides_line(P *p, const Line *l, MetaArg *a)
+{
+	const char *s;
+
+	a->kind = MA_STRIDES;
+	a->of = -1;
+	for (int i = 4; i < l->n; i++)
+		if ((s = val(l->tok[i], "of")))
+			for (int j = 0; j < p->m->nargs; j++)
+				if (p->m->args[j].kind == MA_GLOBAL &&
+				    !strcmp(p->m->args[j].name, s))
+					a->of = j;
+	if (a->of < 0)
+		return fail(p, "strides '%s' are of no global", a->name);
+	a->rank = p->m->args[a->of].rank;
+	a->ty = TY_I64;
+	p->m->args[a->of].strided = true;
+	return true;
+}
+
 static bool
 arg_line(P *p, const Line *l)
 {
@@ -312,6 +336,7 @@ arg_line(P *p, const Line *l)
 	if (!strcmp(l->tok[2], "param") ? !param_line(p, l, a) :
 	    !strcmp(l->tok[2], "global") ? !global_line(p, l, a) :
 	    !strcmp(l->tok[2], "tma") ? !tma_line(p, l, a) :
+	    !strcmp(l->tok[2], "strides") ? !strides_line(p, l, a) :
 	    !fail(p, "unknown argument kind '%s'", l->tok[2]))
 		return false;
 	for (int j = 0; j < m->nargs; j++)
@@ -338,7 +363,7 @@ resolve(P *p, Line *lines, int nlines)
 	}
 	m->user = NEWARR(p->a, int, m->nargs ? m->nargs : 1);
 	for (int i = 0; i < m->nargs; i++)
-		if (m->args[i].kind != MA_TMA) {
+		if (m->args[i].kind != MA_TMA && m->args[i].kind != MA_STRIDES) {
 			m->args[i].user = k;
 			m->user[k++] = i;
 		}

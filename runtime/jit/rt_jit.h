@@ -27,7 +27,7 @@ typedef struct Rpn {
 	int n;
 } Rpn;
 
-typedef enum { MA_GLOBAL = 1, MA_TMA, MA_PARAM } MetaArgKind;
+typedef enum { MA_GLOBAL = 1, MA_TMA, MA_PARAM, MA_STRIDES } MetaArgKind;
 
 typedef struct MetaArg {
 	MetaArgKind kind;
@@ -35,13 +35,15 @@ typedef struct MetaArg {
 	Ty ty;               /* element type (GLOBAL), value type (PARAM) */
 	int rank;            /* GLOBAL, TMA */
 	Rpn dims[FG_MAX_RANK];  /* GLOBAL: extents, outermost first */
-	int of;              /* TMA: index of its GLOBAL */
+	int of;              /* TMA, STRIDES: index of its GLOBAL */
 	int64_t box[FG_MAX_RANK];  /* TMA: outermost first */
 	int swizzle;         /* TMA: 0, 32, 64, 128 */
 	bool oob_nan;        /* TMA */
 	bool has_tma;        /* GLOBAL: a TMA view uses it */
 	bool direct;         /* GLOBAL: addressed by ld/st as a dense tensor
 			      * ('// fagen.direct NAME') */
+	bool strided;        /* GLOBAL: ... or by its strides, which a
+			      * STRIDES argument passes ('strided') */
 	int user;            /* GLOBAL, PARAM: position among user args */
 } MetaArg;
 

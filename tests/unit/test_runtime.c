@@ -157,6 +157,8 @@ static const struct {
 	{"// fagen.kernel name=k target=sm_90a threads=64 order=single\n"
 		"// fagen.arg 0 param M i32\n// fagen.arg 1 param M i32\n",
 		"two arguments are named 'M'"},
+	{"// fagen.kernel name=k target=sm_80 threads=64 order=single\n"
+		"// fagen.arg 0 strides X_st of=X\n", "are of no global"},
 };
 
 static void

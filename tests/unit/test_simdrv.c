@@ -153,6 +153,31 @@ attention_matches_float64(void **state)
 	close_ctx(fx);
 }
 
+/* The sm_80 schedule through the runtime (fg_options.target's variable,
+ * FAGEN_TARGET=sm_80) on the simulated sm_90a device: fa_fwd_sm80.fa,
+ * GQA, causal, a window with a softcap. */
+static void
+sm80_attention_matches_float64(void **state)
+{
+	static const Prob ps[] = {
+		{1, 2, 2, 130, 200, 128, false, -2, 0, 0, false, false},
+		{2, 4, 2, 77, 150, 64, true, -2, 0, 0, false, false},
+		{1, 2, 2, 200, 250, 64, true, 50, -1, 20, false, false},
+	};
+	setenv("FAGEN_TARGET", "sm_80", 1);
+	Fix *fx = open_ctx("sm_90a");
+	unsetenv("FAGEN_TARGET");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+		fg_status st = attention(fx, &ps[i]);
+		if (st)
+			fprintf(stderr, "%s\n", fg_errmsg(fx->ctx));
+		assert_int_equal(st, FG_OK);
+	}
+	close_ctx(fx);
+}
+
 /* The Blackwell schedules through the runtime, on the simulated sm_100a
  * device: fa_fwd_sm100.fa (with packed GQA, a window, softcap, sinks)
  * and, for ALiBi, fa_fwd_baseline_sm100.fa. */
@@ -672,6 +697,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(attention_matches_float64),
 		cmocka_unit_test(sm100_attention_matches_float64),
+		cmocka_unit_test(sm80_attention_matches_float64),
 		cmocka_unit_test(sm100_backward_matches_float64),
 		cmocka_unit_test(rms_norm_matches_float64),
 		cmocka_unit_test(decode_matches_float64),

@@ -363,6 +363,36 @@ emit_gload(PG *g, const SirIns *in)
 		esz == 8 ? "b64" : "b32", d, ptr);
 }
 
+/* The byte offset in a TMA-style tile of chunk (row r, 16-byte column c):
+ * (c*16 / span)*R*span + r*span + c*16 % span, its 16-byte chunk XORed
+ * with the row's swizzle bits. */
+static void
+chunk_off(PG *g, PReg lin, PReg r, PReg c, int64_t R, int64_t span, int sw)
+{
+	PReg u = ptx_reg(g->f, RB32);
+
+	ptx_emit(g->f, "shl.b32 %R, %R, 4;", u, c);
+	ptx_emit(g->f, "div.u32 %R, %R, %I;", lin, u, span);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", lin, lin, R * span);
+	ptx_emit(g->f, "rem.u32 %R, %R, %I;", u, u, span);
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", lin, lin, u);
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", lin, r, span, lin);
+	if (sw) {
+		ptx_emit(g->f, "shr.u32 %R, %R, 7;", u, lin);
+		ptx_emit(g->f, "and.b32 %R, %R, %I;", u, u, (int64_t)(sw / 16 - 1));
+		ptx_emit(g->f, "shl.b32 %R, %R, 4;", u, u);
+		ptx_emit(g->f, "xor.b32 %R, %R, %R;", lin, lin, u);
+	}
+}
+
+/* The swizzle's XOR of a row (bits 4.. of its offset) for a tile of
+ * span-byte rows: what chunk_off XORs for row r at column block 0. */
+static int64_t
+row_xor(int64_t r, int64_t span, int sw)
+{
+	return sw ? (r * span >> 7 & (sw / 16 - 1)) << 4 : 0;
+}
+
 /* cp_async G[...] -> S[s] [, B]: the partition's T threads copy the
  * R x C tile in 16-byte chunks, chunk q = (row q / cpr, 16-byte column
  * q % cpr) by thread q % T, into the layout a TMA box has in shared
@@ -370,7 +400,15 @@ emit_gload(PG *g, const SirIns *in)
  * the row), so MMAs read it the same way.  A chunk whose row index K is
  * at or past the limit, or whose columns pass G's last extent, copies 0
  * bytes: 16 zeros (cp.async's src-size), from G's base.  With B, one
- * cp.async.mbarrier.arrive.noinc per thread. */
+ * cp.async.mbarrier.arrive.noinc per thread.
+ *
+ * When T is a multiple of cpr (every round moves whole rows: rs = T /
+ * cpr of them) a thread's chunks are its first one's rows plus k rs,
+ * the same column: its shared offset, source address, row limit and
+ * column check are computed once, and each chunk adds constants -- the
+ * swizzle's XOR of row r0 + k rs is r0's XORed with k rs's, their bits
+ * disjoint (r0 < rs, a power of two below 8, or rs a multiple of 8) --
+ * so a chunk costs a compare, two selects and the copy. */
 static void
 emit_cpasync(PG *g, const SirIns *in)
 {
@@ -380,23 +418,47 @@ emit_cpasync(PG *g, const SirIns *in)
 	int64_t R = b->shape[0], rowbytes = b->shape[1] * esz;
 	int64_t span = sw ? sw : rowbytes, cpr = rowbytes / 16, nch = R * cpr;
 	int64_t T = (int64_t)(pt->warp_hi - pt->warp_lo + 1) * 32;
+	int64_t rs = T / cpr;
+	bool even = T % cpr == 0 && (rs % 8 == 0 || (8 % rs == 0 &&
+		R % rs == 0));
 	PReg base = addr(g, b->off, in->ri[1], b->bytes);
 	PReg ptr = ptx_reg(g->f, RB64), t = ptx_reg(g->f, RB32);
-	PReg r0 = ptx_reg(g->f, RB32), c0 = ptx_reg(g->f, RB32);
 	PReg r = ptx_reg(g->f, RB32), c = ptx_reg(g->f, RB32);
 	PReg lin = ptx_reg(g->f, RB32), u = ptx_reg(g->f, RB32);
 	PReg dst = ptx_reg(g->f, RB32), src = ptx_reg(g->f, RB64);
 	PReg sz = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
 	PReg q = ptx_reg(g->f, RP), pe = ptx_reg(g->f, RP);
-	/* the thread's first chunk: row r0, 16-byte column c0 */
-	bool even = T % cpr == 0;
+	PReg lim = ptx_reg(g->f, RB32), step = ptx_reg(g->f, RB64);
+	PReg sel = ptx_reg(g->f, RB64);
 
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, gl->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
 	ptx_emit(g->f, "sub.s32 %R, %R, %I;", t, g->tid,
 		(int64_t)pt->warp_lo * 32);
-	ptx_emit(g->f, "div.u32 %R, %R, %I;", r0, t, cpr);
-	ptx_emit(g->f, "rem.u32 %R, %R, %I;", c0, t, cpr);
+	if (even) {
+		/* the first chunk's row and column, once */
+		ptx_emit(g->f, "div.u32 %R, %R, %I;", r, t, cpr);
+		ptx_emit(g->f, "rem.u32 %R, %R, %I;", c, t, cpr);
+		chunk_off(g, lin, r, c, R, span, sw);
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", lin, lin, base);
+		/* rows below lim (= limit - K - r0) are in; the columns */
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, r, pg_u32(g, in->a[2]));
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", lim, pg_u32(g, in->a[1]), u);
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", u, c,
+			(int64_t)(16 / esz), pg_u32(g, in->a[4]));
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", u, u, (int64_t)(16 / esz));
+		ptx_emit(g->f, "setp.le.s32 %R, %R, %R;", q, u,
+			pg_u32(g, in->a[5]));
+		/* the source of the first chunk, and a round's step */
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, r,
+			pg_u32(g, in->a[3]), pg_u32(g, in->a[0]));
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", u, c,
+			(int64_t)(16 / esz), u);
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", src, u,
+			(int64_t)esz, ptr);
+		ptx_emit(g->f, "mul.wide.s32 %R, %R, %I;", step,
+			pg_u32(g, in->a[3]), rs * esz);
+	}
 	for (int64_t k = 0; k * T < nch; k++) {
 		int skip = ptx_label(g->f);
 		if ((k + 1) * T > nch) {  /* the last round: chunks < nch */
@@ -405,27 +467,27 @@ emit_cpasync(PG *g, const SirIns *in)
 			ptx_emit(g->f, "@%R bra %L;", pe, skip);
 		}
 		if (even) {
-			ptx_emit(g->f, "add.s32 %R, %R, %I;", r, r0, k * (T / cpr));
-			ptx_emit(g->f, "mov.u32 %R, %R;", c, c0);
-		} else {
-			ptx_emit(g->f, "add.s32 %R, %R, %I;", u, t, k * T);
-			ptx_emit(g->f, "div.u32 %R, %R, %I;", r, u, cpr);
-			ptx_emit(g->f, "rem.u32 %R, %R, %I;", c, u, cpr);
+			int64_t x = row_xor(k * rs, span, sw);
+			PReg d = lin;
+			if (x) {
+				ptx_emit(g->f, "xor.b32 %R, %R, %I;", dst, lin, x);
+				d = dst;
+			}
+			ptx_emit(g->f, "setp.gt.s32 %R, %R, %I;", p, lim, k * rs);
+			ptx_emit(g->f, "and.pred %R, %R, %R;", p, p, q);
+			ptx_emit(g->f, "selp.b64 %R, %R, %R, %R;", sel, src, ptr, p);
+			ptx_emit(g->f, "selp.u32 %R, 16, 0, %R;", sz, p);
+			ptx_emit(g->f, "cp.async.cg.shared.global [%R+%I], [%R], 16, "
+				"%R;", d, k * rs * span, sel, sz);
+			ptx_place(g->f, skip);
+			if ((k + 1) * T < nch)
+				ptx_emit(g->f, "add.s64 %R, %R, %R;", src, src, step);
+			continue;
 		}
-		/* shared: (c*16 / span)*R*span + r*span + c*16 % span */
-		ptx_emit(g->f, "shl.b32 %R, %R, 4;", u, c);
-		ptx_emit(g->f, "div.u32 %R, %R, %I;", lin, u, span);
-		ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", lin, lin, R * span);
-		ptx_emit(g->f, "rem.u32 %R, %R, %I;", u, u, span);
-		ptx_emit(g->f, "add.s32 %R, %R, %R;", lin, lin, u);
-		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", lin, r, span, lin);
-		if (sw) {
-			ptx_emit(g->f, "shr.u32 %R, %R, 7;", u, lin);
-			ptx_emit(g->f, "and.b32 %R, %R, %I;", u, u,
-				(int64_t)(sw / 16 - 1));
-			ptx_emit(g->f, "shl.b32 %R, %R, 4;", u, u);
-			ptx_emit(g->f, "xor.b32 %R, %R, %R;", lin, lin, u);
-		}
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", u, t, k * T);
+		ptx_emit(g->f, "div.u32 %R, %R, %I;", r, u, cpr);
+		ptx_emit(g->f, "rem.u32 %R, %R, %I;", c, u, cpr);
+		chunk_off(g, lin, r, c, R, span, sw);
 		ptx_emit(g->f, "add.s32 %R, %R, %R;", dst, base, lin);
 		/* global: element lin + r * stride + c * 16 / esz, the row
 		 * index K + r below the limit, the columns inside */

@@ -30,13 +30,15 @@ typedef struct Case {
 typedef struct Sched {
 	const char *file, *kernel;
 	bool persistent;
+	int maxd;           /* the largest head dim it takes; 0: 256 */
 } Sched;
 
 static const Sched scheds[] = {
-	{"schedules/fa_fwd_sm90.fa", "fa_fwd", true},
-	{"schedules/fa_fwd_baseline_sm90.fa", "fa_fwd_base", false},
+	{"schedules/fa_fwd_sm90.fa", "fa_fwd", true, 0},
+	{"schedules/fa_fwd_baseline_sm90.fa", "fa_fwd_base", false, 0},
 	/* sm_80 PTX, JIT-compiled for the Hopper GPU (issue #28) */
-	{"schedules/fa_fwd_sm80.fa", "fa_fwd_sm80", false},
+	{"schedules/fa_fwd_sm80.fa", "fa_fwd_sm80", false, 0},
+	{"schedules/fa_fwd_ws_sm80.fa", "fa_fwd_ws_sm80", false, 128},
 };
 
 static fg_ctx *ctx;
@@ -92,6 +94,8 @@ run(const Sched *sc, const Case *c, bool sinks)
 	size_t nk = (size_t)c->z * c->sk * hk * c->d;
 	size_t nl = (size_t)c->z * c->h * c->sq;
 	int bad = 0;
+	if (sc->maxd && c->d > sc->maxd)
+		return 0;
 	/* B,S,H,D, dense: the schedule's [Z, S, H, D] */
 	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {
 		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},

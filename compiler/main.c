@@ -20,8 +20,8 @@ static const char usage[] =
 "  -o OUT             write the output to OUT ('-': standard output,\n"
 "                     the default); written to a temporary file and\n"
 "                     renamed, so OUT is never left half-written\n"
-"  --arch ARCH        sm_90a, sm_100a or sm_80 (default: the schedule's\n"
-"                     'target')\n"
+"  --arch ARCH        sm_90a, sm_100a, sm_80 or sm_120a (default: the\n"
+"                     schedule's 'target')\n"
 "  -D NAME=VALUE      override 'const NAME' (a number, true/false, an\n"
 "                     element type such as bf16, or a word); repeatable\n"
 "  --mod FILE         read 'mod', 'param' and 'global' declarations\n"
@@ -272,7 +272,7 @@ parse_args(Ctx *ctx, Opts *o, int argc, char **argv)
 			const Target *t = target_lookup(v);
 			if (!t)
 				die("--arch: unknown target '%s' (sm_90a, "
-					"sm_100a or sm_80)", v);
+					"sm_100a, sm_80 or sm_120a)", v);
 			ctx->arch = t->id;
 		} else if (!strncmp(a, "-D", 2)) {
 			if (!a[2] && i + 1 >= argc)

@@ -29,11 +29,13 @@ sim_target(const char *opt)
 		return 90;
 	if (!strcmp(s, "sm_100a"))
 		return 100;
+	if (!strcmp(s, "sm_120a"))
+		return 120;
 	return opt ? -2 : -1;
 }
 
-/* fg_options.target, else $FAGEN_TARGET, as fg_ctx.target (80, 90 or
- * 100; 0: the device's own); -2 for an option value it does not know,
+/* fg_options.target, else $FAGEN_TARGET, as fg_ctx.target (80, 90, 100
+ * or 120; 0: the device's own); -2 for an option value it does not know,
  * -1 for such a variable (an error once the driver is needed). */
 static int
 pick_target(const char *opt)
@@ -48,6 +50,8 @@ pick_target(const char *opt)
 		return 90;
 	if (!strcmp(s, "sm_100a"))
 		return 100;
+	if (!strcmp(s, "sm_120a"))
+		return 120;
 	return opt ? -2 : -1;
 }
 

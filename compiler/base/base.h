@@ -261,18 +261,21 @@ void ctx_free(Ctx *);
 /* ---------------------------------------------------------------- target.c
  * A target's description: capabilities and limits, read by every stage.
  * How a target emits PTX is the PTX stage's business (ptx/target.h). */
-typedef enum { TGT_NONE, TGT_SM90A, TGT_SM100A, TGT_SM80 } TargetId;
+typedef enum { TGT_NONE, TGT_SM90A, TGT_SM100A, TGT_SM80, TGT_SM120A }
+	TargetId;
 /* SirOpInfo.targets bits.  T_HOP: what every target from Hopper on has
- * (TMA, transaction bytes, try_wait, elect, clusters, setmaxnreg) */
-enum { T_SM90 = 1, T_SM100 = 2, T_SM80 = 4, T_HOP = T_SM90 | T_SM100,
-	T_ALL = 7 };
+ * (TMA, transaction bytes, try_wait, elect, clusters, setmaxnreg);
+ * T_MMASYNC: the targets whose MMA is mma.sync */
+enum { T_SM90 = 1, T_SM100 = 2, T_SM80 = 4, T_SM120 = 8,
+	T_HOP = T_SM90 | T_SM100 | T_SM120, T_MMASYNC = T_SM80 | T_SM120,
+	T_ALL = 15 };
 
 typedef struct Target {
 	TargetId id;
 	const char *name;       /* "sm_90a" */
 	const char *ptx_version;
 	int smem_max;           /* bytes of dynamic shared memory per CTA */
-	int tgt_bit;            /* T_SM90, T_SM100 or T_SM80 */
+	int tgt_bit;            /* T_SM90, T_SM100, T_SM80 or T_SM120 */
 	bool has_tmem, has_wgmma, has_tcgen05;
 	bool hopper;            /* the T_HOP features */
 	bool mma_sync;          /* the MMA is four warps' mma.sync */

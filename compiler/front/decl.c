@@ -126,6 +126,9 @@ decl_cta(S *s, const Node *d)
 		if (prod > 16)
 			diag_error(s->ctx, c->a->span, "a cluster has at most "
 				"16 CTAs, found %lld", (long long)prod);
+		else if (prod > 8 && s->k->target == TGT_SM120A)
+			diag_error(s->ctx, c->a->span, "a cluster on sm_120a has "
+				"at most 8 CTAs, found %lld", (long long)prod);
 		else if (prod > 1)
 			need_hopper(s, c->a->span, "a thread block cluster", "");
 	}

@@ -318,8 +318,10 @@ static void
 decl_kernel(S *s, const Node *d)
 {
 	static const char *const ok[] = {"target", NULL};
-	static const char *const tg[] = {"sm_90a", "sm_100a", "sm_80", NULL};
-	static const TargetId ids[] = {TGT_SM90A, TGT_SM100A, TGT_SM80};
+	static const char *const tg[] = {"sm_90a", "sm_100a", "sm_80",
+		"sm_120a", NULL};
+	static const TargetId ids[] = {TGT_SM90A, TGT_SM100A, TGT_SM80,
+		TGT_SM120A};
 
 	attrs_allowed(s, d, ok);
 	if (s->k->name) {
@@ -330,7 +332,7 @@ decl_kernel(S *s, const Node *d)
 	s->k->span = d->nspan;
 	if (!attr(d, "target")) {
 		diag_error(s->ctx, d->nspan, "'kernel' needs 'target=sm_90a', "
-			"'target=sm_100a' or 'target=sm_80'");
+			"'target=sm_100a', 'target=sm_80' or 'target=sm_120a'");
 		return;
 	}
 	int t = attr_word(s, d, "target", tg, -1);

@@ -406,9 +406,11 @@ row_addrs(PG *g, Ref lin, Ref lim, Ref rix, Ref stride, int esz, PReg ptr,
 	}
 }
 
-/* store G[...], t [rowdim=K] [limit=L] of an accumulator tile: each
- * thread its elements, a packed pair (16-bit) or one f32 per store, from
- * two row addresses (its slots), rows whose index K is >= L skipped. */
+/* store G[...], t [rowdim=K] [limit=L] [width=W] of an accumulator tile:
+ * each thread its elements, a packed pair (16-bit) or one f32 per store,
+ * from two row addresses (its slots), rows whose index K is >= L
+ * skipped, and with W the columns >= W (of a pair that straddles W, its
+ * first element, st.global.b16). */
 static void
 gstore_tile(PG *g, const SirIns *in, PReg ptr)
 {
@@ -427,6 +429,31 @@ gstore_tile(PG *g, const SirIns *in, PReg ptr)
 	const char *op = !in->imm ? (pk ? "st.global.b32" : "st.global.f32") :
 		!pk ? "red.global.add.f32" : v->ety == TY_BF16 ?
 		"red.global.add.noftz.bf16x2" : "red.global.add.noftz.f16x2";
+	if (in->na > 5 && in->a[5]) {  /* width=W: columns >= W skipped */
+		PReg row, col, c = ptx_reg(g->f, RB32), q = ptx_reg(g->f, RP);
+		PReg h = ptx_reg(g->f, RB16), w = pg_u32(g, in->a[5]);
+		int skip;
+		coords(g, &row, &col);
+		for (int j = 0; j < n; j++) {
+			int i = pk ? 2 * j : j, sl = slot_of(i);
+			int64_t off = col_of(i) * esz;
+			skip = ptx_label(g->f);
+			ptx_emit(g->f, "@%R bra %L;", p[sl], skip);
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", c, col,
+				(int64_t)col_of(i) + pk);  /* the last element */
+			ptx_emit(g->f, "setp.lt.s32 %R, %R, %R;", q, c, w);
+			ptx_emit(g->f, "@%R %S [%R+%I], %R;", q, op, at[sl], off,
+				x[j]);
+			if (pk && !in->imm) {  /* a pair at the edge: its first */
+				ptx_emit(g->f, "setp.eq.s32 %R, %R, %R;", q, c, w);
+				ptx_emit(g->f, "cvt.u16.u32 %R, %R;", h, x[j]);
+				ptx_emit(g->f, "@%R st.global.b16 [%R+%I], %R;", q,
+					at[sl], off, h);
+			}
+			ptx_place(g->f, skip);
+		}
+		return;
+	}
 	for (int j = 0; j < n; j++) {
 		int i = pk ? 2 * j : j;  /* the first element of register j */
 		ptx_emit(g->f, "@!%R %S [%R+%I], %R;", p[slot_of(i)], op,

@@ -290,6 +290,7 @@ static const TargetOps *const targets[] = {
 	&sm90_ops,
 	&sm100_ops,
 	&sm80_ops,
+	&sm120_ops,
 };
 
 static const TargetOps *

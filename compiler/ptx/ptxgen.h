@@ -53,6 +53,8 @@ bool pg_blocked_op(PG *, const SirIns *);
 int pg_frag_regs(const SirVal *, RKind *);
 bool pg_frag_op(PG *, const SirIns *);   /* every tile op but the MMA */
 bool pg_frag_keys(const Layout *, int j, int *row, int *col);
+/* mmasync.c: the MMA as ldmatrix and mma.sync (sm_80, sm_120a) */
+void pg_mma_sync(PG *, const SirIns *);
 /* common.c: helpers shared by the targets */
 PReg *pg_frag(PG *, Ref, int *n);  /* a tile's registers (ops->tile_regs) */
 void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */

@@ -385,6 +385,24 @@ chunk_off(PG *g, PReg lin, PReg r, PReg c, int64_t R, int64_t span, int sw)
 	}
 }
 
+/* The bytes of the 16-byte chunk at column c (in chunks) that lie inside
+ * the global's last extent, 0 to 16 (csz), and whether there are any
+ * (q): a chunk that straddles the edge copies its first bytes and
+ * zero-fills the rest. */
+static void
+col_bytes(PG *g, PReg csz, PReg q, PReg c, const SirIns *in, int esz)
+{
+	PReg u = ptx_reg(g->f, RB32);
+
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", u, c, (int64_t)(16 / esz),
+		pg_u32(g, in->a[4]));
+	ptx_emit(g->f, "sub.s32 %R, %R, %R;", u, pg_u32(g, in->a[5]), u);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", u, u, (int64_t)esz);
+	ptx_emit(g->f, "max.s32 %R, %R, 0;", u, u);
+	ptx_emit(g->f, "min.s32 %R, %R, 16;", csz, u);
+	ptx_emit(g->f, "setp.gt.s32 %R, %R, 0;", q, csz);
+}
+
 /* The swizzle's XOR of a row (bits 4.. of its offset) for a tile of
  * span-byte rows: what chunk_off XORs for row r at column block 0. */
 static int64_t
@@ -398,9 +416,10 @@ row_xor(int64_t r, int64_t span, int sw)
  * q % cpr) by thread q % T, into the layout a TMA box has in shared
  * memory (span-wide column blocks, the swizzle's XOR of the chunk with
  * the row), so MMAs read it the same way.  A chunk whose row index K is
- * at or past the limit, or whose columns pass G's last extent, copies 0
- * bytes: 16 zeros (cp.async's src-size), from G's base.  With B, one
- * cp.async.mbarrier.arrive.noinc per thread.
+ * at or past the limit, or whose columns all pass G's last extent,
+ * copies 0 bytes: 16 zeros (cp.async's src-size), from G's base; one
+ * that straddles the last extent copies the bytes inside it.  With B,
+ * one cp.async.mbarrier.arrive.noinc per thread.
  *
  * When T is a multiple of cpr (every round moves whole rows: rs = T /
  * cpr of them) a thread's chunks are its first one's rows plus k rs,
@@ -429,7 +448,7 @@ emit_cpasync(PG *g, const SirIns *in)
 	PReg sz = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
 	PReg q = ptx_reg(g->f, RP), pe = ptx_reg(g->f, RP);
 	PReg lim = ptx_reg(g->f, RB32), step = ptx_reg(g->f, RB64);
-	PReg sel = ptx_reg(g->f, RB64);
+	PReg sel = ptx_reg(g->f, RB64), csz = ptx_reg(g->f, RB32);
 
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, gl->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
@@ -444,11 +463,7 @@ emit_cpasync(PG *g, const SirIns *in)
 		/* rows below lim (= limit - K - r0) are in; the columns */
 		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, r, pg_u32(g, in->a[2]));
 		ptx_emit(g->f, "sub.s32 %R, %R, %R;", lim, pg_u32(g, in->a[1]), u);
-		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", u, c,
-			(int64_t)(16 / esz), pg_u32(g, in->a[4]));
-		ptx_emit(g->f, "add.s32 %R, %R, %I;", u, u, (int64_t)(16 / esz));
-		ptx_emit(g->f, "setp.le.s32 %R, %R, %R;", q, u,
-			pg_u32(g, in->a[5]));
+		col_bytes(g, csz, q, c, in, esz);
 		/* the source of the first chunk, and a round's step */
 		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, r,
 			pg_u32(g, in->a[3]), pg_u32(g, in->a[0]));
@@ -476,7 +491,7 @@ emit_cpasync(PG *g, const SirIns *in)
 			ptx_emit(g->f, "setp.gt.s32 %R, %R, %I;", p, lim, k * rs);
 			ptx_emit(g->f, "and.pred %R, %R, %R;", p, p, q);
 			ptx_emit(g->f, "selp.b64 %R, %R, %R, %R;", sel, src, ptr, p);
-			ptx_emit(g->f, "selp.u32 %R, 16, 0, %R;", sz, p);
+			ptx_emit(g->f, "selp.b32 %R, %R, 0, %R;", sz, csz, p);
 			ptx_emit(g->f, "cp.async.cg.shared.global [%R+%I], [%R], 16, "
 				"%R;", d, k * rs * span, sel, sz);
 			ptx_place(g->f, skip);
@@ -494,11 +509,7 @@ emit_cpasync(PG *g, const SirIns *in)
 		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, r, pg_u32(g, in->a[2]));
 		ptx_emit(g->f, "setp.lt.s32 %R, %R, %R;", p, u,
 			pg_u32(g, in->a[1]));
-		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", u, c,
-			(int64_t)(16 / esz), pg_u32(g, in->a[4]));
-		ptx_emit(g->f, "add.s32 %R, %R, %I;", u, u, (int64_t)(16 / esz));
-		ptx_emit(g->f, "setp.le.s32 %R, %R, %R;", q, u,
-			pg_u32(g, in->a[5]));
+		col_bytes(g, csz, q, c, in, esz);
 		ptx_emit(g->f, "and.pred %R, %R, %R;", p, p, q);
 		ptx_emit(g->f, "mad.lo.s32 %R, %R, %R, %R;", u, r,
 			pg_u32(g, in->a[3]), pg_u32(g, in->a[0]));
@@ -507,7 +518,7 @@ emit_cpasync(PG *g, const SirIns *in)
 		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", src, u,
 			(int64_t)esz, ptr);
 		ptx_emit(g->f, "selp.b64 %R, %R, %R, %R;", src, src, ptr, p);
-		ptx_emit(g->f, "selp.u32 %R, 16, 0, %R;", sz, p);
+		ptx_emit(g->f, "selp.b32 %R, %R, 0, %R;", sz, csz, p);
 		ptx_emit(g->f, "cp.async.cg.shared.global [%R], [%R], 16, %R;",
 			dst, src, sz);
 		ptx_place(g->f, skip);

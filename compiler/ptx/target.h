@@ -1,5 +1,5 @@
 /* target.h: the PTX stage's target interface (QBE's Target).  A target is
- * one folder (sm90/, sm100/, sm80/) that fills one TargetOps; ptxentry.c picks
+ * one folder (sm90/, sm100/, sm80/, sm120/) that fills one TargetOps; ptxentry.c picks
  * it by the kernel's TargetId.  The target-neutral lowering (ptxgen.c:
  * values, arithmetic, control flow; ptxsync.c: barriers, TMA, memory)
  * calls a target only through these hooks, and a target calls back only
@@ -51,5 +51,6 @@ typedef struct TargetOps {
 extern const TargetOps sm90_ops;   /* sm90/ */
 extern const TargetOps sm100_ops;  /* sm100/ */
 extern const TargetOps sm80_ops;   /* sm80/ */
+extern const TargetOps sm120_ops;  /* sm120/ */
 
 #endif

@@ -69,7 +69,7 @@ SOP(  tma_wait,     0,     E_ASYNC, T_HOP  )   /* imm: groups, imm2: read */
 SOP(  wgmma,        2,     E_ASYNC, T_SM90 )   /* D(dst, in a[0]), A, B */
 SOP(  wgmma_commit, 0,     E_ASYNC, T_SM90 )
 SOP(  wgmma_wait,   0,     E_ASYNC, T_SM90 )   /* imm: groups */
-SOP(  mma_sync,     2,     E_MEM,   T_SM80 )   /* D(dst, in a[0]), A, B:
+SOP(  mma_sync,     2,     E_MEM,   T_MMASYNC)   /* D(dst, in a[0]), A, B:
 						  * four warps' mma.sync */
 SOP(  gstride,      0,     E_PURE,  T_ALL  )   /* r0 a 'strided'
 						  * global's stride imm

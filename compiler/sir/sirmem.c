@@ -99,15 +99,25 @@ width_of(G *g, const Node *n, const SirVal *v, Ref *wv)
 	const Node *w = sg_opattr(g, n, "width", false);
 	bool bl = v->lay && (v->lay->kind == LK_BLOCKED ||
 		v->lay->kind == LK_COLS);
+	/* the store of an MMA accumulator tile (wgmma_acc, mma_acc): its
+	 * columns from W on are not written, W a runtime value */
+	bool acc = w && n->op == OP_STORE && v->lay && v->lay->kind ==
+		LK_WGMMA_ACC;
 
 	*wv = 0;
-	if (w && !bl) {
+	if (w && !bl && !acc) {
 		diag_error(g->ctx, w->span, "'width' bounds the columns of a "
-			"'blocked' tile or a column vector; this is a tile of "
-			"'%s'", sg_layname(v->lay));
+			"'blocked' tile, a column vector or a stored MMA "
+			"accumulator; this is a tile of '%s'", sg_layname(v->lay));
 		return false;
 	}
-	if (!bl)
+	if (acc && w->a && sg_opattr(g, n, "reduce", false) && v->ety !=
+	    TY_F32) {
+		diag_error(g->ctx, w->span, "'width' with 'reduce=add' needs an "
+			"f32 tile: a 16-bit pair at the edge would add half");
+		return false;
+	}
+	if (!bl && !acc)
 		return true;
 	*wv = w && w->a ? sg_int_arg(g, w->a, "'width'") :
 		sg_const_i(g, INT32_MAX, TY_I32, n->span);
@@ -163,9 +173,10 @@ store_cols(G *g, const Node *n, Res *r, Ref lin, Ref v, const Node *red)
 
 /* store G[i0, ...], t [rowdim=K] [limit=L]: element (r, c) of a 2-D tile
  * goes to the indices given with r added to index K and c to the last;
- * rows whose index K is >= L are skipped.  SIR: a[0] the linear index,
- * a[1] the tile, a[2] the limit (INT32_MAX without one), a[3] index K,
- * a[4] the row stride in elements; a blocked tile, a[5] its width. */
+ * rows whose index K is >= L are skipped; with width=W, columns >= W
+ * too.  SIR: a[0] the linear index, a[1] the tile, a[2] the limit
+ * (INT32_MAX without one), a[3] index K, a[4] the row stride in elements;
+ * a blocked tile or width=, a[5] the width. */
 static void
 store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	Ref v, const Node *rd)
@@ -216,7 +227,7 @@ store_tile(G *g, const Node *n, Res *r, Ref lin, Ref rix, int rowdim,
 	i->a[3] = rix;
 	i->a[4] = stride;
 	i->na = 5;
-	if (blocked) {
+	if (blocked || wv) {
 		i->a[5] = wv;
 		i->na = 6;
 	}

@@ -21,7 +21,7 @@ __all__ = ["use_simulator", "simulator"]
 
 CU_STREAM_PER_THREAD = 0x2
 _TARGETS = {"1": "sm_90a", "sm_90a": "sm_90a", "sm_100a": "sm_100a",
-            "0": "", "": ""}
+            "sm_120a": "sm_120a", "0": "", "": ""}
 _choice = None      # use_simulator's: a target, "" (the GPU) or None
 _lock = threading.Lock()
 _ctxs = {}          # CUDA device index, or simulated target -> fg_ctx *
@@ -53,8 +53,9 @@ def use_simulator(target="sm_90a"):
     if target is True or target is False:
         target = "sm_90a" if target else ""
     if not isinstance(target, str) or target not in _TARGETS:
-        raise ValueError("use_simulator(%r): the target is 'sm_90a' or "
-                         "'sm_100a' (True: 'sm_90a'), False for the GPU, "
+        raise ValueError("use_simulator(%r): the target is 'sm_90a', "
+                         "'sm_100a' or 'sm_120a' (True: 'sm_90a'), False for "
+                         "the GPU, "
                          "or None for $FAGEN_SIM" % (target,))
     _choice = _TARGETS[target]
 
@@ -66,7 +67,8 @@ def simulator():
         return _choice or None
     env = os.environ.get("FAGEN_SIM", "")
     if env not in _TARGETS:
-        raise ValueError("FAGEN_SIM=%s: expected 1, sm_90a or sm_100a "
+        raise ValueError("FAGEN_SIM=%s: expected 1, sm_90a, sm_100a or "
+                         "sm_120a "
                          "(0 or nothing: the GPU)" % env)
     return _TARGETS[env] or None
 

@@ -178,8 +178,8 @@ fail:
 
 /* d->tcc: the device's own target (8.x runs sm_80 PTX), or the one the
  * context asks for, which the device must be able to run: sm_80 from
- * 8.0 on (the driver JIT-compiles its PTX), sm_90a and sm_100a on 9.0
- * and 10.0 only. */
+ * 8.0 on (the driver JIT-compiles its PTX), sm_90a, sm_100a and sm_120a
+ * on 9.0, 10.0 and 12.0 only. */
 static fg_status
 target_of(fg_ctx *c, Driver *d, char *why, size_t whylen)
 {
@@ -187,8 +187,8 @@ target_of(fg_ctx *c, Driver *d, char *why, size_t whylen)
 
 	d->tcc = d->cc_major == 8 ? 80 : cc;
 	if (c->target < 0) {
-		snprintf(why, whylen, "FAGEN_TARGET=%s: expected sm_80, sm_90a "
-			"or sm_100a (or nothing for the device's own)",
+		snprintf(why, whylen, "FAGEN_TARGET=%s: expected sm_80, sm_90a, "
+			"sm_100a or sm_120a (or nothing for the device's own)",
 			c->target_bad);
 		return FG_ERR_INVALID;
 	}
@@ -217,8 +217,8 @@ load(fg_ctx *c, Driver *d)
 		simdrv_api(&d->cu, c->sim);
 		d->status = open_device(c, d, why, sizeof why);
 	} else if (c->sim < 0) {
-		snprintf(why, sizeof why, "FAGEN_SIM=%s: expected 1, sm_90a "
-			"or sm_100a (or 0 or nothing for the GPU)",
+		snprintf(why, sizeof why, "FAGEN_SIM=%s: expected 1, sm_90a, "
+			"sm_100a or sm_120a (or 0 or nothing for the GPU)",
 			c->sim_bad);
 		d->status = FG_ERR_NO_DEVICE;
 	} else if (!(d->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL))) {

@@ -86,6 +86,13 @@ device_get100(CUdevice *d, int ordinal)
 }
 
 static CUresult
+device_get120(CUdevice *d, int ordinal)
+{
+	*d = 120;
+	return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+static CUresult
 device_attribute(int *v, CUdevice_attribute a, CUdevice d)
 {
 	switch (a) {
@@ -96,10 +103,11 @@ device_attribute(int *v, CUdevice_attribute a, CUdevice d)
 		*v = d % 10;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-		*v = d == 100 ? 148 : 132;   /* B200, H100 SXM */
+		/* B200, RTX PRO 6000, H100 SXM */
+		*v = d == 100 ? 148 : d == 120 ? 188 : 132;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-		*v = 227 * 1024;
+		*v = d == 120 ? 99 * 1024 : 227 * 1024;
 		break;
 	default:
 		return fail(CUDA_ERROR_NOT_SUPPORTED, "the simulator does not "
@@ -492,7 +500,8 @@ simdrv_api(CudaApi *cu, int cc)
 		.Init = init,
 		.DriverGetVersion = driver_version,
 		.DeviceGetCount = device_count,
-		.DeviceGet = cc == 100 ? device_get100 : device_get90,
+		.DeviceGet = cc == 100 ? device_get100 : cc == 120 ?
+			device_get120 : device_get90,
 		.DeviceGetAttribute = device_attribute,
 		.DeviceGetName = device_name,
 		.DevicePrimaryCtxRetain = ctx_retain,

@@ -407,6 +407,12 @@ pick(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 			"fa_fwd_baseline_sm90.fa" : "fa_fwd_sm90.fa";
 		return FG_OK;
 	}
+	if (cc == 120) {
+		/* the Hopper baseline as it is: TMA and mbarriers as
+		 * Hopper's, its MMA mma.sync, half the key block */
+		*file = a->schedule ? a->schedule : "fa_fwd_baseline_sm90.fa";
+		return FG_OK;
+	}
 	if (cc == 80) {
 		if (a->block_kv_num && !a->schedule)
 			return rt_err(c, FG_ERR_UNSUPPORTED, "%s: block masks on "
@@ -418,7 +424,8 @@ pick(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	if (cc != 100)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
 			"fagen's attention runs on sm_80 (A100 and later, as "
-			"PTX), sm_90a (H100, H200) and sm_100a (B200) only", fn,
+			"PTX), sm_90a (H100, H200), sm_100a (B200) and sm_120a "
+			"(RTX 50, RTX PRO 6000) only", fn,
 			c->device, cc);
 	if (a->schedule) {
 		*file = a->schedule;
@@ -481,7 +488,8 @@ front_build(fg_ctx *c, const char *fn, int cc, const char *file,
 	char path[4096], list[512] = "";
 	/* a schedule that declares sm_90a compiles for sm_100a as it is */
 	fg_compile_options o = {.defines = (const char **)defs, .ndefines =
-		nd, .arch = cc == 100 ? "sm_100a" : NULL, .mods = mods,
+		nd, .arch = cc == 100 ? "sm_100a" : cc == 120 ? "sm_120a" : NULL,
+		.mods = mods,
 		.mods_name = mods ? "<mods>" : NULL};
 	const Shipped *in;
 	fg_program *p;
@@ -498,9 +506,9 @@ front_build(fg_ctx *c, const char *fn, int cc, const char *file,
 		for (int i = 0; i < nd && at < sizeof list; i++)
 			at += (size_t)snprintf(list + at, sizeof list - at,
 				"%s-D %s", i ? " " : "", defs[i]);
-		st = rt_err(c, st, "%s: the schedule %s (%s%s%s) does not "
-			"compile:\n%s", fn, path, list, o.arch ? " for sm_100a" :
-			"", mods ? " with the mods given" : "",
+		st = rt_err(c, st, "%s: the schedule %s (%s%s%s%s) does not "
+			"compile:\n%s", fn, path, list, o.arch ? " for " : "",
+			o.arch ? o.arch : "", mods ? " with the mods given" : "",
 			fg_program_diagnostics(p));
 	}
 	fg_program_free(p);

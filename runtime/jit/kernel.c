@@ -153,13 +153,15 @@ fg_kernel_assemble(fg_kernel *k)
 }
 
 /* The kernel's target against the device: sm_90a code runs on compute
- * capability 9.0 only, sm_100a on 10.0 only; sm_80 PTX on any device
- * from 8.0 on (the driver JIT-compiles it: PTX is forward compatible). */
+ * capability 9.0 only, sm_100a on 10.0, sm_120a on 12.0; sm_80 PTX on
+ * any device from 8.0 on (the driver JIT-compiles it: PTX is forward
+ * compatible). */
 static fg_status
 fits(fg_kernel *k, const Driver *d)
 {
 	const Meta *m = &k->meta;
-	int want = m->tgt == TGT_SM90A ? 90 : m->tgt == TGT_SM80 ? 80 : 100;
+	int want = m->tgt == TGT_SM90A ? 90 : m->tgt == TGT_SM80 ? 80 :
+		m->tgt == TGT_SM120A ? 120 : 100;
 	int cc = d->cc_major * 10 + d->cc_minor;
 
 	if (m->tgt == TGT_SM80 ? cc < want : cc != want)

@@ -2,7 +2,8 @@
  * with its fused epilogues (scale, bias, GELU or SiLU, residual), in
  * clusters of 1, 2 and 4 CTAs that multicast B's tile (-D CM), against
  * a float64 host reference at ragged sizes, C poisoned before each run
- * and each run repeated.  Compiles, assembles and launches
+ * and each run repeated; then schedules/gemm_ws_sm80.fa, whose sm_80 PTX
+ * the driver JIT-compiles for the Hopper GPU.  Compiles, assembles and launches
  * through libfagen.  Exit 77 (SKIP) without a Hopper GPU. */
 #include "gpu_runtime.h"
 #include "gpu_ref.h"
@@ -26,7 +27,9 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 {
 	char d[8][32];
 	const char *defs[] = {d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]};
-	fg_compile_options opt = {.defines = defs, .ndefines = ep->bn ? 8 : 6};
+	/* gemm_ws_sm80.fa has no clusters, BN or ST to set: the epilogue's */
+	fg_compile_options opt = {.defines = defs, .ndefines = strstr(src,
+		"sm80") ? 5 : ep->bn ? 8 : 6};
 	int cm = ep->cm ? ep->cm : 1;
 	fg_program *prog;
 	fg_kernel *fk;
@@ -75,7 +78,8 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 		args[nargs++] = FG_PTR("BV", BV);
 	if (ep->resid)
 		args[nargs++] = FG_PTR("R", R);
-	int bn = ep->bn ? ep->bn : 256;
+	int bn = strstr(src, "sm80") ? (ep->resid ? 64 : 128) : ep->bn ?
+		ep->bn : 256;
 	int tiles = (M + 127) / 128 * ((N + bn - 1) / bn);
 	if (grid > tiles)
 		grid = tiles;
@@ -112,8 +116,9 @@ run_epi(const char *src, int M, int N, int K, bool f16, int grid,
 	double rel = sqrt(err / ref2), tol = f16 ? 3e-3 : 1e-2;
 	if (rel > tol)
 		bad |= 8;
-	printf("gemm_ws_sm90 M=%d N=%d K=%d %s grid=%d cluster=%d BN=%d%s%s%s%s: "
-		"rel err %.2e (tol %.0e)%s%s -> %s\n", M, N, K, f16 ? "f16" :
+	printf("%s M=%d N=%d K=%d %s grid=%d cluster=%d BN=%d%s%s%s%s: "
+		"rel err %.2e (tol %.0e)%s%s -> %s\n", strstr(src, "sm80") ?
+		"gemm_ws_sm80" : "gemm_ws_sm90", M, N, K, f16 ? "f16" :
 		"bf16", grid, cm, bn,
 		ep->scale ? " scale" : "", ep->bias ? " bias" : "", ep->act ==
 		1 ? " gelu" : ep->act == 2 ? " silu" : "", ep->resid ?
@@ -175,6 +180,20 @@ main(void)
 		&(Epi){.bn = 128, .cm = 2, .bias = true, .act = 2});
 	bad |= run_epi(src, 17, 304, 72, false, 3, &(Epi){.bn = 128,
 		.resid = true, .scale = true});
+	/* the sm_80 GEMM (issue #28), its PTX JIT-compiled for the GPU:
+	 * one tile per CTA, ragged M, N and K, every epilogue */
+	const char *s80 = gpu_src("schedules/gemm_ws_sm80.fa");
+	{
+		bad |= run(s80, 1000, 1000, 1000, false, 0);
+		bad |= run(s80, 17, 136, 72, false, 0);
+		bad |= run(s80, 4097, 520, 264, true, 0);
+		bad |= run(s80, 256, 256, 8, true, 0);
+		bad |= run(s80, 300, 200, 8, false, 0);
+		bad |= run_epi(s80, 1000, 1000, 1000, false, 0,
+			&(Epi){.bias = true, .act = 1});
+		bad |= run_epi(s80, 333, 520, 264, true, 0,
+			&(Epi){.scale = true, .bias = true, .act = 2, .resid = true});
+	}
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);
 	return bad ? 1 : 0;

@@ -863,7 +863,7 @@ the_fused_kernel_is_assembled_as_a_whole_program(void **state)
  * 128-row tiles and refuses head_dim 256 and block masks by name; other
  * archs have no schedule. */
 static void
-sm90_and_sm100_have_schedules(void **state)
+each_target_has_schedules(void **state)
 {
 	Fix *f = *state;
 	fg_attention_args a = problem();
@@ -893,10 +893,21 @@ sm90_and_sm100_have_schedules(void **state)
 		FG_ERR_UNSUPPORTED);
 	assert_non_null(strstr(fg_errmsg(f->ctx), "block masks on sm_100"));
 	a = problem();
-	assert_int_equal(attn_variant(f->ctx, FWD, 89, &a, &k, NULL),
+	assert_int_equal(attn_variant(f->ctx, FWD, 75, &a, &k, NULL),
 		FG_ERR_UNSUPPORTED);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "sm_89; fagen's attention "
-		"runs on sm_90a (H100, H200) and sm_100a (B200) only"));
+	assert_non_null(strstr(fg_errmsg(f->ctx), "sm_75; fagen's attention "
+		"runs on sm_80 (A100 and later, as PTX), sm_90a (H100, H200), "
+		"sm_100a (B200) and sm_120a (RTX 50, RTX PRO 6000) only"));
+	/* sm_80 (8.x devices: the runtime's target 80) and sm_120a */
+	assert_int_equal(attn_variant(f->ctx, FWD, 80, &a, &k, NULL), FG_OK);
+	assert_int_equal(attn_variant(f->ctx, FWD, 120, &a, &k, NULL), FG_OK);
+	a.head_dim = 256;
+	assert_int_equal(attn_variant(f->ctx, FWD, 120, &a, &k, NULL), FG_OK);
+	a = problem();
+	a.block_kv_num = X0 + 0x50000000;
+	assert_int_equal(attn_variant(f->ctx, FWD, 80, &a, &k, NULL),
+		FG_ERR_UNSUPPORTED);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block masks on sm_80"));
 }
 
 static void
@@ -989,7 +1000,7 @@ main(void)
 		T(backward_takes_sinks_mods_and_block_tables),
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
-		T(sm90_and_sm100_have_schedules),
+		T(each_target_has_schedules),
 		T(schedule_must_be_a_shipped_file_name),
 		cmocka_unit_test(schedules_come_from_option_env_or_built_in_copy),
 	};

@@ -178,6 +178,32 @@ sm80_attention_matches_float64(void **state)
 	close_ctx(fx);
 }
 
+/* Consumer Blackwell through the runtime, on the simulated sm_120a
+ * device (12.0, 99 KB of shared memory): fa_fwd_baseline_sm90.fa built
+ * for sm_120a (TMA, mma.sync), GQA, causal, a window with a softcap,
+ * head dim 256, ALiBi. */
+static void
+sm120_attention_matches_float64(void **state)
+{
+	static const Prob ps[] = {
+		{1, 2, 2, 130, 200, 128, false, -2, 0, 0, false, false},
+		{2, 4, 2, 77, 150, 64, true, -2, 0, 0, false, false},
+		{1, 2, 2, 200, 250, 64, true, 50, -1, 20, false, false},
+		{1, 2, 1, 65, 100, 256, true, -2, 0, 0, true, false},
+		{1, 3, 3, 100, 170, 128, true, -2, 0, 0, false, true},
+	};
+	Fix *fx = open_ctx("sm_120a");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+		fg_status st = attention(fx, &ps[i]);
+		if (st)
+			fprintf(stderr, "%s\n", fg_errmsg(fx->ctx));
+		assert_int_equal(st, FG_OK);
+	}
+	close_ctx(fx);
+}
+
 /* The Blackwell schedules through the runtime, on the simulated sm_100a
  * device: fa_fwd_sm100.fa (with packed GQA, a window, softcap, sinks)
  * and, for ALiBi, fa_fwd_baseline_sm100.fa. */
@@ -651,7 +677,7 @@ bad_sim_values_are_refused(void **state)
 	assert_int_equal(fg_ctx_open(fx->ctx), FG_ERR_NO_DEVICE);
 	printf("%s\n", fg_errmsg(fx->ctx));
 	assert_non_null(strstr(fg_errmsg(fx->ctx), "FAGEN_SIM=hopper: "
-		"expected 1, sm_90a or sm_100a"));
+		"expected 1, sm_90a, sm_100a or sm_120a"));
 	close_ctx(fx);
 }
 
@@ -674,7 +700,7 @@ bad_target_values_are_refused(void **state)
 	assert_int_equal(fg_ctx_open(fx->ctx), FG_ERR_INVALID);
 	printf("%s\n", fg_errmsg(fx->ctx));
 	assert_non_null(strstr(fg_errmsg(fx->ctx), "FAGEN_TARGET=ampere: "
-		"expected sm_80, sm_90a or sm_100a"));
+		"expected sm_80, sm_90a, sm_100a or sm_120a"));
 	close_ctx(fx);
 	setenv("FAGEN_TARGET", "sm_100a", 1);
 	fx = open_ctx("sm_90a");
@@ -698,6 +724,7 @@ main(void)
 		cmocka_unit_test(attention_matches_float64),
 		cmocka_unit_test(sm100_attention_matches_float64),
 		cmocka_unit_test(sm80_attention_matches_float64),
+		cmocka_unit_test(sm120_attention_matches_float64),
 		cmocka_unit_test(sm100_backward_matches_float64),
 		cmocka_unit_test(rms_norm_matches_float64),
 		cmocka_unit_test(decode_matches_float64),

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpu_runtime.h"
+#include "gpu_ref.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -22,16 +23,6 @@ typedef struct Cfg {
 	bool at, bmn, mbar, acc;
 	int m;  /* A's rows (AT: K's) read; the rest zero-filled */
 } Cfg;
-
-static float
-bf16_to_f(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
 
 static int
 run(fg_ctx *ctx, CUstream stream, const Cfg *c)
@@ -90,11 +81,11 @@ run(fg_ctx *ctx, CUstream stream, const Cfg *c)
 				/* A stored [64, K] or (AT) [K, 64]; its first index
 				 * is the row cp_async bounds by M */
 				int row = c->at ? kk : m;
-				double a = row < c->m ? bf16_to_f(c->at ?
-					ha[(size_t)kk * M + m] : ha[(size_t)m * K + kk]) :
-					0;
-				double b = bf16_to_f(c->bmn ? hb[(size_t)kk * N + n] :
-					hb[(size_t)n * K + kk]);
+				uint16_t ah = c->at ? ha[(size_t)kk * M + m] :
+					ha[(size_t)m * K + kk];
+				double a = row < c->m ? from16(ah, false) : 0;
+				double b = from16(c->bmn ? hb[(size_t)kk * N + n] :
+					hb[(size_t)n * K + kk], false);
 				ref += a * b;
 				mag += fabs(a * b);
 			}

@@ -153,6 +153,26 @@ attention_matches_float64(void **state)
 	close_ctx(fx);
 }
 
+/* fg_attention_forward on the simulated device sim (with schedule
+ * target target, NULL: the device's) for each of n problems. */
+static void
+attention_all(const char *sim, const char *target, const Prob *ps,
+	size_t n)
+{
+	if (target)
+		setenv("FAGEN_TARGET", target, 1);
+	Fix *fx = open_ctx(sim);
+	unsetenv("FAGEN_TARGET");
+
+	for (size_t i = 0; i < n; i++) {
+		fg_status st = attention(fx, &ps[i]);
+		if (st)
+			fprintf(stderr, "%s\n", fg_errmsg(fx->ctx));
+		assert_int_equal(st, FG_OK);
+	}
+	close_ctx(fx);
+}
+
 /* The sm_80 schedule through the runtime (fg_options.target's variable,
  * FAGEN_TARGET=sm_80) on the simulated sm_90a device: fa_fwd_sm80.fa,
  * GQA, causal, a window with a softcap. */
@@ -164,24 +184,15 @@ sm80_attention_matches_float64(void **state)
 		{2, 4, 2, 77, 150, 64, true, -2, 0, 0, false, false},
 		{1, 2, 2, 200, 250, 64, true, 50, -1, 20, false, false},
 	};
-	setenv("FAGEN_TARGET", "sm_80", 1);
-	Fix *fx = open_ctx("sm_90a");
-	unsetenv("FAGEN_TARGET");
 
 	(void)state;
-	for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
-		fg_status st = attention(fx, &ps[i]);
-		if (st)
-			fprintf(stderr, "%s\n", fg_errmsg(fx->ctx));
-		assert_int_equal(st, FG_OK);
-	}
-	close_ctx(fx);
+	attention_all("sm_90a", "sm_80", ps, sizeof ps / sizeof ps[0]);
 }
 
 /* Consumer Blackwell through the runtime, on the simulated sm_120a
  * device (12.0, 99 KB of shared memory): fa_fwd_baseline_sm90.fa built
  * for sm_120a (TMA, mma.sync), GQA, causal, a window with a softcap,
- * head dim 256, ALiBi. */
+ * head dim 256 with sinks, ALiBi. */
 static void
 sm120_attention_matches_float64(void **state)
 {
@@ -192,16 +203,9 @@ sm120_attention_matches_float64(void **state)
 		{1, 2, 1, 65, 100, 256, true, -2, 0, 0, true, false},
 		{1, 3, 3, 100, 170, 128, true, -2, 0, 0, false, true},
 	};
-	Fix *fx = open_ctx("sm_120a");
 
 	(void)state;
-	for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
-		fg_status st = attention(fx, &ps[i]);
-		if (st)
-			fprintf(stderr, "%s\n", fg_errmsg(fx->ctx));
-		assert_int_equal(st, FG_OK);
-	}
-	close_ctx(fx);
+	attention_all("sm_120a", NULL, ps, sizeof ps / sizeof ps[0]);
 }
 
 /* The Blackwell schedules through the runtime, on the simulated sm_100a

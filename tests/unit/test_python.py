@@ -82,8 +82,9 @@ def layouts():
     assert a.block_full_idx.offset == 376
     assert a.pack_gqa.offset == 384             # issue #12
     assert ctypes.sizeof(fagen._Arg) == 128 and fagen._Arg.t.offset == 32
-    assert ctypes.sizeof(o) == 80 and o.schedule_dir.offset == 64
+    assert ctypes.sizeof(o) == 88 and o.schedule_dir.offset == 64
     assert o.sim.offset == 72                   # issue #18
+    assert o.target.offset == 80                # issue #28
     b = fagen._BwdArgs      # issue #13
     assert ctypes.sizeof(b) == 576, ctypes.sizeof(b)
     assert b.fwd.offset == 0 and b.dout.offset == 392

@@ -171,14 +171,6 @@ directives(PG *g)
 	if (k->maxnreg) {
 		snprintf(line, sizeof line, ".maxnreg %d", k->maxnreg);
 		ptx_directive(g->f, line);
-	} else if (k->threads % 128 && 65536 / k->threads / 8 * 8 < 255) {
-		/* ptxas caps the registers of a block that is not whole
-		 * warpgroups as if it were rounded up to them (288 threads:
-		 * 168, and fa_fwd_ws_sm80.fa -D SOFTCAP spilled); what the
-		 * register file gives the block itself */
-		snprintf(line, sizeof line, ".maxnreg %d", 65536 / k->threads /
-			8 * 8);
-		ptx_directive(g->f, line);
 	}
 	if (k->cluster[0] * k->cluster[1] * k->cluster[2] > 1) {
 		ptx_directive(g->f, ".explicitcluster");

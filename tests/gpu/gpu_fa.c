@@ -96,6 +96,9 @@ run(const Sched *sc, const Case *c, bool sinks)
 	int bad = 0;
 	if (sc->maxd && c->d > sc->maxd)
 		return 0;
+	/* fa_fwd_ws_sm80.fa refuses a softcap above D = 64 (registers) */
+	if (sc->maxd && c->cap > 0 && c->d > 64)
+		return 0;
 	/* B,S,H,D, dense: the schedule's [Z, S, H, D] */
 	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {
 		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},

@@ -53,6 +53,9 @@ epilogue (activation, scale, residual) on the warp-specialized GEMM
 (issue #26).  fagen.attention_with_kvcache (decode.py) is
 flash_attn_with_kvcache: decoding attention over a contiguous or paged
 KV cache, new keys and values appended first, split-KV (issue #16).
+fagen.distributed (distributed.py, imported on its own) is context
+parallelism on torch.distributed: ring_attention, ring_attention_varlen
+and ulysses_attention over a sequence sharded across ranks (issue #23).
 
 Without a GPU, fagen.use_simulator("sm_90a") (or "sm_100a"), or
 FAGEN_SIM=1 / sm_90a / sm_100a in the environment, runs every call on
@@ -776,6 +779,30 @@ def reference_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                    _fn="fg_attention_reference")[:2]
 
 
+def _varlen_backward(q, k, v, out, lse, dout, cu_q, cu_k, mq, mk, causal,
+                     scale, window, softcap, endk, alibi):
+    """(dq, dk, dv) by fg_attention_backward for the attention_varlen call
+    that gave out and lse (endk: _varlen's), new contiguous tensors of q's,
+    k's and v's shapes, zero in rows outside every sequence."""
+    torch = _torch()
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk, dv = (torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+              for t in (k, v))
+    if out.shape[0] == 0:
+        return dq.zero_(), dk, dv
+    dout = dout.contiguous()
+    q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
+        t.unsqueeze(0).transpose(1, 2)
+        for t in (q, k, v, out, dout, dq, dk, dv))
+    if endk:
+        k4, v4, dk4, dv4 = (t[:, :, :endk] for t in (k4, v4, dk4, dv4))
+    _launch(torch, "fg_attention_backward", q4, k4, v4, o4, lse,
+            cu_q.numel() - 1, causal, scale, None, window, softcap,
+            None, (cu_q, cu_k, mq, mk), alibi_slopes=alibi,
+            bwd=(g4, dq4, dk4, dv4))
+    return dq, dk, dv
+
+
 _VarlenFunction = None
 
 
@@ -810,24 +837,11 @@ def _varlen_function(torch):
             if ctx.unsupported:
                 _bwd_refuse(ctx.unsupported)
             q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-            mq, mk, causal, scale, window, softcap, endk, alibi = ctx.opts
-            dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-            dk, dv = (torch.zeros(t.shape, dtype=t.dtype, device=t.device)
-                      for t in (k, v))
-            if out.shape[0] == 0 or ctx.needs_input_grad == (False,) * 4:
-                return dq.zero_(), dk, dv, None
-            dout = dout.contiguous()
-            q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
-                t.unsqueeze(0).transpose(1, 2)
-                for t in (q, k, v, out, dout, dq, dk, dv))
-            if endk:
-                k4, v4, dk4, dv4 = (t[:, :, :endk] for t in (k4, v4, dk4,
-                                                             dv4))
-            _launch(torch, "fg_attention_backward", q4, k4, v4, o4, lse,
-                    cu_q.numel() - 1, causal, scale, None, window, softcap,
-                    None, (cu_q, cu_k, mq, mk), alibi_slopes=alibi,
-                    bwd=(g4, dq4, dk4, dv4))
-            return dq, dk, dv, None
+            if ctx.needs_input_grad == (False,) * 4:
+                return (torch.zeros_like(q), torch.zeros_like(k),
+                        torch.zeros_like(v), None)
+            return _varlen_backward(q, k, v, out, lse, dout, cu_q, cu_k,
+                                    *ctx.opts) + (None,)
 
     _VarlenFunction = VarlenAttention
     return VarlenAttention

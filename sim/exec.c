@@ -486,6 +486,11 @@ op_check(const Ins *in)
 			return "expected [smem], [tmap, {coords}], [mbar] (and "
 				"a ctaMask for .multicast::cluster)";
 		return NULL;
+	case OP_BULK_S2S:
+		if (in->nopnd != 4 || in->o[0].k != OK_ADDR ||
+		    in->o[1].k != OK_ADDR || in->o[3].k != OK_ADDR)
+			return "expected [dstMem], [srcMem], size, [mbar]";
+		return NULL;
 	case OP_TMA_STORE: case OP_TMA_REDUCE:
 		if (in->nopnd != 3 || in->o[0].k != OK_ADDR ||
 		    in->o[1].k != OK_VEC || in->o[2].k != OK_ADDR)

@@ -189,7 +189,7 @@ typedef struct NBar {
 
 /* A pending asynchronous operation. */
 enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA, AS_TC_MMA, AS_TC_COMMIT,
-	AS_CP_ARRIVE };
+	AS_CP_ARRIVE, AS_BULK_S2S };
 
 /* A tcgen05.mma, as issued (operands are read when it completes). */
 typedef struct TcMma {
@@ -212,6 +212,9 @@ typedef struct Async {
 	int lane;                    /* AS_CP_ARRIVE: the thread's lane */
 	uint64_t seq;                /* AS_CP_ARRIVE: its copies come
 				      * before this one (CpCopy.seq) */
+	uint32_t src, bytes;         /* AS_BULK_S2S: the source in the
+				      * issuing CTA, into smem of rank
+				      * ranks' CTA */
 } Async;
 
 /* A cp.async copy that has not landed (cpasync.c). */

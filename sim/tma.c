@@ -150,8 +150,25 @@ copy_box(Cta *c, const Tmap *t, const int32_t *co, uint32_t sa, bool load,
 bool
 tma_complete(Cta *c, const Async *a)
 {
+	if (a->kind == AS_BULK_S2S) {   /* shared::cta into shared::cluster */
+		Cta *p = &c->cl->cta[__builtin_ctz(a->ranks)];
+		if (p->exited || c->exited)
+			return sim_fail(c->sim, "a bulk copy from CTA rank %d into "
+				"CTA rank %d, one of which has exited", c->rank,
+				p->rank), false;
+		uint8_t *from = smem_at(c, a->src, a->bytes, "a bulk copy's "
+			"source"), *to = smem_at(p, a->smem, a->bytes, "a bulk "
+			"copy's destination");
+		if (!from || !to)
+			return false;
+		for (uint32_t i = 0; i < a->bytes; i += 8)
+			if (p->mbmark[(a->smem + i) / 8])
+				return sim_fail(c->sim, "a bulk copy writes over the "
+					"mbarrier at 0x%x", (a->smem + i) & ~7u), false;
+		memmove(to, from, a->bytes);
+		return mbar_complete_tx(p, a->mbar, a->bytes);
+	}
 	const Tmap *t = &c->tmaps[a->tmap];
-
 	if (a->kind == AS_TMA_STORE)
 		return copy_box(c, t, a->coord, a->smem, false, a->reduce);
 	for (int r = 0; r < c->cl->n; r++) {
@@ -175,6 +192,50 @@ addr(const Warp *w, const Opnd *o, int l)
 	return (uint64_t)o->imm + (o->r >= 0 ? *reg_at(w, o->r, l) : 0);
 }
 
+/* cp.async.bulk.shared::cluster.shared::cta: [dst] in a CTA of the
+ * cluster, [src] in this one, size bytes, completing on [mbar] in the
+ * destination's CTA. */
+static int
+bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	const Opnd *o = in->o;
+
+	for (int l = 0; l < 32; l++) {
+		if (!(mask >> l & 1))
+			continue;
+		Async a = {.kind = AS_BULK_S2S, .warp = w->id, .line = in->line};
+		uint64_t src = addr(w, &o[1], l), n = opnd_u(c, w, &o[2], l);
+		uint32_t mb;
+		Cta *p = cluster_cta(c, addr(w, &o[0], l), &a.smem,
+			"a bulk copy"), *q;
+		if (!p || !(q = cluster_cta(c, addr(w, &o[3], l), &mb,
+		    "a bulk copy's mbarrier")))
+			return ST_ERR;
+		if (q != p)
+			return sim_fail(c->sim, "a bulk copy into CTA rank %d "
+				"completing on CTA rank %d's mbarrier", p->rank,
+				q->rank), ST_ERR;
+		if (src >> 24 || src % 16 || a.smem % 16 || n % 16 || !n ||
+		    n >> 24)
+			return sim_fail(c->sim, "a bulk copy of %llu bytes from "
+				"0x%llx to 0x%x: the addresses and the size must be "
+				"multiples of 16", (unsigned long long)n,
+				(unsigned long long)src, a.smem), ST_ERR;
+		if (!mbar_find(p, mb))
+			return sim_fail(c->sim, "a bulk copy completes on 0x%x in "
+				"CTA rank %d, where no mbarrier was initialized",
+				mb, p->rank), ST_ERR;
+		a.src = (uint32_t)src;
+		a.bytes = (uint32_t)n;
+		a.mbar = mb;
+		a.ranks = (uint16_t)(1u << p->rank);
+		if (c->sim->eager ? !tma_complete(c, &a) :
+		    async_push(c, &a) != ST_OK)
+			return ST_ERR;
+	}
+	return ST_OK;
+}
+
 int
 tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
@@ -186,6 +247,8 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		w->bulk_open++;
 		return ST_OK;
 	}
+	if (in->op == OP_BULK_S2S)
+		return bulk_s2s(c, w, in, mask);
 	for (int l = 0; l < 32; l++) {
 		if (!(mask >> l & 1))
 			continue;

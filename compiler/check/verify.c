@@ -322,11 +322,36 @@ complete(Sim *s, int e)
 			const SirIns *at = ev.rec >= 0 ? s->rec[ev.rec].at : NULL;
 			snprintf(a, sizeof a, "%d", s->mb[ev.bar].cta);
 			s->cur = p;
-			vf_fail(s, at ? at->span : s->k->span, "cluster-exit", "a "
-				"multicast load lands in CTA %s after every warp of "
-				"CTA %s has finished: a CTA must not exit while a "
-				"peer may still write its shared memory", a, a);
+			vf_fail(s, at ? at->span : s->k->span, "cluster-exit",
+				at && at->op == SOP_bulk_copy ? "a bulk_copy lands in "
+				"CTA %s after every warp of CTA %s has finished: a CTA "
+				"must not exit while a peer may still write its shared "
+				"memory" : "a multicast load lands in CTA %s after "
+				"every warp of CTA %s has finished: a CTA must not "
+				"exit while a peer may still write its shared memory",
+				a, a);
 			break;
+		}
+		if (ev.rec2 >= 0 && s->mb[ev.bar].cta != p->cta &&
+		    vf_cta_gone(s, p->cta)) {  /* the source is gone */
+			char a[16];
+			snprintf(a, sizeof a, "%d", p->cta);
+			s->cur = p;
+			vf_fail(s, s->rec[ev.rec2].at ? s->rec[ev.rec2].at->span :
+				s->k->span, "cluster-exit", "a bulk_copy from CTA %s "
+				"completes after every warp of CTA %s has finished: "
+				"its shared memory must stay until the copy has read "
+				"it (wait for the destination's word that it landed)",
+				a, a);
+			break;
+		}
+		if (ev.rec2 >= 0 && s->rec[ev.rec2].live &&
+		    s->rec[ev.rec2].pending) {  /* the source has been read */
+			Rec *r = &s->rec[ev.rec2];
+			r->pending = false;
+			r->bar = ev.bar;
+			r->tag = s->mb[ev.bar].phase + 1;
+			s->rpend[r->proc][ev.rec2 / 64] &= ~(1ull << (ev.rec2 % 64));
 		}
 		if (ev.rec >= 0 && s->rec[ev.rec].live &&
 		    s->rec[ev.rec].kind == A_TMAW && s->rec[ev.rec].pending) {

@@ -125,6 +125,7 @@ typedef struct Ev {
 	int kind, proc, bar;
 	int64_t bytes;
 	int rec;              /* EV_TMA: its access record */
+	int rec2;             /* EV_TMA of a bulk_copy: its source's read */
 	Clk *vc;              /* EV_TC commit: the issuer's clock */
 	const SirIns *at;     /* EV_TC commit: the commit */
 } Ev;
@@ -336,7 +337,7 @@ void vf_clocks(Sim *);
 void vf_vfree(Sim *, Clk *);
 int64_t vf_geometry(const Res *);
 void vf_range_of(const Res *, int64_t st, int64_t *lo, int64_t *hi);
-void vf_acc_read(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
+Rec *vf_acc_read(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	int bulk, int64_t geo, int64_t r0, int64_t r1);
 void vf_acc_gread(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	int64_t geo, int64_t r0, int64_t r1);
@@ -346,6 +347,9 @@ void vf_retire_reads(Sim *, Proc *, bool bulk, int upto);
 /* cp.async: a write of [lo, hi) by threads, in flight until group
  * 'group' of the process retires (CP_GROUP records, vf_retire_cp). */
 enum { CP_GROUP = 4 };
+/* Rec.bulk of an A_READ by a bulk_copy: its source, read until the
+ * destination's barrier phase completes (bar, tag, as an A_TMAW). */
+enum { BULK_COPY_READ = 5 };
 void vf_acc_cpwrite(Sim *, Proc *, const SirIns *, int64_t lo, int64_t hi,
 	int group, int64_t geo);
 void vf_retire_cp(Sim *, Proc *, int upto);

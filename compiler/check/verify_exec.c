@@ -219,7 +219,7 @@ emit_event(Sim *s, int kind, int proc, int bar, int64_t bytes)
 	}
 	if (s->nev < MAXEV)
 		s->ev[s->nev++] = (Ev){.kind = kind, .proc = proc, .bar = bar,
-			.bytes = bytes, .rec = -1};
+			.bytes = bytes, .rec = -1, .rec2 = -1};
 }
 
 /* Threads an arrival stands for: one per warp lane outside 'elect'. */
@@ -593,6 +593,34 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			emit_event(s, EV_TMA, self, b, tma_bytes(v));
 			if (s->nev)
 				s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
+		}
+		return true;
+	}
+	case SOP_bulk_copy: {
+		/* this CTA's tile into CTA c's, completing on c's barrier: a
+		 * write there and a read here, both done when that barrier's
+		 * phase completes (which the source learns only through the
+		 * destination, e.g. its arrival back) */
+		int64_t c = in->cta ? val(p, in->cta) : p->cta, dlo, dhi;
+		if (in->cta && (!rank_ok(s, p, in, c, "copies into") ||
+		    !peer_alive(s, p, in, (int)c, "copies into")))
+			return true;
+		srange(p, in->r[0], val(p, in->ri[0]), &lo, &hi);
+		Rec *rd = vf_acc_read(s, p, in, lo, hi, BULK_COPY_READ,
+			vf_geometry(in->r[0]), 0, in->r[0]->shape[0]);
+		int rdi = rd ? (int)(rd - s->rec) : -1;
+		b = mbar_in(s, p, in, in->r[2], val(p, in->ri[2]), (int)c);
+		if (b < 0 || s->failed)
+			return true;
+		srange(p, in->r[1], val(p, in->ri[1]), &dlo, &dhi);
+		dlo += CTA_OFF(c) - CTA_OFF(p->cta);
+		dhi += CTA_OFF(c) - CTA_OFF(p->cta);
+		Rec *w = vf_acc_write(s, p, in, dlo, dhi, true,
+			vf_geometry(in->r[1]), 0, in->r[1]->shape[0]);
+		emit_event(s, EV_TMA, self, b, in->imm);
+		if (s->nev) {
+			s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
+			s->ev[s->nev - 1].rec2 = rdi;
 		}
 		return true;
 	}

@@ -88,7 +88,8 @@ role(const SirIns *in, int k, char *buf, size_t n)
 {
 	if (k == 9)
 		return in->op == SOP_tma_load ? "the multicast mask" :
-			"the cluster rank of an 'arrive'";
+			in->op == SOP_bulk_copy ? "the cluster rank of a "
+			"'bulk_copy'" : "the cluster rank of an 'arrive'";
 	if (k == 10)
 		return "the row of a 'tma_load'";
 	if (k >= 6) {

@@ -33,8 +33,8 @@ scan(const SirBlock *b, const Res *r, const SirIns **wait, bool *prod)
 		if ((in->op == SOP_mbar_arrive || in->op == SOP_mbar_expect ||
 		    in->op == SOP_tc_commit) && in->r[0] == r)
 			*prod = true;
-		if ((in->op == SOP_tma_load || in->op == SOP_cp_async) &&
-		    in->r[2] == r)
+		if ((in->op == SOP_tma_load || in->op == SOP_cp_async ||
+		    in->op == SOP_bulk_copy) && in->r[2] == r)
 			*prod = true;
 		if (in->body)
 			scan(in->body, r, wait, prod);
@@ -61,7 +61,8 @@ producers(Ctx *ctx, SirMod *m)
 		}
 		if (w && !prod) {
 			diag_error(ctx, w->span, "'%s' is waited on but nothing "
-				"arrives on it: no arrive, expect, TMA, cp_async or commit "
+				"arrives on it: no arrive, expect, TMA, cp_async, bulk_copy or "
+				"commit "
 				"[no-producer]", r->name);
 			vf_find_add(ctx, &m->finds, "no-producer",
 				vf_last_error(ctx), wp, w->span)->bar = r;

@@ -19,8 +19,8 @@ uses(const SirBlock *b, const Res *r)
 {
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
-		if (r ? (in->op == SOP_tma_load || in->op == SOP_cp_async) &&
-		    in->r[2] == r :
+		if (r ? (in->op == SOP_tma_load || in->op == SOP_cp_async ||
+		    in->op == SOP_bulk_copy) && in->r[2] == r :
 		    in->op == SOP_tc_mma || in->op == SOP_tc_commit)
 			return true;
 		if ((in->body && uses(in->body, r)) ||
@@ -146,6 +146,8 @@ ordered(const Sim *s, const Rec *r, const Proc *q)
 		if (r->bulk == 2)  /* tcgen05.mma: a commit after it */
 			return r->group != CLK_NEVER && q->vc[TC(s, r->proc)] >=
 				r->group;
+		if (r->bulk == BULK_COPY_READ)  /* done with the copy's phase */
+			return !r->pending && q->vc[VB(s, r->bar)] >= r->tag;
 		return !r->pending && (r->proc == qi || q->vc[r->proc] >=
 			r->clock);
 	default:  /* a cp.async write is ordered once its group retired */
@@ -165,11 +167,14 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 	bool tc = r->kind == A_READ && r->bulk == 2;
 	bool cp = r->kind != A_READ && r->bulk == CP_GROUP;
 	bool thr = r->kind == A_READ && r->bulk == 3;
+	bool bc = r->at && r->at->op == SOP_bulk_copy;
 	Iter it;
 	vf_iter(q, &it);
 	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
 		&it), what, tc ? "a tcgen05.mma reads" : thr ? "threads read "
-		"(smem_load or mma.sync)" : cp ? "a cp_async writes" : kinds[r->kind]);
+		"(smem_load or mma.sync)" : cp ? "a cp_async writes" : bc ?
+		(r->kind == A_READ ? "a bulk_copy reads" : "a bulk_copy writes") :
+		kinds[r->kind]);
 	s->other = &s->p[r->proc];
 	s->other_at = r->at;
 	vf_fail(s, in->span, "race", "%s without an ordering barrier%s", a,
@@ -239,7 +244,7 @@ supersede(Sim *s, const Proc *p, int64_t lo, int64_t hi, int bulk,
 {
 	int pi = (int)(p - s->p);
 
-	if (bulk == 2)
+	if (bulk == 2 || bulk == BULK_COPY_READ)
 		return;
 	for (int w = 0; w < RECW; w++)
 		for (uint64_t m = s->rlive[w] & ~s->rwrite[w]; m; m &= m - 1) {
@@ -255,9 +260,10 @@ supersede(Sim *s, const Proc *p, int64_t lo, int64_t hi, int bulk,
 		}
 }
 
-/* An asynchronous read of [lo, hi) (wgmma operand, TMA store source):
- * every write to it must be visible, and generic writes fenced. */
-void
+/* An asynchronous read of [lo, hi) (wgmma operand, TMA store source,
+ * bulk_copy source): every write to it must be visible, and generic
+ * writes fenced.  Returns its record (NULL past the table's end). */
+Rec *
 vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 	int bulk, int64_t geo, int64_t r0, int64_t r1)
 {
@@ -268,13 +274,14 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		if (r->kind == A_GENW && r->dirty) {
 			s->other = &s->p[r->proc];
 			s->other_at = r->at;
-			vf_fail(s, in->span, "proxy-fence", "TMA or wgmma reads shared "
+			vf_fail(s, in->span, "proxy-fence", "%s reads shared "
 				"memory that '%s' wrote with ordinary stores and no "
-				"'fence async_smem' after them%s",
-				vf_pname(s, &s->p[r->proc]), "");
+				"'fence async_smem' after them", in->op ==
+				SOP_bulk_copy ? "a bulk_copy" : "TMA or wgmma",
+				vf_pname(s, &s->p[r->proc]));
 			if (r->at)
 				diag_note(s->ctx, r->at->span, "the write");
-			return;
+			return NULL;
 		}
 		if (!ordered(s, r, p))
 			race(s, p, in, r, "this reads");
@@ -289,9 +296,10 @@ vf_acc_read(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		r->bulk = bulk;
 		int i = (int)(r - s->rec);
 		s->rpend[r->proc][i / 64] |= 1ull << (i % 64);
-		r->group = bulk == 2 ? CLK_NEVER : bulk ? p->bulk_groups + 1 :
-			p->wg_seq + 1;
+		r->group = bulk == 2 || bulk == BULK_COPY_READ ? CLK_NEVER :
+			bulk ? p->bulk_groups + 1 : p->wg_seq + 1;
 	}
+	return r;
 }
 
 /* A read of [lo, hi) by threads (smem_load): every write to it must be
@@ -334,7 +342,8 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		bool cp = in->op == SOP_cp_async && r->bulk == CP_GROUP &&
 			r->kind != A_READ;
 		if (!ordered(s, r, p) && !(r->kind == A_GENW && !tma) && !cp)
-			race(s, p, in, r, tma && in->op != SOP_cp_async ?
+			race(s, p, in, r, in->op == SOP_bulk_copy ? "a bulk_copy "
+				"overwrites" : tma && in->op != SOP_cp_async ?
 				"a TMA load overwrites" : "this overwrites");
 		/* another warp's cp.async in flight stays: its threads'
 		 * chunks land at its own 'cp_async_wait' */

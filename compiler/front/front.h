@@ -74,7 +74,7 @@ typedef enum {
 	X(CLUSTER_SYNC, "cluster_sync") \
 	X(GRID_DEP_WAIT, "grid_dep_wait") X(GRID_DEP_LAUNCH, "grid_dep_launch") \
 	X(CP_ASYNC, "cp_async") X(CP_COMMIT, "cp_async_commit") \
-	X(CP_WAIT, "cp_async_wait")
+	X(CP_WAIT, "cp_async_wait") X(BULK_COPY, "bulk_copy")
 typedef enum {
 	OP_NONE,
 #define X(e, s) OP_##e,

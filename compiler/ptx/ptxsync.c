@@ -310,6 +310,29 @@ emit_tma(PG *g, const SirIns *in)
 	}
 }
 
+/* bulk_copy: this CTA's tile into CTA 'cta's buffer (mapa'd with its
+ * barrier; without cta= this CTA's own addresses, which are shared::
+ * cluster addresses too), completing its bytes on that barrier. */
+static void
+emit_bulk_copy(PG *g, const SirIns *in)
+{
+	PReg src = addr(g, in->r[0]->off, in->ri[0], in->r[0]->bytes);
+	PReg dst = addr(g, in->r[1]->off, in->ri[1], in->r[1]->bytes);
+	PReg bar = bar_addr(g, in->r[2], in->ri[2]);
+
+	if (in->cta) {
+		PReg r = pg_u32(g, in->cta), d = ptx_reg(g->f, RB32),
+			b = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", d, dst, r);
+		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", b, bar, r);
+		dst = d;
+		bar = b;
+	}
+	ptx_emit(g->f, "cp.async.bulk.shared::cluster.shared::cta.mbarrier::"
+		"complete_tx::bytes [%R], [%R], %I, [%R];", dst, src, in->imm,
+		bar);
+}
+
 static PReg
 tmem_slot(PG *g)
 {
@@ -560,6 +583,9 @@ pg_sync(PG *g, const SirIns *in)
 		break;
 	case SOP_tma_load: case SOP_tma_store:
 		emit_tma(g, in);
+		break;
+	case SOP_bulk_copy:
+		emit_bulk_copy(g, in);
 		break;
 	case SOP_tc_commit:
 		if (in->cta) {  /* to the barrier in each CTA of the mask */

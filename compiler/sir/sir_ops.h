@@ -66,6 +66,10 @@ SOP(  tma_load,     -1,    E_ASYNC, T_HOP  )   /* r0 view, r1 smem, r2 mbar; coo
 SOP(  tma_store,    -1,    E_ASYNC, T_HOP  )   /* r0 view, r1 smem; coords */
 SOP(  tma_commit,   0,     E_ASYNC, T_HOP  )
 SOP(  tma_wait,     0,     E_ASYNC, T_HOP  )   /* imm: groups, imm2: read */
+SOP(  bulk_copy,    0,     E_ASYNC, T_HOP  )   /* r0 smem -> r1 smem of CTA
+						  * 'cta' (0: this one),
+						  * completing on r2 mbar
+						  * there */
 SOP(  wgmma,        2,     E_ASYNC, T_SM90 )   /* D(dst, in a[0]), A, B */
 SOP(  wgmma_commit, 0,     E_ASYNC, T_SM90 )
 SOP(  wgmma_wait,   0,     E_ASYNC, T_SM90 )   /* imm: groups */

@@ -636,3 +636,73 @@ sg_op_cpasync(G *g, const Node *n)
 	i->r[2] = m;
 	i->ri[2] = t.ri[2];
 }
+
+/* bulk_copy SRC[s] -> DST[d], BAR[b] [cta=R]: the tile SRC[s] of this
+ * CTA into DST[d] of CTA R (this CTA without cta=), by the bulk-copy
+ * engine (cp.async.bulk.shared::cluster.shared::cta), its bytes
+ * completing on BAR[b] of CTA R, which must expect them.  The tiles
+ * hold the same elements in the same layout: it copies bytes. */
+void
+sg_op_bulk_copy(G *g, const Node *n)
+{
+	const Node *arrow = n->kids.n ? n->kids.v[0] : NULL;
+	Ref si, di, bi;
+
+	sg_noattrs(g, n, (const char *const[]){"cta", NULL});
+	if (!sg_argc(g, n, 2, 2) || !sg_need_target(g, n, T_HOP,
+	    "'bulk_copy' (cp.async.bulk)"))
+		return;
+	if (arrow->kind != N_ARROW) {
+		diag_error(g->ctx, arrow->span, "write 'bulk_copy SRC[stage] -> "
+			"DST[stage], BAR[i]', SRC and DST shared-memory buffers");
+		return;
+	}
+	Res *s = sg_resource(g, arrow->a, R_SMEM, "a shared-memory buffer",
+		&si);
+	Res *d = sg_resource(g, arrow->b, R_SMEM, "a shared-memory buffer",
+		&di);
+	Res *m = sg_resource(g, n->kids.v[1], R_MBAR, "an mbarrier", &bi);
+	if (!s || !d || !m)
+		return;
+	int64_t sb = ty_bytes(s->ety), db = ty_bytes(d->ety);
+	for (int k = 0; k < s->rank; k++)
+		sb *= s->shape[k];
+	for (int k = 0; k < d->rank; k++)
+		db *= d->shape[k];
+	if (sb != db || s->ety != d->ety || (s->lay ? s->lay->swizzle : 0) !=
+	    (d->lay ? d->lay->swizzle : 0)) {
+		diag_error(g->ctx, arrow->span, "'bulk_copy' copies the bytes of "
+			"a tile: '%s' (%s, %lld bytes%s) and '%s' (%s, %lld "
+			"bytes%s) must hold the same elements in the same "
+			"layout", s->name, ty_name(s->ety), (long long)sb,
+			s->lay && s->lay->swizzle ? ", swizzled" : "", d->name,
+			ty_name(d->ety), (long long)db, d->lay &&
+			d->lay->swizzle ? ", swizzled" : "");
+		return;
+	}
+	if (sb % 16) {
+		diag_error(g->ctx, arrow->span, "'bulk_copy' moves multiples of "
+			"16 bytes; a tile of '%s' is %lld", s->name,
+			(long long)sb);
+		return;
+	}
+	const Node *ca = sg_opattr(g, n, "cta", false);
+	Ref peer = 0;
+	if (ca && (!ca->a || !(peer = sg_cluster_arg(g, ca->a, false))))
+		return;
+	if (g->in_elect == 0)
+		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
+			"'elect' is issued by every thread of the partition",
+			op_names[n->op]);
+	SirIns *i = sg_emit(g, SOP_bulk_copy, n->span);
+	i->r[0] = s;
+	i->ri[0] = si;
+	i->r[1] = d;
+	i->ri[1] = di;
+	i->r[2] = m;
+	i->ri[2] = bi;
+	i->imm = sb;
+	i->cta = peer;
+	if (peer)
+		m->remote = true;  /* a peer's copy completes on it */
+}

@@ -768,6 +768,9 @@ sg_op(G *g, const Node *n)
 	case OP_CP_ASYNC: case OP_CP_COMMIT: case OP_CP_WAIT:
 		sg_op_cpasync(g, n);
 		return;
+	case OP_BULK_COPY:
+		sg_op_bulk_copy(g, n);
+		return;
 	}
 	if (n->op != OP_TMA_WAIT && n->op != OP_COMMIT)
 		sg_noattrs(g, n, NULL);

@@ -210,6 +210,9 @@ struct Res {
 			      * store, global_load, cp_async), which
 			      * address it densely, or by its strides;
 			      * set by sirgen */
+	bool cpasync;        /* GLOBAL: read by cp_async, in 16-byte chunks
+			      * (its address and row strides must be
+			      * 16-byte multiples); set by sirgen */
 	bool strided;        /* GLOBAL: 'strided': its strides (elements,
 			      * outermost first) are a hidden kernel
 			      * argument, NAME_st, which ld/st address it

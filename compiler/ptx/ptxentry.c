@@ -131,6 +131,11 @@ metadata(Ctx *ctx, const Kernel *k, Buf *out)
 	for (const Res *r = k->res; r; r = r->next)
 		if (r->kind == R_GLOBAL && r->direct)
 			buf_printf(out, "// fagen.direct %s\n", r->name);
+	/* globals cp_async reads in 16-byte chunks: their address and row
+	 * strides must be 16-byte multiples */
+	for (const Res *r = k->res; r; r = r->next)
+		if (r->kind == R_GLOBAL && r->cpasync)
+			buf_printf(out, "// fagen.cpasync %s\n", r->name);
 	buf_puts(out, "\n");
 }
 

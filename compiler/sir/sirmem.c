@@ -623,6 +623,7 @@ sg_op_cpasync(G *g, const Node *n)
 		return;
 	SirIns *i = sg_emit(g, SOP_cp_async, n->span);
 	r->direct = true;
+	r->cpasync = true;
 	i->a[0] = lin;
 	i->a[1] = lv;
 	i->a[2] = rix;

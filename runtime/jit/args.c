@@ -8,7 +8,8 @@
  * positive strides whose span fits 64 bits; a global that TMA reads or
  * writes also has a 16-byte-aligned address, innermost stride 1, other
  * strides multiples of 16 bytes below 2^40, and each view's box obeys the
- * tensor-map rules; the tile grid is non-empty and its tile count fits
+ * tensor-map rules; one that cp_async reads has a 16-byte-aligned
+ * address and strides of 16-byte multiples but the innermost; the tile grid is non-empty and its tile count fits
  * 32 bits, and CUDA can launch the grid.  The messages name the
  * argument and the rule. */
 #include <float.h>
@@ -226,6 +227,30 @@ strides(fg_ctx *c, const Meta *m, const MetaArg *g, const fg_tensor *t,
 }
 
 /* The tensor-map rules of cuTensorMapEncodeTiled. */
+/* A global cp_async reads ('// fagen.cpasync'): each thread copies
+ * 16-byte chunks, so the address and the stride of every dimension but
+ * the innermost (where its extent is above 1) are multiples of 16
+ * bytes; a misaligned chunk would fault on the GPU. */
+static fg_status
+cpasync_rules(fg_ctx *c, const Meta *m, const MetaArg *g, uint64_t ptr,
+	const int64_t *dims, const int64_t *s)
+{
+	int64_t esz = ty_bytes(g->ty);
+
+	if (ptr % 16)
+		return bad(c, m, "tensor '%s': address 0x%llx is not 16-byte "
+			"aligned, as cp_async's 16-byte copies require", g->name,
+			(unsigned long long)ptr);
+	for (int i = 0; i < g->rank - 1; i++)
+		if (dims[i] > 1 && s[i] % (16 / esz))
+			return bad(c, m, "tensor '%s': strides[%d] is %lld "
+				"elements (%lld bytes); cp_async copies 16-byte "
+				"chunks, so it must be a multiple of 16 bytes",
+				g->name, i, (long long)s[i],
+				(long long)(s[i] * esz));
+	return FG_OK;
+}
+
 static fg_status
 tma_rules(fg_ctx *c, const Meta *m, const MetaArg *g, uint64_t ptr,
 	const int64_t *s)
@@ -282,7 +307,9 @@ tensor(fg_ctx *c, const Meta *m, int i, Bound *b)
 			"to its %s elements", g->name,
 			(unsigned long long)t->ptr, ty_name(g->ty));
 	if ((st = extents(c, m, g, t, b, b->dims[i])) ||
-	    (st = strides(c, m, g, t, b->dims[i], b->strides[i])))
+	    (st = strides(c, m, g, t, b->dims[i], b->strides[i])) ||
+	    (g->cpasync && (st = cpasync_rules(c, m, g, t->ptr, b->dims[i],
+	    b->strides[i]))))
 		return st;
 	return g->has_tma ? tma_rules(c, m, g, t->ptr, b->strides[i]) : FG_OK;
 }

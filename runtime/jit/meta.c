@@ -402,16 +402,22 @@ meta_parse(Arena *a, const char *ptx, size_t len, Meta *m, char *err,
 				if (!arg_line(&p, &l))
 					return false;
 				lines[m->nargs - 1] = l;
-			} else if (!strcmp(l.tok[0], "fagen.direct")) {
+			} else if (!strcmp(l.tok[0], "fagen.direct") ||
+			    !strcmp(l.tok[0], "fagen.cpasync")) {
+				bool cp = l.tok[0][6] == 'c';
 				int j = 0;
 				while (j < m->nargs && (m->args[j].kind !=
 				    MA_GLOBAL || !l.tok[1] ||
 				    strcmp(m->args[j].name, l.tok[1])))
 					j++;
 				if (j == m->nargs)
-					return fail(&p, "fagen.direct names no "
-						"global declared above it");
-				m->args[j].direct = true;
+					return fail(&p, cp ? "fagen.cpasync names no "
+						"global declared above it" : "fagen.direct "
+						"names no global declared above it");
+				if (cp)
+					m->args[j].cpasync = true;
+				else
+					m->args[j].direct = true;
 			}
 		}
 		s = e + 1;

@@ -42,6 +42,8 @@ typedef struct MetaArg {
 	bool has_tma;        /* GLOBAL: a TMA view uses it */
 	bool direct;         /* GLOBAL: addressed by ld/st as a dense tensor
 			      * ('// fagen.direct NAME') */
+	bool cpasync;        /* GLOBAL: read by cp_async in 16-byte chunks
+			      * ('// fagen.cpasync NAME') */
 	bool strided;        /* GLOBAL: ... or by its strides, which a
 			      * STRIDES argument passes ('strided') */
 	int user;            /* GLOBAL, PARAM: position among user args */

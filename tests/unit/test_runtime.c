@@ -207,6 +207,45 @@ grid_programs_evaluate_over_params(void **state)
 	fg_kernel_free(k);
 }
 
+/* A global cp_async reads ('// fagen.cpasync') in 16-byte chunks needs
+ * a 16-byte-aligned address and row strides of 16-byte multiples (an
+ * extent-1 dimension's stride does not matter): a misaligned chunk
+ * would fault on the GPU, so the runtime refuses it first. */
+static void
+cpasync_globals_need_16_byte_rows(void **state)
+{
+	Fix *f = *state;
+	static const char meta[] =
+		"// fagen.kernel name=g target=sm_80 threads=32 order=single "
+		"tiles=1\n// fagen.grid 1\n"
+		"// fagen.arg 0 param S i32\n"
+		"// fagen.arg 1 param D i32\n"
+		"// fagen.arg 2 global X bf16 rank=2 dims $S ; $D\n"
+		"// fagen.arg 3 strides X_st of=X\n"
+		"// fagen.cpasync X\n";
+	fg_kernel *k;
+
+	assert_int_equal(fg_kernel_create(f->ctx, meta, 0, &k), FG_OK);
+	Fix g = {.ctx = f->ctx, .k = k};
+	fg_arg a[] = {FG_INT("S", 4), FG_INT("D", 64), {.name = "X",
+		.kind = FG_ARG_TENSOR, .t = {.ptr = X0, .strides = {64, 1}}}};
+	assert_int_equal(fg_kernel_check(k, a, 3, NULL), FG_OK);
+	a[2].t.ptr = X0 + 8;
+	invalid(&g, a, 3, "tensor 'X': address 0x7f0000000008 is not 16-byte "
+		"aligned, as cp_async's 16-byte copies require");
+	a[2].t.ptr = X0;
+	a[2].t.strides[0] = 68;   /* rows of 136 bytes */
+	invalid(&g, a, 3, "tensor 'X': strides[0] is 68 elements (136 "
+		"bytes); cp_async copies 16-byte chunks, so it must be a "
+		"multiple of 16 bytes");
+	a[2].t.strides[0] = 72;
+	assert_int_equal(fg_kernel_check(k, a, 3, NULL), FG_OK);
+	a[0] = FG_INT("S", 1);    /* one row: its stride is unused */
+	a[2].t.strides[0] = 68;
+	assert_int_equal(fg_kernel_check(k, a, 3, NULL), FG_OK);
+	fg_kernel_free(k);
+}
+
 /* A global read or written with ld/st ('// fagen.direct') is addressed
  * densely by the kernel: other strides are refused, naming the rule; a
  * stride of an extent-1 dimension does not matter. */
@@ -923,6 +962,7 @@ main(void)
 		T(malformed_metadata_is_rejected),
 		T(grid_programs_evaluate_over_params),
 		T(grid_overflow_is_reported),
+		T(cpasync_globals_need_16_byte_rows),
 		T(direct_globals_need_dense_strides),
 		T(unlaunchable_grids_are_rejected),
 		T(valid_arguments_pass_by_name_and_position),

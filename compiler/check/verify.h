@@ -319,6 +319,20 @@ void vf_find(Sim *, Span, const char *check, const char *msg);
 void vf_fail(Sim *, Span, const char *check, const char *fmt,
 	const char *a, const char *b);
 void vf_note_traces(Sim *, const Proc *);
+/* verify_exec.c's helpers for the instructions verify_copy.c runs */
+int64_t vf_val(Proc *, Ref);
+void vf_srange(const Proc *, const Res *, int64_t st, int64_t *lo,
+	int64_t *hi);
+bool vf_rank_ok(Sim *, Proc *, const SirIns *, int64_t r, const char *what);
+bool vf_peer_alive(Sim *, Proc *, const SirIns *, int c, const char *what);
+int vf_mbar_in(Sim *, Proc *, const SirIns *, const Res *, int64_t idx,
+	int cta);
+int vf_mbar_at(Sim *, Proc *, const SirIns *, const Res *, int64_t idx);
+void vf_emit_event(Sim *, int kind, int proc, int bar, int64_t bytes);
+int64_t vf_tma_bytes(const Res *);
+/* verify_copy.c: TMA, bulk_copy, cp_async and their groups; false when
+ * the process blocks */
+bool vf_exec_copy(Sim *, Proc *, const SirIns *);
 const char *vf_pname(Sim *, const Proc *);
 void vf_mbar_complete(Sim *, int b);
 void vf_mbar_arrive(Sim *, Proc *, const SirIns *, int b, int64_t n);

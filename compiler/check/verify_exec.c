@@ -35,8 +35,8 @@ mbar_of(Sim *s, const Res *r, int64_t idx, int cta)
 /* An mbarrier element by its index, in the process's CTA or (cta >= 0)
  * that one of the cluster, or a failure when a run reaches an index
  * outside the array. */
-static int
-mbar_in(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx,
+int
+vf_mbar_in(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx,
 	int cta)
 {
 	int b = mbar_of(s, r, idx, cta < 0 ? p->cta : cta);
@@ -55,8 +55,8 @@ mbar_in(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx,
 	return b;
 }
 /* The bytes [lo, hi) of stage st of buffer r in p's CTA. */
-static void
-srange(const Proc *p, const Res *r, int64_t st, int64_t *lo, int64_t *hi)
+void
+vf_srange(const Proc *p, const Res *r, int64_t st, int64_t *lo, int64_t *hi)
 {
 	vf_range_of(r, st, lo, hi);
 	*lo += CTA_OFF(p->cta);
@@ -65,8 +65,8 @@ srange(const Proc *p, const Res *r, int64_t st, int64_t *lo, int64_t *hi)
 
 /* A rank of the cluster that a run computes ('arrive B cta=R'); false
  * after a failure. */
-static bool
-rank_ok(Sim *s, Proc *p, const SirIns *in, int64_t r, const char *what)
+bool
+vf_rank_ok(Sim *s, Proc *p, const SirIns *in, int64_t r, const char *what)
 {
 	if (r >= 0 && r < s->ncta)
 		return true;
@@ -83,8 +83,8 @@ rank_ok(Sim *s, Proc *p, const SirIns *in, int64_t r, const char *what)
 
 /* p reaches CTA c from outside (a remote arrive, a multicast): c must
  * not have exited; false after a failure. */
-static bool
-peer_alive(Sim *s, Proc *p, const SirIns *in, int c, const char *what)
+bool
+vf_peer_alive(Sim *s, Proc *p, const SirIns *in, int c, const char *what)
 {
 	if (c == p->cta || !vf_cta_gone(s, c))
 		return true;
@@ -101,10 +101,10 @@ peer_alive(Sim *s, Proc *p, const SirIns *in, int c, const char *what)
 	return false;
 }
 
-static int
-mbar_at(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx)
+int
+vf_mbar_at(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx)
 {
-	return mbar_in(s, p, in, r, idx, -1);
+	return vf_mbar_in(s, p, in, r, idx, -1);
 }
 
 static void
@@ -115,8 +115,8 @@ trace(Proc *p, Span sp, const char *what, int64_t phase)
 }
 /* ------------------------------------------------------------ values */
 
-static int64_t
-val(Proc *p, Ref r)
+int64_t
+vf_val(Proc *p, Ref r)
 {
 	return r ? p->v[r] : 0;
 }
@@ -205,8 +205,8 @@ vf_push(Proc *p, const SirBlock *b, const SirIns *loop)
 	return true;
 }
 
-static void
-emit_event(Sim *s, int kind, int proc, int bar, int64_t bytes)
+void
+vf_emit_event(Sim *s, int kind, int proc, int bar, int64_t bytes)
 {
 	if (s->nev == MAXEV) {  /* stop this run rather than drop events */
 		if (!s->capped)
@@ -229,8 +229,8 @@ arrivals(bool elect)
 	return elect ? 1 : 32;
 }
 
-static int64_t
-tma_bytes(const Res *v)
+int64_t
+vf_tma_bytes(const Res *v)
 {
 	int64_t n = ty_bytes(v->ety);
 
@@ -273,12 +273,12 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		int64_t per = x->m / 4;
 		int64_t r0 = in->roff[0] + per *
 			((p->sp->part->warp_lo + p->warp) % 4);
-		srange(p, in->r[0], val(p, in->ri[0]), &lo, &hi);
+		vf_srange(p, in->r[0], vf_val(p, in->ri[0]), &lo, &hi);
 		if (in->cta) {  /* cta=R: CTA R's copy of the buffer */
-			int64_t c = val(p, in->cta);
-			if (!rank_ok(s, p, in, c, ld ? "reads the shared memory "
+			int64_t c = vf_val(p, in->cta);
+			if (!vf_rank_ok(s, p, in, c, ld ? "reads the shared memory "
 			    "of" : "writes the shared memory of") ||
-			    !peer_alive(s, p, in, (int)c, ld ? "reads the shared "
+			    !vf_peer_alive(s, p, in, (int)c, ld ? "reads the shared "
 			    "memory of" : "writes the shared memory of"))
 				return true;
 			lo += CTA_OFF(c) - CTA_OFF(p->cta);
@@ -297,14 +297,14 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		 * row writes the CTA's partials into the stage of every CTA
 		 * (threads' writes do not conflict); the reads, of this CTA's
 		 * stage, must follow the cluster's barrier */
-		vf_range_of(in->r[0], val(p, in->ri[0]), &lo, &hi);
+		vf_range_of(in->r[0], vf_val(p, in->ri[0]), &lo, &hi);
 		if (in->op == SOP_clred_get) {
 			vf_acc_gread(s, p, in, lo + CTA_OFF(p->cta), hi +
 				CTA_OFF(p->cta), 0, 0, 0);
 			return true;
 		}
 		for (int c = 0; c < s->ncta && !s->failed; c++)
-			if (peer_alive(s, p, in, c, "writes the shared memory of"))
+			if (vf_peer_alive(s, p, in, c, "writes the shared memory of"))
 				vf_acc_write(s, p, in, lo + CTA_OFF(c), hi +
 					CTA_OFF(c), false, 0, 0, 0);
 		return true;
@@ -334,7 +334,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		 * reads the whole stage after the barrier; threads' writes
 		 * do not conflict with each other, reads must be ordered
 		 * after them and later writes after the reads */
-		srange(p, in->r[0], val(p, in->ri[0]), &lo, &hi);
+		vf_srange(p, in->r[0], vf_val(p, in->ri[0]), &lo, &hi);
 		if (in->op == SOP_rowred_get)
 			vf_acc_gread(s, p, in, lo, hi, 0, 0, 0);
 		else
@@ -346,7 +346,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_convert: case SOP_mask_cols: case SOP_mask_causal:
 	case SOP_mask_below: case SOP_fill: case SOP_gstore: case SOP_gtload: case SOP_gscatter:
 		if (in->op == SOP_cvt && dv && ty_isint(dv->ty))
-			p->v[in->dst] = wrap(val(p, in->a[0]), dv->ty);
+			p->v[in->dst] = wrap(vf_val(p, in->a[0]), dv->ty);
 		return true;
 	case SOP_tmem_load: case SOP_tmem_store: case SOP_tmem_alloc:
 	case SOP_tmem_free:
@@ -367,7 +367,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		int64_t x = 0, i;
 		if (dv->ty == TY_FRAG)  /* a gather: tiles are not modelled */
 			return true;
-		i = val(p, in->a[0]);
+		i = vf_val(p, in->a[0]);
 		p->v[in->dst] = 0;
 		p->lanevar[in->dst] = p->lanevar[in->a[0]];
 		if (c && !vf_element(c, i, &x)) {
@@ -396,30 +396,30 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	}
 	case SOP_mov:
 		if (dv->ty != TY_FRAG) {
-			p->v[in->dst] = val(p, in->a[0]);
+			p->v[in->dst] = vf_val(p, in->a[0]);
 			p->lanevar[in->dst] = p->lanevar[in->a[0]];
 		}
 		return true;
 	case SOP_neg:
 		if (dv->ty != TY_FRAG)
-			p->v[in->dst] = wrap(-val(p, in->a[0]), dv->ty);
+			p->v[in->dst] = wrap(-vf_val(p, in->a[0]), dv->ty);
 		return true;
 	case SOP_abs:  /* issue #22: a scalar abs may steer a branch */
 		if (dv->ty != TY_FRAG) {
-			int64_t x = val(p, in->a[0]);
+			int64_t x = vf_val(p, in->a[0]);
 			p->v[in->dst] = wrap(x < 0 ? -x : x, dv->ty);
 			p->lanevar[in->dst] = p->lanevar[in->a[0]];
 		}
 		return true;
 	case SOP_not:
-		p->v[in->dst] = !val(p, in->a[0]);
+		p->v[in->dst] = !vf_val(p, in->a[0]);
 		return true;
 	case SOP_bnot:
-		p->v[in->dst] = wrap(~val(p, in->a[0]), dv->ty);
+		p->v[in->dst] = wrap(~vf_val(p, in->a[0]), dv->ty);
 		return true;
 	case SOP_select:
-		p->v[in->dst] = val(p, in->a[0]) ? val(p, in->a[1]) :
-			val(p, in->a[2]);
+		p->v[in->dst] = vf_val(p, in->a[0]) ? vf_val(p, in->a[1]) :
+			vf_val(p, in->a[2]);
 		return true;
 	case SOP_all_eq:
 		/* data: random under random interleavings, else false (the
@@ -432,10 +432,10 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	}
 	case SOP_mbar_wait: {
-		b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
+		b = vf_mbar_at(s, p, in, in->r[0], vf_val(p, in->ri[0]));
 		if (b < 0)
 			return true;
-		int64_t par = val(p, in->a[0]) & 1;
+		int64_t par = vf_val(p, in->a[0]) & 1;
 		Mbar *m = &s->mb[b];
 		if ((m->phase & 1) == par) {
 			p->state = B_MBAR;
@@ -479,18 +479,18 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	}
 	case SOP_mbar_arrive: case SOP_mbar_expect:
 		if (in->cta) {  /* a peer's barrier */
-			int64_t c = val(p, in->cta);
-			if (!rank_ok(s, p, in, c, "'cta=' names") ||
-			    !peer_alive(s, p, in, (int)c, "arrives on a barrier of"))
+			int64_t c = vf_val(p, in->cta);
+			if (!vf_rank_ok(s, p, in, c, "'cta=' names") ||
+			    !vf_peer_alive(s, p, in, (int)c, "arrives on a barrier of"))
 				return true;
-			b = mbar_in(s, p, in, in->r[0], val(p, in->ri[0]), (int)c);
+			b = vf_mbar_in(s, p, in, in->r[0], vf_val(p, in->ri[0]), (int)c);
 		} else {
-			b = mbar_at(s, p, in, in->r[0], val(p, in->ri[0]));
+			b = vf_mbar_at(s, p, in, in->r[0], vf_val(p, in->ri[0]));
 		}
 		if (b < 0)
 			return true;
 		if (in->op == SOP_mbar_expect) {
-			s->mb[b].tx += val(p, in->a[0]);
+			s->mb[b].tx += vf_val(p, in->a[0]);
 			vf_mbar_arrive(s, p, in, b, 1 * (elect ? 1 : 32));
 		} else {
 			vf_mbar_arrive(s, p, in, b, in->imm > 1 ? in->imm *
@@ -499,7 +499,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		trace(p, in->span, "arrived here", s->mb[b].phase);
 		return true;
 	case SOP_bar_sync: case SOP_bar_arrive: {
-		int64_t ix = val(p, in->ri[0]);
+		int64_t ix = vf_val(p, in->ri[0]);
 		if (ix < 0 || ix >= in->r[0]->count) {
 			char a[80], c[64];
 			snprintf(a, sizeof a, "%s[%lld]", in->r[0]->name,
@@ -548,147 +548,10 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		return true;  /* the arrival happened; blocking is a state */
 	}
-	case SOP_tma_load: {
-		/* into this CTA, or (multicast) into each CTA of the mask,
-		 * completing on the barrier at the same place in each */
-		const Res *v = in->r[0], *x = in->r[1];
-		int64_t mask = in->cta ? val(p, in->cta) : 1ll << p->cta;
-		int64_t r0 = in->row ? val(p, in->row) : 0;
-		int64_t r1 = in->row ? r0 + tma_bytes(v) / (x->shape[x->rank - 1] *
-			ty_bytes(x->ety)) : x->shape[0];
-		if (in->cta && (mask < 1 || mask >= 1ll << s->ncta)) {
-			rank_ok(s, p, in, mask < 1 ? -1 : 63 - __builtin_clzll(
-				(uint64_t)mask), "the multicast mask names");
-			return true;
-		}
-		if (in->row && (r0 < 0 || r1 > x->shape[0] || r0 *
-		    x->shape[x->rank - 1] * ty_bytes(x->ety) %
-		    (x->lay->swizzle ? 1024 : 128))) {
-			char w[300], a[200];
-			Iter it;
-			vf_iter(p, &it);
-			snprintf(w, sizeof w, "%s: row=%lld of '%s'", vf_who(s, p,
-				&it), (long long)r0, x->name);
-			snprintf(a, sizeof a, "rows %lld..%lld of a %lld-row tile%s",
-				(long long)r0, (long long)r1 - 1,
-				(long long)x->shape[0], r0 >= 0 && r1 <= x->shape[0] ?
-				", at a byte offset TMA cannot write to (1024-byte "
-				"multiples swizzled, 128 plain)" : "");
-			vf_fail(s, in->span, "index-range", "%s: the box would "
-				"fill %s", w, a);
-			return true;
-		}
-		for (int c = 0; c < s->ncta && !s->failed; c++) {
-			if (!(mask >> c & 1) || !peer_alive(s, p, in, c,
-			    "multicasts into"))
-				continue;
-			b = mbar_in(s, p, in, in->r[2], val(p, in->ri[2]), c);
-			if (b < 0)
-				return true;
-			vf_range_of(x, val(p, in->ri[1]), &lo, &hi);
-			lo += CTA_OFF(c);
-			hi += CTA_OFF(c);
-			Rec *w = vf_acc_write(s, p, in, lo, hi, true,
-				vf_geometry(x), r0, r1);
-			emit_event(s, EV_TMA, self, b, tma_bytes(v));
-			if (s->nev)
-				s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
-		}
-		return true;
-	}
-	case SOP_bulk_copy: {
-		/* this CTA's tile into CTA c's, completing on c's barrier: a
-		 * write there and a read here, both done when that barrier's
-		 * phase completes (which the source learns only through the
-		 * destination, e.g. its arrival back) */
-		int64_t c = in->cta ? val(p, in->cta) : p->cta, dlo, dhi;
-		if (in->cta && (!rank_ok(s, p, in, c, "copies into") ||
-		    !peer_alive(s, p, in, (int)c, "copies into")))
-			return true;
-		srange(p, in->r[0], val(p, in->ri[0]), &lo, &hi);
-		Rec *rd = vf_acc_read(s, p, in, lo, hi, BULK_COPY_READ,
-			vf_geometry(in->r[0]), 0, in->r[0]->shape[0]);
-		int rdi = rd ? (int)(rd - s->rec) : -1;
-		b = mbar_in(s, p, in, in->r[2], val(p, in->ri[2]), (int)c);
-		if (b < 0 || s->failed)
-			return true;
-		srange(p, in->r[1], val(p, in->ri[1]), &dlo, &dhi);
-		dlo += CTA_OFF(c) - CTA_OFF(p->cta);
-		dhi += CTA_OFF(c) - CTA_OFF(p->cta);
-		Rec *w = vf_acc_write(s, p, in, dlo, dhi, true,
-			vf_geometry(in->r[1]), 0, in->r[1]->shape[0]);
-		emit_event(s, EV_TMA, self, b, in->imm);
-		if (s->nev) {
-			s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
-			s->ev[s->nev - 1].rec2 = rdi;
-		}
-		return true;
-	}
-	case SOP_tma_store:
-		srange(p, in->r[1], val(p, in->ri[1]), &lo, &hi);
-		vf_acc_read(s, p, in, lo, hi, true, vf_geometry(in->r[1]), 0,
-			in->r[1]->shape[0]);
-		p->bulk_open++;
-		return true;
-	case SOP_tma_commit:
-		if (p->bulk_open) {
-			p->bulk_open = 0;
-			p->bulk_groups++;
-			p->bulk_seq++;
-			p->bulk_unwaited++;
-			p->bulk_unread++;
-			p->bulk_last = in;
-			emit_event(s, EV_BULK, self, -1, 0);
-		}
-		return true;
-	case SOP_tma_wait:
-		if (p->bulk_groups > in->imm) {
-			p->state = B_BULK;
-			p->want = in->imm;
-			p->at = in;
-			return false;
-		}
-		vf_retire_reads(s, p, true, p->bulk_seq - p->bulk_groups);
-		if (!in->imm2 && p->bulk_unwaited > in->imm)
-			p->bulk_unwaited = (int)in->imm;
-		if (p->bulk_unread > in->imm)
-			p->bulk_unread = (int)in->imm;
-		return true;
-	case SOP_cp_async: {
-		/* every thread its chunks of the tile: in flight until the
-		 * group retires, or (with an mbarrier) until the arrival the
-		 * copies make when they land */
-		const Res *x = in->r[1];
-		srange(p, x, val(p, in->ri[1]), &lo, &hi);
-		if (!in->r[2]) {
-			vf_acc_cpwrite(s, p, in, lo, hi, p->cp_seq + 1,
-				vf_geometry(x));
-			p->cp_open++;
-			p->cp_last = in;
-			return true;
-		}
-		b = mbar_at(s, p, in, in->r[2], val(p, in->ri[2]));
-		if (b < 0)
-			return true;
-		Rec *w = vf_acc_write(s, p, in, lo, hi, true, vf_geometry(x), 0,
-			x->shape[0]);
-		if (w)
-			w->bulk = CP_GROUP;
-		emit_event(s, EV_CPA, self, b, 0);
-		if (s->nev)
-			s->ev[s->nev - 1].rec = w ? (int)(w - s->rec) : -1;
-		return true;
-	}
-	case SOP_cp_commit:  /* an empty group counts too */
-		p->cp_open = 0;
-		p->cp_seq++;
-		return true;
-	case SOP_cp_wait:  /* landing is not modelled apart: at once */
-		if (p->cp_seq - in->imm > p->cp_done) {
-			p->cp_done = (int)(p->cp_seq - in->imm);
-			vf_retire_cp(s, p, p->cp_done);
-		}
-		return true;
+	case SOP_tma_load: case SOP_bulk_copy: case SOP_tma_store:
+	case SOP_tma_commit: case SOP_tma_wait: case SOP_cp_async:
+	case SOP_cp_commit: case SOP_cp_wait:
+		return vf_exec_copy(s, p, in);
 	case SOP_mma_sync:
 		/* the warp's rows of a K-major A (16 (warp % 4) + arow ..),
 		 * all of an MN-major A and of B, read by its threads at once */
@@ -701,7 +564,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 						p->warp) % 4);
 					r1 = r0 + 16;
 				}
-				srange(p, x, val(p, in->ri[k]), &lo, &hi);
+				vf_srange(p, x, vf_val(p, in->ri[k]), &lo, &hi);
 				vf_acc_gread(s, p, in, lo, hi, vf_geometry(x), r0, r1);
 			}
 		return true;
@@ -745,7 +608,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 						% 4);
 					r1 = r0 + 16;
 				}
-				srange(p, x, val(p, in->ri[k]), &lo, &hi);
+				vf_srange(p, x, vf_val(p, in->ri[k]), &lo, &hi);
 				vf_acc_read(s, p, in, lo, hi, false, vf_geometry(x), r0, r1);
 			}
 		set_inflight(p, in->dst);
@@ -759,7 +622,7 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			p->wg_open = 0;
 			p->wg_groups++;
 			p->wg_seq++;
-			emit_event(s, EV_WGMMA, self, -1, 0);
+			vf_emit_event(s, EV_WGMMA, self, -1, 0);
 		}
 		return true;
 	case SOP_wgmma_wait: {
@@ -786,32 +649,32 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		for (int k = 1; k <= 2; k++)
 			if (in->r[k] && in->r[k]->kind == R_SMEM) {
 				const Res *x = in->r[k];
-				srange(p, x, val(p, in->ri[k]), &lo, &hi);
+				vf_srange(p, x, vf_val(p, in->ri[k]), &lo, &hi);
 				vf_acc_read(s, p, in, lo, hi, 2, vf_geometry(x), 0,
 					x->shape[0]);
 			}
 		vf_tmem(s, p, in);
 		p->tc_inflight++;
-		emit_event(s, EV_TC, (int)(p - s->p), -1, 0);
+		vf_emit_event(s, EV_TC, (int)(p - s->p), -1, 0);
 		return true;
 	case SOP_tc_commit: {
 		/* to this CTA's barrier, or (multicast) to the barrier in each
 		 * CTA of the mask: an arrival each, in the queue's order */
-		int64_t mask = in->cta ? val(p, in->cta) : 1ll << p->cta;
+		int64_t mask = in->cta ? vf_val(p, in->cta) : 1ll << p->cta;
 		if (in->cta && (mask < 1 || mask >= 1ll << s->ncta)) {
-			rank_ok(s, p, in, mask < 1 ? -1 : 63 - __builtin_clzll(
+			vf_rank_ok(s, p, in, mask < 1 ? -1 : 63 - __builtin_clzll(
 				(uint64_t)mask), "the multicast mask names");
 			return true;
 		}
 		Clk done = vf_tc_commit(s, p);
 		for (int c = 0; c < s->ncta && !s->failed; c++) {
-			if (!(mask >> c & 1) || !peer_alive(s, p, in, c,
+			if (!(mask >> c & 1) || !vf_peer_alive(s, p, in, c,
 			    "commits to a barrier of"))
 				continue;
-			b = mbar_in(s, p, in, in->r[0], val(p, in->ri[0]), c);
+			b = vf_mbar_in(s, p, in, in->r[0], vf_val(p, in->ri[0]), c);
 			if (b < 0)
 				return true;
-			emit_event(s, EV_TC, self, b, 0);
+			vf_emit_event(s, EV_TC, self, b, 0);
 			if (s->failed)
 				return true;
 			s->ev[s->nev - 1].vc = s->nvfree ? s->vfree[--s->nvfree] :
@@ -839,8 +702,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		return true;
 	default:
 		if (dv && dv->ty != TY_FRAG && in->na == 2) {
-			p->v[in->dst] = wrap(arith(in->op, val(p, in->a[0]),
-				val(p, in->a[1]), p->sp->vals[in->a[0]].ty), dv->ty);
+			p->v[in->dst] = wrap(arith(in->op, vf_val(p, in->a[0]),
+				vf_val(p, in->a[1]), p->sp->vals[in->a[0]].ty), dv->ty);
 			p->lanevar[in->dst] = p->lanevar[in->a[0]] ||
 				p->lanevar[in->a[1]];
 		}
@@ -876,7 +739,7 @@ quick(const Sim *s, Proc *p, const SirIns *in)
 		return true;
 	case SOP_mov:
 		if (p->sp->vals[in->dst].ty != TY_FRAG) {
-			p->v[in->dst] = val(p, in->a[0]);
+			p->v[in->dst] = vf_val(p, in->a[0]);
 			p->lanevar[in->dst] = p->lanevar[in->a[0]];
 		}
 		return true;
@@ -886,8 +749,8 @@ quick(const Sim *s, Proc *p, const SirIns *in)
 	case SOP_le: case SOP_gt: case SOP_ge:
 		dv = in->dst ? &p->sp->vals[in->dst] : NULL;
 		if (dv && dv->ty != TY_FRAG && in->na == 2) {
-			p->v[in->dst] = wrap(arith(in->op, val(p, in->a[0]),
-				val(p, in->a[1]), p->sp->vals[in->a[0]].ty), dv->ty);
+			p->v[in->dst] = wrap(arith(in->op, vf_val(p, in->a[0]),
+				vf_val(p, in->a[1]), p->sp->vals[in->a[0]].ty), dv->ty);
 			p->lanevar[in->dst] = p->lanevar[in->a[0]] ||
 				p->lanevar[in->a[1]];
 		}
@@ -907,7 +770,7 @@ tile_at(const Sim *s, Proc *p, const SirIns *in, const int64_t *d,
 	bool lpt = s->k->order == ORD_LPT;
 
 	if (in->na == 4) {
-		int64_t np = d[0] * d[1], gr = val(p, in->a[3]);
+		int64_t np = d[0] * d[1], gr = vf_val(p, in->a[3]);
 		gr = gr < 1 ? 1 : gr > np ? np : gr;
 		int64_t sec = i / (gr * d[2]), r = i - sec * gr * d[2];
 		int64_t gs = np - sec * gr < gr ? np - sec * gr : gr;
@@ -954,7 +817,7 @@ enter(Sim *s, Proc *p, const SirIns *in)
 
 	switch (in->op) {
 	case SOP_if: {
-		const SirBlock *b = val(p, in->a[0]) ? in->body : in->els;
+		const SirBlock *b = vf_val(p, in->a[0]) ? in->body : in->els;
 		if (b && b->n && vf_push(p, b, NULL) && p->lanevar[in->a[0]])
 			/* a condition on lane or tid holds for some lanes: their
 			 * arrivals count one each, as under 'elect' */
@@ -967,19 +830,19 @@ enter(Sim *s, Proc *p, const SirIns *in)
 			vf_push(p, in->body, in);
 		return true;
 	case SOP_for:
-		if (val(p, in->a[0]) >= val(p, in->a[1]))
+		if (vf_val(p, in->a[0]) >= vf_val(p, in->a[1]))
 			return true;
 		vf_push(p, in->body, in);
 		f = &p->fr[p->depth - 1];
-		f->i = val(p, in->a[0]);
-		f->hi = val(p, in->a[1]);
-		f->step = val(p, in->a[2]);
+		f->i = vf_val(p, in->a[0]);
+		f->hi = vf_val(p, in->a[1]);
+		f->step = vf_val(p, in->a[2]);
 		p->v[in->dst] = f->i;
 		return true;
 	case SOP_tile: {
 		int64_t d[3] = {1, 1, 1}, total = 1;
 		for (int k = 0; k < in->na && k < 3; k++)
-			d[k] = val(p, in->a[k]);
+			d[k] = vf_val(p, in->a[k]);
 		cluster_dims(s, d);
 		for (int k = 0; k < 3; k++)
 			total *= d[k] > 0 ? d[k] : 0;
@@ -1027,7 +890,7 @@ loop_end(Sim *s, Proc *p)
 		if (f->i < f->hi) {
 			int64_t d[3] = {1, 1, 1}, total = f->hi;
 			for (int k = 0; k < in->na && k < 3; k++)
-				d[k] = val(p, in->a[k]);
+				d[k] = vf_val(p, in->a[k]);
 			cluster_dims(s, d);
 			tile_at(s, p, in, d, total, f->i);
 			cluster_tile(s, p, in);

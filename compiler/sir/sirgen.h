@@ -115,6 +115,7 @@ Ref sg_frag_var(G *, const Node *, const char *what);
 void sg_op_gload(G *, const Node *);
 void sg_op_cpasync(G *, const Node *);  /* cp_async and its groups */
 void sg_op_bulk_copy(G *, const Node *);   /* buffer to a peer's */
+void sg_elect_warn(G *, const Node *);  /* 'tma-outside-elect' */
 bool sg_mma_opd(G *, const Node *, SirIns *, int slot, bool value_ok);
 void sg_noattrs(G *, const Node *, const char *const *ok);
 bool sg_need_target(G *, const Node *, int tgt, const char *what);

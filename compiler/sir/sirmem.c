@@ -691,10 +691,7 @@ sg_op_bulk_copy(G *g, const Node *n)
 	Ref peer = 0;
 	if (ca && (!ca->a || !(peer = sg_cluster_arg(g, ca->a, false))))
 		return;
-	if (g->in_elect == 0)
-		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
-			"'elect' is issued by every thread of the partition",
-			op_names[n->op]);
+	sg_elect_warn(g, n);
 	SirIns *i = sg_emit(g, SOP_bulk_copy, n->span);
 	i->r[0] = s;
 	i->ri[0] = si;

@@ -462,6 +462,17 @@ tma_row(G *g, const Node *e, const Res *v, const Res *b)
 	return r;
 }
 
+/* A copy issued by one thread (TMA, bulk_copy) belongs in 'elect':
+ * outside it every thread of the partition issues it. */
+void
+sg_elect_warn(G *g, const Node *n)
+{
+	if (g->in_elect == 0)
+		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
+			"'elect' is issued by every thread of the partition",
+			op_names[n->op]);
+}
+
 static void
 op_tma(G *g, const Node *n, bool load)
 {
@@ -506,10 +517,7 @@ op_tma(G *g, const Node *n, bool load)
 		return;
 	if (mca && (!mca->a || !(mask = sg_cluster_arg(g, mca->a, true))))
 		return;
-	if (g->in_elect == 0)
-		diag_warn(g->ctx, "tma-outside-elect", n->span, "'%s' outside "
-			"'elect' is issued by every thread of the partition",
-			op_names[n->op]);
+	sg_elect_warn(g, n);
 	SirIns *i = sg_emit(g, load ? SOP_tma_load : SOP_tma_store, n->span);
 	memcpy(i->a, tmp.a, sizeof i->a);
 	i->na = tmp.na;

@@ -182,14 +182,16 @@ static int
 ldst_vec(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
 	int op = in->op;
-	bool cl = op == OP_LD_SHARED_CL_V4 || op == OP_ST_SHARED_CL_V4;
+	bool cl = op == OP_LD_SHARED_CL_V4 || op == OP_ST_SHARED_CL_V4 ||
+		op == OP_LD_SHARED_CL_V2 || op == OP_ST_SHARED_CL_V2;
 	bool st = op == OP_ST_GLOBAL_V2 || op == OP_ST_GLOBAL_V4 ||
 		op == OP_ST_SHARED_V2 || op == OP_ST_SHARED_V4 ||
-		op == OP_ST_SHARED_CL_V4;
+		op == OP_ST_SHARED_CL_V4 || op == OP_ST_SHARED_CL_V2;
 	bool sh = op == OP_LD_SHARED_V2 || op == OP_LD_SHARED_V4 ||
 		op == OP_ST_SHARED_V2 || op == OP_ST_SHARED_V4;
 	int nv = op == OP_LD_GLOBAL_NC_V2 || op == OP_ST_GLOBAL_V2 ||
-		op == OP_LD_SHARED_V2 || op == OP_ST_SHARED_V2 ? 2 : 4;
+		op == OP_LD_SHARED_V2 || op == OP_ST_SHARED_V2 ||
+		op == OP_LD_SHARED_CL_V2 || op == OP_ST_SHARED_CL_V2 ? 2 : 4;
 	int base = cl ? (st ? OP_ST_SHARED_CL : OP_LD_SHARED_CL) :
 		sh ? (st ? OP_ST_SHARED : OP_LD_SHARED) :
 		st ? OP_ST_GLOBAL : OP_LD_GLOBAL_NC;
@@ -639,6 +641,7 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	case OP_LD_SHARED_V2: case OP_LD_SHARED_V4:
 	case OP_ST_SHARED_V2: case OP_ST_SHARED_V4:
 	case OP_LD_SHARED_CL_V4: case OP_ST_SHARED_CL_V4:
+	case OP_LD_SHARED_CL_V2: case OP_ST_SHARED_CL_V2:
 		return ldst_vec(c, w, in, mask);
 	case OP_ELECT: case OP_VOTE_ANY: case OP_VOTE_ALL: case OP_VOTE_BALLOT:
 	case OP_SHFL_BFLY: case OP_SHFL_IDX: case OP_SHFL_UP:

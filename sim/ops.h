@@ -63,6 +63,8 @@
 	X(ST_SHARED,     "st.shared.T",                              TM_ANY) \
 	X(LD_SHARED_CL,  "ld.shared::cluster.T",                     TM_ANY) \
 	X(ST_SHARED_CL,  "st.shared::cluster.T",                     TM_ANY) \
+	X(LD_SHARED_CL_V2, "ld.shared::cluster.v2.T",                TM_BITS | TM_F32) \
+	X(ST_SHARED_CL_V2, "st.shared::cluster.v2.T",                TM_BITS | TM_F32) \
 	X(LD_SHARED_CL_V4, "ld.shared::cluster.v4.T",                TM_BITS | TM_F32) \
 	X(ST_SHARED_CL_V4, "st.shared::cluster.v4.T",                TM_BITS | TM_F32) \
 	X(MAPA,          "mapa.shared::cluster.T",                   TM_U32) \

@@ -141,7 +141,10 @@ tile_regs(const SirVal *v)
 	case LK_BLOCKED:  /* m x n over 'threads' threads */
 		return (int)(((int64_t)l->m * l->n / l->threads * bytes + 3) /
 			4);
-	case LK_COLS:     /* n over a row's tpr threads */
+	case LK_COLS:     /* n over a row's tpr threads; of a fragment,
+			   * a quarter of its columns */
+		if (l->parent->kind == LK_WGMMA_ACC)
+			return l->n / 4;
 		return (int)(((int64_t)l->n / l->parent->tpr * bytes + 3) / 4);
 	default:
 		return 0;

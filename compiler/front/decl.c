@@ -312,10 +312,11 @@ layout_expr(S *s, const Node *e)
 			kinds[kind]);
 		return NULL;
 	}
-	if (l->kind == LK_COLS && l->parent->kind != LK_BLOCKED) {
-		diag_error(s->ctx, e->span, "'cols' needs a 'blocked' layout; "
-			"'%s' is not one", l->parent->name ? l->parent->name :
-			"?");
+	if (l->kind == LK_COLS && l->parent->kind != LK_BLOCKED &&
+	    l->parent->kind != LK_WGMMA_ACC) {
+		diag_error(s->ctx, e->span, "'cols' needs a 'blocked' layout "
+			"or an MMA accumulator ('wgmma_acc', 'mma_acc'); '%s' is "
+			"neither", l->parent->name ? l->parent->name : "?");
 		return NULL;
 	}
 	if (vec)  /* one value per row (column) of the parent's */

@@ -37,6 +37,12 @@ col_of(int i)   /* the column offset of element i, less 2*(l%4) */
 	return 8 * (i >> 2) + (i & 1);
 }
 
+static int
+cslot_of(int i) /* the column-vector register of element i */
+{
+	return 2 * (i >> 2) + (i & 1);
+}
+
 /* Registers per thread of a tile value in wgmma's fragment layouts, and
  * their kind (TargetOps.tile_regs); -1 for any other layout. */
 int
@@ -62,6 +68,12 @@ pg_frag_regs(const SirVal *v, RKind *k)
 			return 2;
 		}
 		return -1;
+	case LK_COLS:
+		if (l->parent && l->parent->kind == LK_WGMMA_ACC && wide) {
+			*k = RF32;
+			return l->n / 4;
+		}
+		return -1;
 	default:
 		return -1;
 	}
@@ -73,10 +85,16 @@ is_rows(const SirVal *v)
 	return v->ty == TY_FRAG && v->lay->kind == LK_ROWS;
 }
 
-/* Element j of operand r as seen by a destination that is a tile
- * (drows false) or a row vector (drows true). */
+static bool
+is_cols(const SirVal *v)
+{
+	return v->ty == TY_FRAG && v->lay->kind == LK_COLS;
+}
+
+/* Element j of operand r as seen by a destination of layout kind dk: a
+ * tile, a row vector (LK_ROWS) or a column vector (LK_COLS). */
 static PReg
-elem(PG *g, Ref r, int j, int drows)
+elem(PG *g, Ref r, int j, int dk)
 {
 	const SirVal *v = &g->sp->vals[r];
 	int n;
@@ -85,7 +103,9 @@ elem(PG *g, Ref r, int j, int drows)
 		return pg_reg(g, r);
 	PReg *x = pg_frag(g, r, &n);
 	if (is_rows(v))
-		return x[drows ? j : slot_of(j)];
+		return x[dk == LK_ROWS ? j : slot_of(j)];
+	if (is_cols(v))
+		return x[dk == LK_COLS ? j : cslot_of(j)];
 	return x[j];
 }
 
@@ -105,11 +125,12 @@ coords(PG *g, PReg *row, PReg *col)
 	ptx_emit(g->f, "shl.b32 %R, %R, 1;", *col, *col);
 }
 
-/* The elementwise ops: a row vector broadcasts its slot's register. */
+/* The elementwise ops: a row vector broadcasts its slot's register, a
+ * column vector its column's. */
 static void
 elementwise(PG *g, const SirIns *in)
 {
-	pg_elementwise(g, in, elem, is_rows(&g->sp->vals[in->dst]));
+	pg_elementwise(g, in, elem, g->sp->vals[in->dst].lay->kind);
 }
 
 static void
@@ -190,7 +211,7 @@ reduce(PG *g, const SirIns *in)
 		}
 		if (in->na > 1)
 			ptx_emit(g->f, "%S %R, %R, %R;", op, acc, acc,
-				elem(g, in->a[1], s, true));
+				elem(g, in->a[1], s, LK_ROWS));
 		ptx_emit(g->f, "mov.f32 %R, %R;", d[s], acc);
 	}
 }
@@ -208,6 +229,13 @@ convert(PG *g, const SirIns *in)
 
 	if (!d || !s) {
 		pg_unsupported(g, in);
+		return;
+	}
+	if (in->op == SOP_convert && (is_rows(sv) || is_cols(sv))) {
+		/* a vector broadcast into a tile */
+		for (int j = 0; j < n; j++)
+			ptx_emit(g->f, "mov.b32 %R, %R;", d[j], is_rows(sv) ?
+				s[slot_of(j)] : s[cslot_of(j)]);
 		return;
 	}
 	if (in->op == SOP_convert || dv->ety == sv->ety) {
@@ -339,6 +367,110 @@ tile_addr(PG *g, const Res *b, PReg base, PReg row, PReg col)
 	return a;
 }
 
+/* smem_access's fast path: the same addresses as tile_addr, with the
+ * thread's part computed once.  Thread (row_t = 16w + l/4, col_t =
+ * 2*(l%4)) and element i (row R_i = R + 8*slot, column C_i = C +
+ * col_of(i), R and C the row= and col= offsets) meet at byte
+ *     lin = panel*rows*span + (row_t + R_i)*span + (cib ^ x)*16 + within
+ * where t = col_t*esz = 16*tq + te and C_i*esz = 16*q_i + e_i: with no
+ * carry out of the 16-byte chunk (te + e_i + 4 <= 16) and none out of
+ * the panel (q_i % P + tq < P, P = span/16), chunk q_i + tq has panel
+ * q_i / P and cib = q_i % P + tq, and with R_i % 8 == 0 and rows % 8 ==
+ * 0 the swizzle's x = ((row_t >> s7) & (P - 1)), s7 = 7 - log2(span),
+ * is the thread's alone.  So each distinct q_i % P costs a register,
+ * T0 + ((16*(q_i % P) + 16*tq) ^ 16x) with T0 = base + row_t*span + te,
+ * and every access is [that register + a constant]; adjacent f32
+ * elements in one 8-byte slot move as a v2.  Unswizzled rows are
+ * linear: one register.  False (nothing emitted) when a condition
+ * fails: tile_addr then takes every element. */
+static bool
+fast_access(PG *g, const SirIns *in, const Res *b, PReg base,
+	const char *sp, PReg *x, int n, bool pk, bool ld)
+{
+	int esz = ty_bytes(b->ety), sw = b->lay->swizzle;
+	int64_t rows = b->shape[0], rowbytes = b->shape[b->rank - 1] * esz;
+	int64_t span = sw ? sw : rowbytes, roff = in->roff[0];
+	int64_t coff = in->imm, P = span / 16;
+	int te_max = 0, tq_max = 0;
+
+	if (esz != 2 && esz != 4)
+		return false;
+	if (sw && (sw < 32 || rows % 8 || roff % 8))
+		return false;
+	for (int l = 0; l < 4; l++) {  /* t = col_t * esz */
+		int t = 2 * l * esz;
+		te_max = t % 16 > te_max ? t % 16 : te_max;
+		tq_max = t / 16 > tq_max ? t / 16 : tq_max;
+	}
+	for (int j = 0; j < n; j++) {
+		int i = pk ? 2 * j : j;
+		int64_t e = (coff + col_of(i)) * esz;
+		if (e < 0 || (sw ? e % 16 + te_max + 4 > 16 ||
+		    (e / 16) % P + tq_max >= P : e + 6 * esz + 4 > rowbytes))
+			return false;
+	}
+	PReg row, col, t = ptx_reg(g->f, RB32), t0 = ptx_reg(g->f, RB32);
+	coords(g, &row, &col);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", t, col, (int64_t)esz);
+	PReg xr = t, tq = t;
+	if (sw) {
+		int s7 = 7 - __builtin_ctz((unsigned)span);
+		PReg te = ptx_reg(g->f, RB32);
+		xr = ptx_reg(g->f, RB32);
+		tq = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "and.b32 %R, %R, 15;", te, t);
+		ptx_emit(g->f, "and.b32 %R, %R, -16;", tq, t);
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", t0, row, span, te);
+		ptx_emit(g->f, "shr.u32 %R, %R, %I;", xr, row, (int64_t)s7);
+		ptx_emit(g->f, "and.b32 %R, %R, %I;", xr, xr, P - 1);
+		ptx_emit(g->f, "shl.b32 %R, %R, 4;", xr, xr);
+	} else {
+		ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", t0, row, span, t);
+	}
+	ptx_emit(g->f, "add.s32 %R, %R, %R;", t0, t0, base);
+	PReg at[16];        /* by q % P */
+	bool have[16] = {false};
+	for (int j = 0; j < n; j++) {
+		int i = pk ? 2 * j : j;
+		int64_t r = roff + 8 * slot_of(i), e = (coff + col_of(i)) * esz;
+		int64_t q = e / 16, imm = sw ? q / P * rows * span + r * span +
+			e % 16 : r * span + e;
+		PReg a = t0;
+		if (sw) {
+			int k = (int)(q % P);
+			if (!have[k]) {
+				have[k] = true;
+				at[k] = ptx_reg(g->f, RB32);
+				ptx_emit(g->f, "add.s32 %R, %R, %I;", at[k], tq,
+					(int64_t)16 * k);
+				ptx_emit(g->f, "xor.b32 %R, %R, %R;", at[k], at[k],
+					xr);
+				ptx_emit(g->f, "add.s32 %R, %R, %R;", at[k], at[k],
+					t0);
+			}
+			a = at[k];
+		}
+		/* f32 elements i, i + 1 (same row, adjacent columns) in one
+		 * 8-byte slot: a v2 */
+		bool v2 = !pk && !(i & 1) && j + 1 < n && e % 8 == 0 && (sw ?
+			e % 16 + te_max + 8 <= 16 : e + 6 * esz + 8 <= rowbytes);
+		if (v2 && ld)
+			ptx_emit(g->f, "ld.%S.v2.f32 {%R, %R}, [%R+%I];", sp, x[j],
+				x[j + 1], a, imm);
+		else if (v2)
+			ptx_emit(g->f, "st.%S.v2.f32 [%R+%I], {%R, %R};", sp, a, imm,
+				x[j], x[j + 1]);
+		else if (ld)
+			ptx_emit(g->f, pk ? "ld.%S.b32 %R, [%R+%I];" :
+				"ld.%S.f32 %R, [%R+%I];", sp, x[j], a, imm);
+		else
+			ptx_emit(g->f, pk ? "st.%S.b32 [%R+%I], %R;" :
+				"st.%S.f32 [%R+%I], %R;", sp, a, imm, x[j]);
+		j += v2;
+	}
+	return true;
+}
+
 /* smem_store B[s], x [row=R] [col=C] [cta=K] and smem_load x, B[s]
  * [row=R] [col=C] [cta=K]: the accumulator layout, one packed pair
  * (16-bit) or one element (f32) per access; with cta=K in CTA K's
@@ -361,8 +493,10 @@ smem_access(PG *g, const SirIns *in)
 	PReg r = ptx_reg(g->f, RB32), c = ptx_reg(g->f, RB32);
 	const char *sp;
 	base = pg_smem_base(g, in, base, &sp);
-	coords(g, &row, &col);
 	bool pk = v->ety != TY_F32;
+	if (fast_access(g, in, b, base, sp, x, n, pk, ld))
+		return;
+	coords(g, &row, &col);
 	for (int j = 0; j < n; j++) {
 		int i = pk ? 2 * j : j;  /* the first element of register j */
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", r, row,
@@ -464,7 +598,9 @@ gstore_tile(PG *g, const SirIns *in, PReg ptr)
 /* global_load x, G[...] [rowdim=K] [limit=L] into an accumulator tile:
  * each thread its elements, a packed pair (16-bit) or one f32 per load
  * (ld.global.nc: a loaded global is not written by the kernel), from two
- * row addresses; a row whose index K is >= L reads 0. */
+ * row addresses; a row whose index K is >= L reads 0.  A row vector
+ * reads its two rows, a column vector (width=W) its N/4 columns, those
+ * >= W as 0. */
 static void
 gtload(PG *g, const SirIns *in)
 {
@@ -472,10 +608,10 @@ gtload(PG *g, const SirIns *in)
 	int n, esz = ty_bytes(in->r[0]->ety);
 	PReg *x = pg_frag(g, in->dst, &n);
 	bool pk = v->ety != TY_F32;
-	bool rv = is_rows(v);
+	bool rv = is_rows(v), cv = is_cols(v);
 
-	if (!x || (rv ? v->lay->parent->kind : v->lay->kind) !=
-	    LK_WGMMA_ACC || (rv && pk)) {
+	if (!x || (rv || cv ? v->lay->parent->kind : v->lay->kind) !=
+	    LK_WGMMA_ACC || ((rv || cv) && pk) || (cv && in->na < 5)) {
 		pg_unsupported(g, in);
 		return;
 	}
@@ -483,6 +619,28 @@ gtload(PG *g, const SirIns *in)
 	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, in->r[0]->name);
 	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
 	PReg at[2], p[2];
+	if (cv) {  /* a column vector: register k is column c at lin + c */
+		PReg row, col, u = ptx_reg(g->f, RB32);
+		PReg a = ptx_reg(g->f, RB64), q = ptx_reg(g->f, RP);
+		coords(g, &row, &col);
+		ptx_emit(g->f, "add.s32 %R, %R, %R;", u, col,
+			pg_u32(g, in->a[0]));
+		ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", a, u,
+			(int64_t)esz, ptr);
+		/* the columns >= the width read 0: each register is set
+		 * first, so that its old value is dead (a predicated load
+		 * alone would keep it live around the loop) */
+		for (int k = 0; k < n; k++) {
+			int c = 8 * (k >> 1) + (k & 1);
+			ptx_emit(g->f, "add.s32 %R, %R, %I;", u, col, (int64_t)c);
+			ptx_emit(g->f, "setp.ge.s32 %R, %R, %R;", q, u,
+				pg_u32(g, in->a[4]));
+			ptx_emit(g->f, "mov.b32 %R, 0;", x[k]);
+			ptx_emit(g->f, "@!%R ld.global.nc.f32 %R, [%R+%I];", q,
+				x[k], a, (int64_t)c * esz);
+		}
+		return;
+	}
 	if (rv) {  /* a row vector: slot s is row 'row + 8s', at lin + r */
 		PReg row, col, u = ptx_reg(g->f, RB32);
 		PReg a = ptx_reg(g->f, RB64), q = ptx_reg(g->f, RP);

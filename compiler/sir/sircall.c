@@ -352,7 +352,11 @@ sg_convert(G *g, const Node *n)
 			"register tile to another register layout");
 		return sg_err(g);
 	}
-	bool ok = sg_same_layout(v->lay, l) ||
+	/* a row or column vector of an MMA accumulator broadcast into a
+	 * tile of its parent's layout */
+	bool bcast = (v->lay->kind == LK_ROWS || v->lay->kind == LK_COLS) &&
+		l->kind == LK_WGMMA_ACC && l->n && sg_rows_fit(v->lay, l);
+	bool ok = bcast || sg_same_layout(v->lay, l) ||
 		(v->lay->kind == LK_WGMMA_ACC && l->kind == LK_WGMMA_A &&
 		ty_bytes(v->ety) == 2);
 	if (!ok) {
@@ -369,6 +373,10 @@ sg_convert(G *g, const Node *n)
 	}
 	Ref r = sg_unop(g, SOP_convert, x, TY_FRAG, n->span);
 	sg_val(g, r)->lay = l;
+	if (bcast) {
+		sg_val(g, r)->m = l->m;
+		sg_val(g, r)->n = l->n;
+	}
 	return r;
 }
 

@@ -132,6 +132,8 @@ sg_rows_fit(const Layout *rows, const Layout *tile)
 	if (!rows || !tile || !rows->parent)
 		return false;
 	const Layout *p = rows->parent;
+	if (rows->kind == LK_COLS && p->kind == LK_WGMMA_ACC)
+		return tile->kind == LK_WGMMA_ACC && p->n == tile->n;
 	if (rows->kind == LK_COLS)  /* columns: n, tpr and vec */
 		return tile->kind == LK_BLOCKED && p->n == tile->n &&
 			p->tpr == tile->tpr && p->vec == tile->vec;

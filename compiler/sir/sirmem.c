@@ -141,6 +141,13 @@ store_cols(G *g, const Node *n, Res *r, Ref lin, Ref v, const Node *red)
 			"into global memory; this value is a column vector");
 		return;
 	}
+	if (p->kind != LK_BLOCKED) {
+		diag_error(g->ctx, n->kids.v[1]->span, "a column vector of an "
+			"MMA accumulator is not stored: each of its columns is "
+			"held by 32 threads of the warpgroup ('convert' it to a "
+			"tile of '%s' and store a row of that)", sg_layname(p));
+		return;
+	}
 	if (p->tpr != p->threads) {
 		diag_error(g->ctx, n->kids.v[1]->span, "each of the %d row "
 			"groups of '%s' holds every column of this vector, and "

@@ -827,9 +827,10 @@ sg_layout_ref(G *g, const Node *e)
 		const Layout *p = sg_layout_ref(g, e->kids.v[0]);
 		if (!p)
 			return NULL;
-		if (cols && p->kind != LK_BLOCKED) {
+		if (cols && p->kind != LK_BLOCKED && p->kind != LK_WGMMA_ACC) {
 			diag_error(g->ctx, e->span, "'cols' needs a 'blocked' "
-				"layout; '%s' is not one", sg_layname(p));
+				"layout or an MMA accumulator ('wgmma_acc', "
+				"'mma_acc'); '%s' is neither", sg_layname(p));
 			return NULL;
 		}
 		Layout *r = NEW(&g->ctx->perm, Layout);

@@ -399,6 +399,12 @@ reg(G *g, const Node *n)
 			bind_err(g, n);
 			return;
 		}
+	if (cols && l->parent->kind == LK_WGMMA_ACC && ety != TY_F32) {
+		diag_error(g->ctx, n->b->span, "a column vector of an MMA "
+			"accumulator holds f32");
+		bind_err(g, n);
+		return;
+	}
 	if (cols) {  /* a column vector: 1 x n */
 		if (sh[0] != l->n) {
 			diag_error(g->ctx, n->b->span, "layout '%s' has %d "

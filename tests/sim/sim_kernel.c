@@ -30,6 +30,10 @@
  *                                             gathers from T (i32) and B
  *                                             (bf16), some indices out of
  *                                             bounds, against C
+ *   sim_kernel colvec PTX SQ N                tests/golden/ptx/colvec.fa:
+ *                                             a column vector of an
+ *                                             accumulator, loaded with a
+ *                                             width and broadcast
  *   sim_kernel dscatter PTX SQ L              tests/golden/ptx/dscatter.fa:
  *                                             a mod's value and its
  *                                             gradients along gathers
@@ -366,6 +370,44 @@ gather(int sq, int l)
 		}
 	printf("gather SQ=%d L=%d: %ld of %d elements differ -> %s\n", sq, l,
 		bad, sq * 16, bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
+/* tests/golden/ptx/colvec.fa (issue #13): with l_c = L[30x + c] for
+ * c < N - 30x (else 0) in tile x (rows 64x..), m_c = max(2 l_c, -3),
+ * Y[r, c] = 3 X[r, c] - m_c and Z[r, c] = m_c + max_k X[r, k] for
+ * r < SQ.  Whole
+ * numbers: exact whatever the kernel fuses.  Y, Z poisoned. */
+static int
+colvec(int sq, int nl)
+{
+	float *x, *l, *y, *z;
+	SimVal v[6] = {{.i = sq}, {.i = nl}};
+	long bad = 0;
+
+	v[2].ptr = buffer((size_t)sq * 64 * 4, 0, (void **)&x);
+	v[3].ptr = buffer((size_t)nl * 4, 0, (void **)&l);
+	v[4].ptr = buffer((size_t)sq * 64 * 4, 0xff, (void **)&y);
+	v[5].ptr = buffer((size_t)sq * 64 * 4, 0xff, (void **)&z);
+	for (int i = 0; i < sq * 64; i++)
+		x[i] = (float)(i * 7 % 13 - 6);
+	for (int i = 0; i < nl; i++)
+		l[i] = (float)(i * 5 % 11 - 5);
+	launch(v, 6);
+	for (int r = 0; r < sq; r++)
+		for (int c = 0; c < 64; c++) {
+			int t = r / 64;
+			float lc = c < nl - 30 * t ? l[30 * t + c] : 0.0f;
+			float m = 2.0f * lc > -3.0f ? 2.0f * lc : -3.0f;
+			float wy = 3.0f * x[r * 64 + c] - m, mx = x[r * 64];
+			for (int k = 1; k < 64; k++)
+				mx = x[r * 64 + k] > mx ? x[r * 64 + k] : mx;
+			float wz = m + mx;
+			bad += memcmp(&wy, &y[r * 64 + c], 4) != 0;
+			bad += memcmp(&wz, &z[r * 64 + c], 4) != 0;
+		}
+	printf("colvec SQ=%d N=%d: %ld of %d elements differ -> %s\n", sq, nl,
+		bad, 2 * sq * 64, bad ? "FAIL" : "ok");
 	return bad != 0;
 }
 
@@ -827,6 +869,8 @@ main(int argc, char **argv)
 		rc = fa(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
 			atoi(argv[6]), atoi(argv[7]), !strcmp(argv[8], "causal"),
 			f16);
+	else if (!strcmp(argv[1], "colvec"))
+		rc = colvec(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "gather"))
 		rc = gather(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "dsmem"))

@@ -658,7 +658,8 @@ gtload(PG *g, const SirIns *in)
 				pg_u32(g, in->a[0]));
 			ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", a, u,
 				(int64_t)esz, ptr);
-			ptx_emit(g->f, "@%R mov.b32 %R, 0;", q, x[s]);
+			/* set first: its old value is dead (see below) */
+			ptx_emit(g->f, "mov.b32 %R, 0;", x[s]);
 			ptx_emit(g->f, "@!%R ld.global.nc.f32 %R, [%R];", q, x[s],
 				a);
 		}

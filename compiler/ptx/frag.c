@@ -658,7 +658,8 @@ gtload(PG *g, const SirIns *in)
 				pg_u32(g, in->a[0]));
 			ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", a, u,
 				(int64_t)esz, ptr);
-			/* set first: its old value is dead (see below) */
+			/* set first: a predicated load alone would keep its old value
+			 * live around a loop */
 			ptx_emit(g->f, "mov.b32 %R, 0;", x[s]);
 			ptx_emit(g->f, "@!%R ld.global.nc.f32 %R, [%R];", q, x[s],
 				a);
@@ -668,7 +669,7 @@ gtload(PG *g, const SirIns *in)
 	row_addrs(g, in->a[0], in->a[1], in->a[2], in->a[3], esz, ptr, at, p);
 	for (int j = 0; j < n; j++) {
 		int i = pk ? 2 * j : j;  /* the first element of register j */
-		ptx_emit(g->f, "@%R mov.b32 %R, 0;", p[slot_of(i)], x[j]);
+		ptx_emit(g->f, "mov.b32 %R, 0;", x[j]);  /* old value dead */
 		ptx_emit(g->f, pk ? "@!%R ld.global.nc.b32 %R, [%R+%I];" :
 			"@!%R ld.global.nc.f32 %R, [%R+%I];", p[slot_of(i)], x[j],
 			at[slot_of(i)], (int64_t)(col_of(i) * esz));

@@ -554,7 +554,7 @@ gtload(PG *g, const SirIns *in)
 	ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, u, (int64_t)esz,
 		ptr);
 	for (int j = 0; j < n; j++) {
-		ptx_emit(g->f, "@%R mov.b32 %R, 0;", q, x[j]);
+		ptx_emit(g->f, "mov.b32 %R, 0;", x[j]);  /* old value dead */
 		ptx_emit(g->f, pk ? "@!%R ld.global.nc.b32 %R, [%R+%I];" :
 			"@!%R ld.global.nc.f32 %R, [%R+%I];", q, x[j], at,
 			(int64_t)((pk ? 2 * j : j) * esz));

@@ -447,6 +447,21 @@ def _check(name, q, k, v, causal, zigzag, seq_dim):
                          "without causal pass zigzag=False" % name)
 
 
+def _capturing(t):
+    """A CUDA graph is being captured on the current stream of t's
+    device: no host synchronization may happen."""
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
+def _validating(validate, world, t):
+    """Whether to run _validate: asked for, several ranks, and neither
+    torch.compile tracing nor a CUDA graph capturing (its all_gather
+    reads the shapes on the host; a graph's eager warm-up call checks
+    them)."""
+    return bool(validate) and world > 1 and \
+        not torch.compiler.is_compiling() and not _capturing(t)
+
+
 def _validate(name, group, *tensors, values=None):
     """The ranks' shards agree in shape, and the host list values (the
     local offsets of ring_attention_varlen) agrees too: one small
@@ -538,7 +553,9 @@ def ring_attention(q, k, v, group=None, causal=False, scale=None,
     1/sqrt(D).  out is q's dtype, (B, H, S_local, D); lse float32 (B, H,
     S_local), the log-sum-exp over the whole sequence's keys.
     validate (default): one all_gather of the shapes first, so that
-    unequal shards are a ValueError on every rank, not a hang.
+    unequal shards are a ValueError on every rank, not a hang (skipped
+    while torch.compile traces or a CUDA graph captures: the shapes then
+    go to the host nowhere; a graph's eager warm-up call checks them).
 
     Differentiable (the backward sends the shards round again); a
     torch.library custom op (torch.ops.fagen.ring_attention), so it
@@ -547,7 +564,7 @@ def ring_attention(q, k, v, group=None, causal=False, scale=None,
         zigzag = bool(causal)
     _check("ring_attention", q, k, v, causal, zigzag, 2)
     g, _, world = _world(group)
-    if validate and world > 1 and not torch.compiler.is_compiling():
+    if _validating(validate, world, q):
         _validate("ring_attention", g, q, k, v)
     return _ring_op(q, k, v, g.group_name, bool(causal), scale, zigzag)
 
@@ -625,7 +642,8 @@ def ring_attention_varlen(q, k, v, cu_seqlens, max_seqlen, group=None,
     max_seqlen: the longest local piece.  out (T_local, H, D), lse
     float32 (H, T_local), as fagen.attention_varlen.  Each sequence
     attends only to itself.  The offsets are read on the host once per
-    call (a synchronization)."""
+    call (a synchronization), so a CUDA graph cannot capture it (a
+    ValueError while one captures)."""
     if zigzag is None:
         zigzag = bool(causal)
     _check("ring_attention_varlen", q, k, v, causal, zigzag, 0)
@@ -633,6 +651,10 @@ def ring_attention_varlen(q, k, v, cu_seqlens, max_seqlen, group=None,
             or cu_seqlens.dtype != torch.int32:
         raise ValueError("ring_attention_varlen: cu_seqlens must be an int32 "
                          "(B + 1,) tensor")
+    if _capturing(cu_seqlens):
+        raise ValueError("ring_attention_varlen reads cu_seqlens on the "
+                         "host, which a CUDA graph cannot capture; capture "
+                         "ring_attention on padded sequences instead")
     host = [int(c) for c in cu_seqlens.tolist()]
     if not host or host[0] != 0 or host[-1] != q.shape[0] or \
             any(b < a for a, b in zip(host, host[1:])):
@@ -643,7 +665,7 @@ def ring_attention_varlen(q, k, v, cu_seqlens, max_seqlen, group=None,
         raise ValueError("ring_attention_varlen: a local piece is longer "
                          "than max_seqlen %d" % max_seqlen)
     g, _, world = _world(group)
-    if validate and world > 1 and not torch.compiler.is_compiling():
+    if _validating(validate, world, q):
         _validate("ring_attention_varlen", g, q, k, v, values=host)
     return _ring_varlen_op(q, k, v, cu_seqlens, int(max_seqlen),
                            g.group_name, bool(causal), scale, zigzag)

@@ -8,6 +8,7 @@ errors are printed.
   python3 test_python_distributed.py            one process, then 2 ranks
   python3 test_python_distributed.py --world N  N ranks only
   python3 test_python_distributed.py --kill     a rank dies mid-step
+  python3 test_python_distributed.py --capture  the CUDA-graph capture gate
 
 One process (the GPU, or libfagen's simulator with FAGEN_SIM on CPU
 tensors): a virtual ring of N ranks (the ring's own step and merge code,
@@ -227,6 +228,40 @@ def refusals():
             continue
         print("FAIL %s was not refused" % what)
         failures.append("refuse " + what)
+
+
+def capture_check():
+    """While a CUDA graph captures: ring_attention skips its shape check
+    (an all_gather read on the host), ring_attention_varlen refuses (it
+    reads cu_seqlens on the host); outside a capture both go on."""
+    import types
+    real = torch.cuda.is_current_stream_capturing
+    capturing_fn = fd._capturing
+    cuda = types.SimpleNamespace(is_cuda=True)
+    try:
+        for capturing in (False, True):
+            torch.cuda.is_current_stream_capturing = lambda: capturing
+            got = fd._validating(True, 2, cuda)
+            ok = got == (not capturing)
+            print("%s validate while %scapturing: %s" % (
+                "ok  " if ok else "FAIL", "" if capturing else "not ", got))
+            if not ok:
+                failures.append("capture validate %s" % capturing)
+        # the refusal comes before cu_seqlens.tolist() (fd._capturing
+        # stands in for a capture, which CPU tensors cannot be in)
+        q, k, v, _ = make(1, 2, 2, 64, 64, torch.bfloat16)
+        q, k, v = (x[0].transpose(0, 1) for x in (q, k, v))
+        cu = torch.tensor([0, 64], dtype=torch.int32, device=q.device)
+        fd._capturing = lambda t: True
+        try:
+            fd.ring_attention_varlen(q, k, v, cu, 64)
+            print("FAIL varlen under capture was not refused")
+            failures.append("capture varlen")
+        except ValueError as e:
+            print("ok   refused varlen under capture: %s" % e)
+    finally:
+        torch.cuda.is_current_stream_capturing = real
+        fd._capturing = capturing_fn
 
 
 def one_rank_group():
@@ -562,7 +597,10 @@ def main():
         kill_check()
     elif "--world" in sys.argv:
         several(int(sys.argv[sys.argv.index("--world") + 1]))
+    elif "--capture" in sys.argv:
+        capture_check()
     else:
+        capture_check()
         torch.manual_seed(0)
         dt = torch.bfloat16
         if SIM:

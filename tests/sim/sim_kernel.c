@@ -376,24 +376,25 @@ gather(int sq, int l)
 /* tests/golden/ptx/colvec.fa (issue #13): with l_c = L[30x + c] for
  * c < N - 30x (else 0) in tile x (rows 64x..), m_c = max(2 l_c, -3),
  * Y[r, c] = 3 X[r, c] - m_c and Z[r, c] = m_c + max_k X[r, k] for
- * r < SQ.  Whole
+ * r < SQ, and W = X through shared memory.  Whole
  * numbers: exact whatever the kernel fuses.  Y, Z poisoned. */
 static int
 colvec(int sq, int nl)
 {
-	float *x, *l, *y, *z;
-	SimVal v[6] = {{.i = sq}, {.i = nl}};
+	float *x, *l, *y, *z, *w;
+	SimVal v[7] = {{.i = sq}, {.i = nl}};
 	long bad = 0;
 
 	v[2].ptr = buffer((size_t)sq * 64 * 4, 0, (void **)&x);
 	v[3].ptr = buffer((size_t)nl * 4, 0, (void **)&l);
 	v[4].ptr = buffer((size_t)sq * 64 * 4, 0xff, (void **)&y);
 	v[5].ptr = buffer((size_t)sq * 64 * 4, 0xff, (void **)&z);
+	v[6].ptr = buffer((size_t)sq * 64 * 4, 0xff, (void **)&w);
 	for (int i = 0; i < sq * 64; i++)
 		x[i] = (float)(i * 7 % 13 - 6);
 	for (int i = 0; i < nl; i++)
 		l[i] = (float)(i * 5 % 11 - 5);
-	launch(v, 6);
+	launch(v, 7);
 	for (int r = 0; r < sq; r++)
 		for (int c = 0; c < 64; c++) {
 			int t = r / 64;
@@ -405,9 +406,10 @@ colvec(int sq, int nl)
 			float wz = m + mx;
 			bad += memcmp(&wy, &y[r * 64 + c], 4) != 0;
 			bad += memcmp(&wz, &z[r * 64 + c], 4) != 0;
+			bad += memcmp(&x[r * 64 + c], &w[r * 64 + c], 4) != 0;
 		}
 	printf("colvec SQ=%d N=%d: %ld of %d elements differ -> %s\n", sq, nl,
-		bad, 2 * sq * 64, bad ? "FAIL" : "ok");
+		bad, 3 * sq * 64, bad ? "FAIL" : "ok");
 	return bad != 0;
 }
 

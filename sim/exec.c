@@ -171,7 +171,8 @@ mem_at(Cta *c, int op, uint64_t a, uint32_t n)
 		return NULL;
 	}
 	return sim_gmem(c->sim, a, n, op == OP_ST_GLOBAL ? "a store" :
-		op == OP_RED_GLOBAL_ADD ? "an atomic add" : "a load");
+		op == OP_RED_GLOBAL_ADD || op == OP_RED_REL_ADD ?
+		"an atomic add" : "a load");
 }
 
 /* A vector access (ld.global.nc.v4.b32 {a, b, c, d}, [x]; the shared
@@ -247,7 +248,8 @@ mapa(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 static int
 ldst(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
-	bool red = in->op == OP_RED_GLOBAL_ADD;  /* f32: one lane at a time */
+	/* f32 (s32 with release): one lane at a time */
+	bool red = in->op == OP_RED_GLOBAL_ADD || in->op == OP_RED_REL_ADD;
 	bool st = in->op == OP_ST_GLOBAL || in->op == OP_ST_SHARED ||
 		in->op == OP_ST_SHARED_CL || red;
 	const Opnd *ad = &in->o[st ? 0 : 1], *v = &in->o[st ? 1 : 0];
@@ -265,7 +267,12 @@ ldst(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		if (!p)
 			return ST_ERR;
 		uint64_t x = 0;
-		if (red) {
+		if (red && in->op == OP_RED_REL_ADD) {
+			uint32_t u;
+			memcpy(&u, p, 4);
+			u += (uint32_t)opnd_u(c, w, v, l);
+			memcpy(p, &u, 4);
+		} else if (red) {
 			float f;
 			memcpy(&f, p, 4);
 			f += f32_of((uint32_t)opnd_u(c, w, v, l));
@@ -633,6 +640,9 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	case OP_LD_PARAM: case OP_LD_GLOBAL: case OP_LD_GLOBAL_NC:
 	case OP_LD_SHARED: case OP_ST_GLOBAL: case OP_ST_SHARED:
 	case OP_RED_GLOBAL_ADD: case OP_LD_SHARED_CL: case OP_ST_SHARED_CL:
+	/* the grid's CTAs run one after another, in order, so the memory
+	 * orders of a semaphore (sem_wait, sem_add) have nothing to order */
+	case OP_LD_ACQ_GLOBAL: case OP_RED_REL_ADD:
 		return ldst(c, w, in, mask);
 	case OP_MAPA:
 		return mapa(c, w, in, mask);
@@ -649,6 +659,7 @@ exec_scalar(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		return lanes(c, w, in, mask);
 	case OP_SETMAXNREG_INC: case OP_SETMAXNREG_DEC:
 	case OP_FENCE_MBAR: case OP_FENCE_PROXY: case OP_PREFETCH_TMAP:
+	case OP_FENCE_PROXY_G:
 	case OP_FENCE_CL:
 	/* launches run one after another: the grid before has ended */
 	case OP_GDC_WAIT: case OP_GDC_LAUNCH:

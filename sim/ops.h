@@ -69,6 +69,8 @@
 	X(ST_SHARED_CL_V4, "st.shared::cluster.v4.T",                TM_BITS | TM_F32) \
 	X(MAPA,          "mapa.shared::cluster.T",                   TM_U32) \
 	X(RED_GLOBAL_ADD, "red.global.add.T",                        TM_F32) \
+	X(LD_ACQ_GLOBAL, "ld.acquire.gpu.global.T",                  TM_ANY) \
+	X(RED_REL_ADD,   "red.release.gpu.global.add.T",             TM_I32) \
 	X(LD_GLOBAL_NC_V2, "ld.global.nc.v2.T",                      TM_BITS | TM_F32) \
 	X(LD_GLOBAL_NC_V4, "ld.global.nc.v4.T",                      TM_BITS | TM_F32) \
 	X(ST_GLOBAL_V2,  "st.global.v2.T",                           TM_BITS | TM_F32) \
@@ -113,6 +115,7 @@
 	X(GDC_LAUNCH,    "griddepcontrol.launch_dependents",         0) \
 	X(FENCE_MBAR,    "fence.mbarrier_init.release.cluster",      0) \
 	X(FENCE_PROXY,   "fence.proxy.async.shared::cta",            0) \
+	X(FENCE_PROXY_G, "fence.proxy.async.global",                 0) \
 	X(PREFETCH_TMAP, "prefetch.tensormap",                       0) \
 	X(SETMAXNREG_INC, "setmaxnreg.inc.sync.aligned.T",           TM_U32) \
 	X(SETMAXNREG_DEC, "setmaxnreg.dec.sync.aligned.T",           TM_U32) \

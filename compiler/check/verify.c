@@ -276,6 +276,8 @@ ready(Sim *s, Proc *p)
 		return p->wg_groups <= p->want;
 	case B_BULK:
 		return p->bulk_groups <= p->want;
+	case B_SEM:
+		return s->sem[p->bar].val >= p->want;
 	default:
 		return false;
 	}
@@ -464,6 +466,12 @@ deadlock(Sim *s)
 				"cluster's barrier, which every warp of the cluster "
 				"that has not finished must reach (%d %s not)",
 				vf_pname(s, p), left, left == 1 ? "has" : "have");
+		} else if (p->state == B_SEM) {
+			const Sem *m = &s->sem[p->bar];
+			snprintf(note, sizeof note, "'%s' waits here for '%s' "
+				"element %lld to reach %lld; it holds %lld",
+				vf_pname(s, p), m->r->name, (long long)m->idx,
+				(long long)p->want, (long long)m->val);
 		} else if (p->state == B_NBAR && p->bar % NNB >= 16) {
 			snprintf(note, sizeof note, "'%s' waits here for the other "
 				"warps of its warpgroup to issue this wgmma",
@@ -514,6 +522,7 @@ setup(Sim *s, const SirMod *m)
 			p->warp = w;
 			p->nwarps = nw;
 			p->cta = c;
+			p->tileno = s->joint ? c : s->ctaid;
 			p->sim = s;
 			p->inflight = inf && p->sp == sp ? inf :
 				NEWARR(&s->ctx->scratch, int, sp->nvals + 1);
@@ -539,6 +548,7 @@ setup(Sim *s, const SirMod *m)
 			vf_push(p, &sp->body, NULL);
 		}
 	}
+	s->nsem = 0;
 	s->nmb = s->nmb1 = 0;
 	for (int c = 0; c < s->ncta; c++)
 	for (const Res *r = s->k->res; r; r = r->next) {

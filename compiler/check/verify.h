@@ -16,6 +16,8 @@
 #define MAXTOTAL 32000000   /* steps over all runs, about 2 s: 14 times the
 			     * largest shipped schedule's */
 #define NTRACE 4
+#define MAXSEM 256         /* semaphore counters a run holds */
+#define MAXSEMADD 64       /* adds a counter remembers, by tile */
 #define MAXREC 1024
 #define MAXTREC 64          /* tensor-memory access records, per
 			     * bucket: a lane quarter's, or the MMAs' */
@@ -46,7 +48,7 @@ pm_popcount(PMask m)
 typedef int32_t Clk;
 _Static_assert(MAXSTEPS < INT32_MAX / 2, "Clk holds a run's steps");
 
-enum { B_RUN, B_MBAR, B_NBAR, B_WGMMA, B_BULK, B_DONE };
+enum { B_RUN, B_MBAR, B_NBAR, B_WGMMA, B_BULK, B_SEM, B_DONE };
 enum { EV_TMA, EV_BULK, EV_WGMMA, EV_TC, EV_CPA, NEV_KINDS };
 
 typedef struct Mbar {
@@ -57,6 +59,15 @@ typedef struct Mbar {
 	const SirIns *last;   /* the last arrive by a process, or NULL */
 	int last_proc;
 } Mbar;
+
+/* A counter of a semaphore global ('sem_wait', 'sem_add'): its value and
+ * which tiles added what, to check that a wait needs only earlier tiles. */
+typedef struct Sem {
+	const Res *r;
+	int64_t idx, val;
+	int nadd;
+	int64_t tile[MAXSEMADD], amt[MAXSEMADD];
+} Sem;
 
 typedef struct Nbar {
 	int64_t count, arrived, gen;
@@ -84,7 +95,9 @@ typedef struct Trace {
 typedef struct Proc {
 	const SirPart *sp;
 	int warp, nwarps;     /* warp within the partition */
-	int cta;              /* its CTA's rank in the cluster */
+	int cta;              /* its CTA's rank in the cluster (the grid's
+			       * CTA when the run is joint) */
+	int64_t tileno;       /* the linear index of its tile (joint runs) */
 	int64_t *v;           /* scalar values by Ref */
 	int64_t tile[8][4];   /* x y z iter, by tile Ref % 8 */
 	int depth;
@@ -206,6 +219,10 @@ typedef struct Sim {
 			       * 'verify' (a tuple), or NULL: unknown */
 	int64_t nctaid, ctaid;
 	bool twotiles;        /* order=single run as two tiles of one CTA */
+	bool joint;           /* the grid's first CTAs run together, each
+			       * its own tiles (semaphores: 'sem_wait') */
+	Sem sem[MAXSEM];
+	int nsem;
 	Proc p[MAXPROC];
 	int np;
 	Mbar mb[MAXBAR];

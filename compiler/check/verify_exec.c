@@ -248,6 +248,105 @@ set_inflight(Proc *p, Ref r)
 	p->inflight[r] = p->wg_seq + 1;
 }
 
+/* A capacity of the semaphore model ran out: a warning, once per run,
+ * and the run goes on without that counter's record. */
+static void
+sem_capped(Sim *s, const char *what, int max)
+{
+	if (!s->capped)
+		diag_warn(s->ctx, "verify-limit", s->k->span, "the verifier "
+			"stopped tracking %s: more than %d (%s)", what, max,
+			s->shape);
+	s->capped = true;
+}
+
+/* The counter of a semaphore op, made (0) on first use; -1 when the run
+ * holds too many. */
+static int
+sem_cell(Sim *s, Proc *p, const SirIns *in)
+{
+	int64_t ix = vf_val(p, in->a[0]);
+
+	for (int i = 0; i < s->nsem; i++)
+		if (s->sem[i].r == in->r[0] && s->sem[i].idx == ix)
+			return i;
+	if (s->nsem == MAXSEM) {
+		sem_capped(s, "semaphore counters", MAXSEM);
+		return -1;
+	}
+	Sem *m = &s->sem[s->nsem];
+	m->r = in->r[0];
+	m->idx = ix;
+	m->val = 0;
+	m->nadd = 0;
+	return s->nsem++;
+}
+
+/* sem_add: the counter grows (by each lane outside 'elect'), remembering
+ * the adding tile.  sem_wait: blocks while the counter is below the
+ * value; once past, the adds it needed must come from its own tile or
+ * earlier ones: a later tile's CTA may not have started, as the GPU
+ * starts CTAs in grid order and only as earlier ones leave room
+ * ('sem-order').  The counter orders nothing in the model (no clock is
+ * joined), which can only report more races, never fewer. */
+static bool
+sem_op(Sim *s, Proc *p, const SirIns *in, bool elect)
+{
+	int c = sem_cell(s, p, in);
+	if (c < 0)
+		return true;
+	Sem *m = &s->sem[c];
+	int64_t v = vf_val(p, in->a[1]);
+
+	if (in->op == SOP_sem_add) {
+		int64_t n = elect ? v : 32 * v;
+		m->val += n;
+		int k = 0;
+		while (k < m->nadd && m->tile[k] != p->tileno)
+			k++;
+		if (k == MAXSEMADD) {
+			sem_capped(s, "the tiles that add to one semaphore "
+				"counter", MAXSEMADD);
+			return true;
+		}
+		if (k == m->nadd) {
+			m->tile[m->nadd] = p->tileno;
+			m->amt[m->nadd++] = 0;
+		}
+		m->amt[k] += n;
+		vf_wake_bar(s, B_SEM, c);
+		return true;
+	}
+	if (m->val < v) {
+		p->state = B_SEM;
+		p->bar = c;
+		p->want = v;
+		p->at = in;
+		return false;
+	}
+	int64_t mine = 0, late = -1;
+	for (int k = 0; k < m->nadd; k++)
+		if (m->tile[k] <= p->tileno)
+			mine += m->amt[k];
+		else if (late < 0 || m->tile[k] < late)
+			late = m->tile[k];
+	if (mine < v) {
+		Iter it;
+		char w[200];
+		vf_iter(p, &it);
+		snprintf(w, sizeof w, "grid tile %lld for '%s' element %lld to "
+			"reach %lld, which needs the adds of grid tile %lld",
+			(long long)p->tileno, m->r->name, (long long)m->idx,
+			(long long)v, (long long)late);
+		vf_fail(s, in->span, "sem-order", "%s waits in %s, a later "
+			"one: the GPU starts CTAs in grid order, as earlier ones "
+			"leave room, so a tile may wait only for its own and "
+			"earlier tiles", vf_who(s, p, &it), w);
+		vf_note_traces(s, p);
+	}
+	return true;
+}
+
 /* Execute one instruction; returns false when the process blocks on it
  * (it is retried later). */
 static bool
@@ -386,8 +485,9 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	}
 	case SOP_special: {
 		const int *cl = s->k->cluster;
-		int64_t cv[] = {p->cta, p->cta % cl[0], p->cta / cl[0] % cl[1],
-			p->cta / (cl[0] * cl[1])};
+		int c = s->joint ? 0 : p->cta;  /* joint: CTAs of a grid */
+		int64_t cv[] = {c, c % cl[0], c / cl[0] % cl[1],
+			c / (cl[0] * cl[1])};
 		p->v[in->dst] = in->imm == SP_WARP ? p->warp : in->imm == SP_TID ?
 			p->warp * 32 : in->imm >= SP_CRANK ? cv[in->imm - SP_CRANK] :
 			0;
@@ -687,6 +787,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		p->vc[self]++;
 		return true;
 	}
+	case SOP_sem_wait: case SOP_sem_add:
+		return sem_op(s, p, in, elect);
 	case SOP_grid_wait: case SOP_grid_launch:
 		/* they order this kernel against the previous and next ones
 		 * in the stream through global memory, which the model does
@@ -801,8 +903,8 @@ cluster_tile(const Sim *s, Proc *p, const SirIns *in)
 {
 	int64_t *t = p->tile[in->dst % 8];
 	const int *cl = s->k->cluster;
-	int64_t c[3] = {p->cta % cl[0], p->cta / cl[0] % cl[1],
-		p->cta / (cl[0] * cl[1])};
+	int r = s->joint ? 0 : p->cta;  /* joint: each CTA its own tiles */
+	int64_t c[3] = {r % cl[0], r / cl[0] % cl[1], r / (cl[0] * cl[1])};
 
 	for (int k = 0; k < 3; k++)
 		t[k] = t[k] * cl[k] + c[k];
@@ -846,8 +948,10 @@ enter(Sim *s, Proc *p, const SirIns *in)
 		cluster_dims(s, d);
 		for (int k = 0; k < 3; k++)
 			total *= d[k] > 0 ? d[k] : 0;
-		/* ctaid -1: the last tile of a one-tile-per-CTA grid */
-		int64_t first = s->ctaid < 0 ? total - 1 : s->ctaid;
+		/* ctaid -1: the last tile of a one-tile-per-CTA grid; a
+		 * joint run's CTA c starts at tile c */
+		int64_t first = s->joint ? p->cta : s->ctaid < 0 ? total - 1 :
+			s->ctaid;
 		if (first >= total || first < 0)
 			return true;
 		vf_push(p, in->body, in);
@@ -861,6 +965,7 @@ enter(Sim *s, Proc *p, const SirIns *in)
 		tile_at(s, p, in, d, total, f->i);
 		cluster_tile(s, p, in);
 		p->tile[in->dst % 8][3] = 0;
+		p->tileno = f->i;
 		return true;
 	}
 	case SOP_exit:
@@ -895,6 +1000,7 @@ loop_end(Sim *s, Proc *p)
 			tile_at(s, p, in, d, total, f->i);
 			cluster_tile(s, p, in);
 			p->tile[in->dst % 8][3] = f->iter;
+			p->tileno = f->i;
 			f->pc = 0;
 			return;
 		}

@@ -108,6 +108,20 @@ loop_carries(Ctx *ctx, const SirMod *m)
 	return false;
 }
 
+/* Does the schedule use a semaphore ('sem_wait', 'sem_add')? */
+static bool
+uses_sem(const SirBlock *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		const SirIns *in = &b->v[i];
+		if (in->op == SOP_sem_wait || in->op == SOP_sem_add ||
+		    (in->body && uses_sem(in->body)) || (in->els &&
+		    uses_sem(in->els)))
+			return true;
+	}
+	return false;
+}
+
 /* The values to explore for each integer param: its 'verify' list, or
  * 1 and 2. */
 static int
@@ -252,6 +266,18 @@ plan_grid(Sim *s, const Plan *pl, int g, size_t len)
 	bool single = s->m->k->order == ORD_SINGLE;
 	char *tail = s->shape + len;
 
+	if (s->joint) {  /* semaphores: the grid's first CTAs together */
+		if (g)
+			return false;
+		s->nctaid = s->ncta;
+		s->ctaid = 0;
+		s->twotiles = false;
+		snprintf(tail, sizeof s->shape - len, "%s%d CTAs together%s",
+			len ? ", " : "", s->ncta, single ? ", one tile each" :
+			"");
+		return true;
+	}
+
 	s->nctaid = grids[g][0];
 	s->ctaid = grids[g][1];
 	/* order=single: the first and the last tile, and, when the tile loop
@@ -373,6 +399,7 @@ work(void *arg)
 	s->k = t->k;
 	s->nmbase = t->nmbase;
 	s->ncta = t->ncta;
+	s->joint = t->joint;
 	s->mbase = NEWARR(&cx->scratch, int, t->nmbase + 1);
 	s->gdata = NEWARR(&cx->scratch, const Node *, t->k->nres[R_GLOBAL] +
 		1);
@@ -510,11 +537,32 @@ pass_verify(Ctx *ctx, SirMod *m)
 		return;
 	}
 
+	/* semaphores order CTAs of the grid: the grid's first CTAs run
+	 * together, as many as the model holds (a cluster's CTAs are not
+	 * told apart from the grid's: sema refuses the two together) */
+	bool joint = false;
+	for (int i = 0; i < m->nparts && !joint; i++)
+		joint = uses_sem(&m->parts[i]->body);
+	if (joint && ncta > 1) {
+		diag_warn(ctx, "verify-limit", m->k->span, "the verifier does "
+			"not run: it models semaphores ('sem_wait', 'sem_add') "
+			"in kernels without clusters only");
+		return;
+	}
+	if (joint) {
+		ncta = MAXPROC / (nw ? nw : 1);
+		if (ncta > MAXCTA)
+			ncta = MAXCTA;
+		if (nbar && ncta > MAXBAR / nbar)
+			ncta = MAXBAR / nbar;
+	}
+
 	s = NEW(&ctx->scratch, Sim);
 	s->ctx = ctx;
 	s->m = m;
 	s->k = m->k;
 	s->nmbase = nmres;
+	s->joint = joint;
 	s->ncta = ncta;
 	s->finds = &m->finds;
 	s->mbase = NEWARR(&ctx->scratch, int, nmres + 1);

@@ -74,7 +74,8 @@ typedef enum {
 	X(CLUSTER_SYNC, "cluster_sync") \
 	X(GRID_DEP_WAIT, "grid_dep_wait") X(GRID_DEP_LAUNCH, "grid_dep_launch") \
 	X(CP_ASYNC, "cp_async") X(CP_COMMIT, "cp_async_commit") \
-	X(CP_WAIT, "cp_async_wait") X(BULK_COPY, "bulk_copy")
+	X(CP_WAIT, "cp_async_wait") X(BULK_COPY, "bulk_copy") \
+	X(SEM_WAIT, "sem_wait") X(SEM_ADD, "sem_add")
 typedef enum {
 	OP_NONE,
 #define X(e, s) OP_##e,
@@ -209,6 +210,9 @@ struct Res {
 	bool direct;         /* GLOBAL: read or written by ld/st (G[i],
 			      * store, global_load, cp_async), which
 			      * address it densely, or by its strides;
+			      * set by sirgen */
+	bool sem;            /* GLOBAL: counters of 'sem_wait' and
+			      * 'sem_add', which nothing else may access;
 			      * set by sirgen */
 	bool cpasync;        /* GLOBAL: read by cp_async, in 16-byte chunks
 			      * (its address and row strides must be

@@ -386,6 +386,40 @@ emit_gload(PG *g, const SirIns *in)
 		esz == 8 ? "b64" : "b32", d, ptr);
 }
 
+/* sem_wait: spin on the counter with an acquiring load at GPU scope until
+ * it holds at least the value; sem_add: add with release at GPU scope.
+ * The proxy fences order the thread's bulk (TMA) copies, which run in
+ * the async proxy, after the wait and before the add: a TMA reduce into
+ * global memory between them is what the counter orders (issue #13).
+ * sm_80 has no async proxy. */
+static void
+emit_sem(PG *g, const SirIns *in)
+{
+	const Res *r = in->r[0];
+	PReg ptr = ptx_reg(g->f, RB64);
+	bool proxy = g->ops->id != TGT_SM80;
+
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, r->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	ptx_emit(g->f, "mad.wide.s32 %R, %R, 4, %R;", ptr, pg_u32(g, in->a[0]),
+		ptr);
+	if (in->op == SOP_sem_add) {
+		if (proxy)
+			ptx_emit(g->f, "fence.proxy.async.global;");
+		ptx_emit(g->f, "red.release.gpu.global.add.s32 [%R], %R;", ptr,
+			pg_u32(g, in->a[1]));
+		return;
+	}
+	PReg v = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
+	int top = ptx_label(g->f);
+	ptx_place(g->f, top);
+	ptx_emit(g->f, "ld.acquire.gpu.global.b32 %R, [%R];", v, ptr);
+	ptx_emit(g->f, "setp.lt.s32 %R, %R, %R;", p, v, pg_u32(g, in->a[1]));
+	ptx_emit(g->f, "@%R bra %L;", p, top);
+	if (proxy)
+		ptx_emit(g->f, "fence.proxy.async.global;");
+}
+
 /* The byte offset in a TMA-style tile of chunk (row r, 16-byte column c):
  * (c*16 / span)*R*span + r*span + c*16 % span, its 16-byte chunk XORed
  * with the row's swizzle bits. */
@@ -606,6 +640,9 @@ pg_sync(PG *g, const SirIns *in)
 		break;
 	case SOP_gload:
 		emit_gload(g, in);
+		break;
+	case SOP_sem_wait: case SOP_sem_add:
+		emit_sem(g, in);
 		break;
 	case SOP_cp_async:
 		emit_cpasync(g, in);

@@ -110,6 +110,10 @@ SOP(  clred_put,    1,     E_MEM,   T_ALL  )   /* a row vector's CTA
 						  * partials -> r0[ri0] of
 						  * every CTA of the cluster */
 SOP(  grid_wait,    0,     E_SYNC,  T_HOP  )   /* griddepcontrol.wait */
+SOP(  sem_wait,     2,     E_SYNC,  T_ALL  )   /* until r0 global [a0 lin]
+						  * >= a1: acquire, GPU scope */
+SOP(  sem_add,      2,     E_SYNC,  T_ALL  )   /* r0 global [a0 lin] += a1:
+						  * release, GPU scope */
 SOP(  grid_launch,  0,     E_SYNC,  T_HOP  )   /* griddepcontrol
 						  * .launch_dependents */
 SOP(  cl_sync,      0,     E_SYNC,  T_HOP  )   /* barrier.cluster: every

@@ -396,23 +396,44 @@ sir_elem_regs(const SirVal *v, int d, int size)
 	return n < size ? n : size;
 }
 
-/* The first load and the first write of each global, by Res index. */
+/* The global an instruction reads other than as a semaphore, or NULL. */
+static const Res *
+read_of(const SirIns *in)
+{
+	if (in->op == SOP_gload || in->op == SOP_gtload || in->op ==
+	    SOP_cp_async)
+		return in->r[0];
+	if (in->op == SOP_tma_load)
+		return in->r[0]->of;
+	return NULL;
+}
+
+/* The first load (ld or ld.global.nc), the first write, the first
+ * other access (sm[n + i]: those and TMA and cp.async reads) and the
+ * first semaphore operation (sm[i]) of each global, by Res index. */
 static void
-scan(const SirBlock *b, const SirIns **ld, const SirIns **wr, int n)
+scan(const SirBlock *b, const SirIns **ld, const SirIns **wr,
+	const SirIns **sm, int n)
 {
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
-		const Res *w = written(in);
+		const Res *w = written(in), *l = read_of(in);
 		if ((in->op == SOP_gload || in->op == SOP_gtload) &&
-		    in->r[0]->index < n &&
-		    !ld[in->r[0]->index])
+		    in->r[0]->index < n && !ld[in->r[0]->index])
 			ld[in->r[0]->index] = in;
 		if (w && w->index < n && !wr[w->index])
 			wr[w->index] = in;
+		if (!l)
+			l = w;
+		if (l && l->index < n && !sm[n + l->index])
+			sm[n + l->index] = in;
+		if ((in->op == SOP_sem_wait || in->op == SOP_sem_add) &&
+		    in->r[0]->index < n && !sm[in->r[0]->index])
+			sm[in->r[0]->index] = in;
 		if (in->body)
-			scan(in->body, ld, wr, n);
+			scan(in->body, ld, wr, sm, n);
 		if (in->els)
-			scan(in->els, ld, wr, n);
+			scan(in->els, ld, wr, sm, n);
 	}
 }
 
@@ -422,12 +443,26 @@ sg_check_loads(Ctx *ctx, const SirMod *m)
 	int n = m->k->nres[R_GLOBAL];
 	const SirIns **ld = NEWARR(&ctx->scratch, const SirIns *, n + 1);
 	const SirIns **wr = NEWARR(&ctx->scratch, const SirIns *, n + 1);
+	const SirIns **sm = NEWARR(&ctx->scratch, const SirIns *, 2 * n + 1);
 
 	for (int i = 0; i < m->nparts; i++)
-		scan(&m->parts[i]->body, ld, wr, n);
+		scan(&m->parts[i]->body, ld, wr, sm, n);
 	for (const Res *r = m->k->res; r; r = r->next) {
-		if (r->kind != R_GLOBAL || r->index >= n || !ld[r->index] ||
-		    !wr[r->index])
+		if (r->kind != R_GLOBAL || r->index >= n)
+			continue;
+		const SirIns *o = sm[n + r->index];
+		if (sm[r->index] && o) {
+			/* a counter read or written behind the semaphore's
+			 * back: the verifier's model of the counts would not
+			 * hold, nor would the ordering the acquire gives */
+			diag_error(ctx, o->span, "'%s' is a semaphore ('sem_wait', "
+				"'sem_add'): nothing else may read or write it",
+				r->name);
+			diag_note(ctx, sm[r->index]->span, "'%s' is a semaphore "
+				"here", r->name);
+			continue;
+		}
+		if (!ld[r->index] || !wr[r->index])
 			continue;
 		diag_error(ctx, ld[r->index]->span, "this kernel loads '%s' "
 			"and also writes it: nothing orders a write to global "

@@ -756,6 +756,53 @@ op_simple(G *g, const Node *n)
 }
 
 
+/* sem_wait G[i, ...], v;  sem_add G[i, ...] [, n];  an i32 counter in
+ * global memory: the wait spins until it holds at least v (acquire at
+ * GPU scope), the add adds n, 1 by default (release at GPU scope).  CTAs
+ * order their work by them (the backward's deterministic dQ, issue
+ * #13); nothing else may read or write the global (sg_check_loads). */
+static void
+op_sem(G *g, const Node *n)
+{
+	bool wait = n->op == OP_SEM_WAIT;
+	const char *nm = wait ? "sem_wait" : "sem_add";
+	Ref idx = 0;
+
+	sg_noattrs(g, n, NULL);
+	if (!sg_argc(g, n, wait ? 2 : 1, 2))
+		return;
+	const Node *d = n->kids.v[0];
+	if (d->kind != N_INDEX || d->a->kind != N_NAME) {
+		diag_error(g->ctx, d->span, "write '%s G[i, ...]%s', G a "
+			"global of i32 counters", nm, wait ? ", v" : " [, n]");
+		return;
+	}
+	Node base = *d->a;
+	Res *r = sg_resource(g, &base, R_GLOBAL, "a global tensor", &idx);
+	if (!r)
+		return;
+	if (r->ety != TY_I32) {
+		diag_error(g->ctx, d->a->span, "'%s' counts in a global of i32; "
+			"'%s' holds %s", nm, r->name, ty_name(r->ety));
+		return;
+	}
+	Ref last = 0, lin = sg_lin_index(g, d, r, &last);
+	if (!lin)   /* register-tile indices are refused there */
+		return;
+	Ref v = n->kids.n > 1 ? sg_int_arg(g, n->kids.v[1], wait ?
+		"the value 'sem_wait' waits for" : "what 'sem_add' adds") :
+		sg_const_i(g, 1, TY_I32, n->span);
+	if (sg_val(g, v)->ty == TY_ERR)
+		return;
+	SirIns *i = sg_emit(g, wait ? SOP_sem_wait : SOP_sem_add, n->span);
+	r->direct = true;
+	r->sem = true;
+	i->a[0] = lin;
+	i->a[1] = v;
+	i->na = 2;
+	i->r[0] = r;
+}
+
 void
 sg_op(G *g, const Node *n)
 {
@@ -778,6 +825,9 @@ sg_op(G *g, const Node *n)
 		return;
 	case OP_BULK_COPY:
 		sg_op_bulk_copy(g, n);
+		return;
+	case OP_SEM_WAIT: case OP_SEM_ADD:
+		op_sem(g, n);
 		return;
 	}
 	if (n->op != OP_TMA_WAIT && n->op != OP_COMMIT)

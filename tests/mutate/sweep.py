@@ -4,7 +4,7 @@
 For every shipped schedule (schedules/*.fa) it makes one-line mutants:
   delete   each synchronizing line (wait, arrive, expect, commit,
            tma_commit, tma_wait, mma_commit, mma_wait, bsync, barrive,
-           cp_async_commit, cp_async_wait)
+           cp_async_commit, cp_async_wait, sem_wait, sem_add)
   loosen   each 'cp_async_wait N' made 'cp_async_wait N + 1' (one group
            more left in flight)
   flip     each wait's parity ('wait B, P;' -> 'wait B, (P) ^ 1;')
@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SYNC = re.compile(r"^\s*(wait|arrive|expect|bsync|barrive|commit|tma_commit|"
                   r"tma_wait|mma_commit|mma_wait|cp_async_commit|"
-                  r"cp_async_wait)\b[^;]*;\s*(//.*)?$")
+                  r"cp_async_wait|sem_wait|sem_add)\b[^;]*;\s*(//.*)?$")
 CPWAIT = re.compile(r"^(\s*cp_async_wait\s+)(\d+)(;.*)$", re.S)
 RELEASE = re.compile(r"^\s*(arrive|commit|barrive)\b[^;]*;\s*(//.*)?$")
 WAIT = re.compile(r"^(\s*wait\s+[^,;]+,\s*)([^;]+?)(;\s*(//.*)?)$")

@@ -5,7 +5,7 @@ importable, side by side in one process (issue #13).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench_bwd.py \
         [--reps N] [--dims 64,128] [--seqs 1024,...] [--causal both|yes|no]
-        [--gqa G] [--heads H] [--csv FILE]
+        [--gqa G] [--heads H] [--det] [--csv FILE]
 
 Grid: batch 16384/S, heads 2048/D (or --heads), bf16, B,H,S,D tensors;
 with --gqa G, k and v have H/G heads.  For each point and method the
@@ -18,6 +18,10 @@ methods interleaved round-robin.  TFLOP/s counts 2.5 x the forward's
 Each method's dq, dk, dv are checked first: against a float64 backward of
 batch 0 (every head) where S <= 2048, else against cuDNN's gradients; a
 relative RMS error above 4x cuDNN's (plus 2^-9) fails the point.
+With --det, fagen's deterministic backward ("fagen-det":
+fagen.attention(..., deterministic=True), dQ's tiles added in key-block
+order) is timed beside the others, and its dq, dk and dv must be
+bitwise equal over two backward passes.
 """
 import argparse
 import csv
@@ -32,7 +36,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import fagen
 
 
-def methods(causal, gqa):
+def methods(causal, gqa, det=False):
     kw = {"enable_gqa": True} if gqa > 1 else {}
 
     def sdpa(backend):
@@ -45,6 +49,9 @@ def methods(causal, gqa):
     fns = {"fagen": lambda q, k, v: fagen.attention(q, k, v,
                                                     causal=causal)[0],
            "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
+           **({"fagen-det": lambda q, k, v: fagen.attention(
+               q, k, v, causal=causal, deterministic=True)[0]}
+              if det else {}),
            "flash": sdpa(SDPBackend.FLASH_ATTENTION)}
     try:
         from flash_attn.cute import flash_attn_func as fa4
@@ -80,7 +87,7 @@ def rel(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
-def point(d, causal, s, gqa, heads, reps):
+def point(d, causal, s, gqa, heads, reps, det=False):
     b, h = max(1, 16384 // s), heads or 2048 // d
     gen = torch.Generator(device="cuda").manual_seed(s * 7 + d + causal)
     mk = (lambda hh: torch.randn((b, hh, s, d), device="cuda",
@@ -90,7 +97,7 @@ def point(d, causal, s, gqa, heads, reps):
     row = {"D": d, "causal": int(causal), "S": s, "B": b, "H": h,
            "Hk": h // gqa}
     graphs, grads = {}, {}
-    for name, fn in methods(causal, gqa).items():
+    for name, fn in methods(causal, gqa, det).items():
         try:
             qq, kk, vv = (x.clone().requires_grad_(True) for x in (q, k, v))
             o = fn(qq, kk, vv)
@@ -98,6 +105,15 @@ def point(d, causal, s, gqa, heads, reps):
             torch.cuda.synchronize()
             graphs[name] = (o, (qq, kk, vv))
             grads[name] = gr
+            if name == "fagen-det":     # bitwise the same the second time
+                g2 = torch.autograd.grad(o, (qq, kk, vv), do,
+                                         retain_graph=True)
+                same = all(torch.equal(x, y) for x, y in zip(gr, g2))
+                row["det_bitwise"] = int(same)
+                if not same:
+                    print("  CHECK FAILED: fagen-det D=%d causal=%d S=%d: "
+                          "two backward passes differ" % (d, causal, s),
+                          file=sys.stderr)
         except Exception as e:                          # noqa: BLE001
             print("  %s D=%d causal=%d S=%d: %s" % (name, d, causal, s,
                   str(e).splitlines()[0][:160]), file=sys.stderr)
@@ -147,7 +163,8 @@ def point(d, causal, s, gqa, heads, reps):
             times[n].append(a.elapsed_time(z) / 1e3 / per)
     for n in ok:
         row[n] = fl / statistics.median(times[n]) / 1e12
-    del graphs, grads
+    graphs.clear()      # free the tensors (run() closes over graphs)
+    grads.clear()
     torch.cuda.empty_cache()
     return row, against
 
@@ -161,6 +178,7 @@ def main():
                     default="both")
     ap.add_argument("--gqa", type=int, default=1)
     ap.add_argument("--heads", type=int, default=None)
+    ap.add_argument("--det", action="store_true")
     ap.add_argument("--csv", default=None)
     a = ap.parse_args()
     print("device: %s, torch %s, cuDNN %s" % (
@@ -171,10 +189,11 @@ def main():
     for d in [int(x) for x in a.dims.split(",")]:
         for causal in cs:
             for s in [int(x) for x in a.seqs.split(",")]:
-                row, against = point(d, causal, s, a.gqa, a.heads, a.reps)
+                row, against = point(d, causal, s, a.gqa, a.heads, a.reps,
+                                     a.det)
                 rows.append(row)
-                names = [n for n in ("fagen", "cudnn", "flash", "fa4")
-                         if n in row]
+                names = [n for n in ("fagen", "fagen-det", "cudnn", "flash",
+                                     "fa4") if n in row]
                 c = row.get("cudnn")
                 print("bwd B=%d H=%d Hk=%d S=%d D=%d %s: %s (checked vs %s)"
                       % (row["B"], row["H"], row["Hk"], s, d,

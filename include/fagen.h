@@ -482,10 +482,12 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
  * fa_bwd_sm90.fa (dK, dV; dQ added up in f32 by TMA reduce-adds; or the
  * simpler fa_bwd_baseline_sm90.fa, with atomic adds) and
- * fa_bwd_post_sm90.fa (dQ), launched on stream with 4 * batch * heads * seq_q * (head_dim +
- * 1) bytes of f32 scratch from a stream-ordered pool, freed on stream.
- * dQ is summed with atomic adds, so it may differ in the last bits from
- * run to run; dK and dV do not. */
+ * fa_bwd_post_sm90.fa (dQ), launched on stream with 4 * batch * heads *
+ * seq_q * (head_dim + 1) bytes of f32 scratch from a stream-ordered
+ * pool, freed on stream (deterministic adds 4 * batch * heads *
+ * cdiv(seq_q, 64) bytes of counters, zeroed on stream).  dQ is summed
+ * with atomic adds, so it may differ in the last bits from run to run
+ * unless deterministic is set; dK and dV do not. */
 typedef struct fg_attention_bwd_args {
 	fg_attention_args fwd;    /* the forward's problem and tensors */
 	uint64_t dout;            /* input: the gradient of o, like o */
@@ -510,6 +512,11 @@ typedef struct fg_attention_bwd_args {
 				   * (of 128 rows) outside which every class
 				   * of its query heads is 0: the range the
 				   * backward walks (clamped; lo = hi: none) */
+	int deterministic;        /* 0: fast, dQ summed in a varying order;
+				   * nonzero: dQ's partial sums added in a
+				   * fixed order, bitwise repeatable, slower
+				   * (fa_bwd_sm90.fa only: not with the
+				   * baseline, a block mask or on sm_100) */
 } fg_attention_bwd_args;
 
 FG_API fg_status fg_attention_backward(fg_ctx *,

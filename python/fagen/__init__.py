@@ -161,6 +161,7 @@ class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
         ("schedule", ctypes.c_char_p),
         ("block_class", ctypes.c_uint64),
         ("block_qrange", ctypes.c_uint64),
+        ("deterministic", ctypes.c_int),
     ]
 
 
@@ -320,10 +321,11 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
 
 def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
             schedule, window, softcap, sinks, varlen=None, alibi_slopes=None,
-            bwd=None, pack_gqa=None):
+            bwd=None, pack_gqa=None, deterministic=False):
     """q, k, v, out as (B, H, S, D) views; varlen: None or (cu_seqlens_q,
     cu_seqlens_k, max_seqlen_q, max_seqlen_k); bwd: None or (dout, dq, dk,
-    dv) for fg_attention_backward, the forward's arguments in fwd."""
+    dv) for fg_attention_backward, the forward's arguments in fwd, and
+    deterministic its flag."""
     _, h, sq, d = q.shape
     a = _Args(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
               o=out.data_ptr(), lse=lse.data_ptr(),
@@ -350,7 +352,8 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
     a.o_strides[:] = out.stride()
     if bwd is not None:
         a = _BwdArgs(fwd=a, dout=bwd[0].data_ptr(), dq=bwd[1].data_ptr(),
-                     dk=bwd[2].data_ptr(), dv=bwd[3].data_ptr())
+                     dk=bwd[2].data_ptr(), dv=bwd[3].data_ptr(),
+                     deterministic=1 if deterministic else 0)
         a.dout_strides[:] = bwd[0].stride()
         a.dq_strides[:] = bwd[1].stride()
         a.dk_strides[:] = bwd[2].stride()
@@ -501,20 +504,22 @@ def _tma_ok(t):
 
 
 def _backward(q, k, v, out, lse, dout, causal, scale, window=None,
-              softcap=None, alibi_slopes=None):
+              softcap=None, alibi_slopes=None, deterministic=False):
     """(dq, dk, dv) by fg_attention_backward for the forward call that
-    gave out and lse (window and softcap as it had them; no sinks or
-    ALiBi); dq, dk, dv new
+    gave out and lse (window, softcap and ALiBi as it had them; sinks
+    need nothing here); dq, dk, dv new
     tensors laid out like q, k, v by torch.empty_like (their strides where
     they are dense, else a dense layout in their dimension order), dout
-    copied only where its layout is not TMA's."""
+    copied only where its layout is not TMA's.  deterministic: dq's
+    partial sums added in a fixed order (bitwise repeatable)."""
     torch = _torch()
     if not _tma_ok(dout):
         dout = dout.clone(memory_format=torch.contiguous_format)
     dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
     _launch(torch, "fg_attention_backward", q, k, v, out, lse, q.shape[0],
             causal, scale, None, window, softcap, None,
-            alibi_slopes=alibi_slopes, bwd=(dout, dq, dk, dv))
+            alibi_slopes=alibi_slopes, bwd=(dout, dq, dk, dv),
+            deterministic=deterministic)
     return dq, dk, dv
 
 
@@ -532,7 +537,8 @@ def _function(torch):
     class Attention(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, v, sinks, alibi_slopes, opts):
-            causal, scale, schedule, window, softcap, pack_gqa = opts
+            (causal, scale, schedule, window, softcap, pack_gqa,
+             deterministic) = opts
             out, lse = _call("fg_attention_forward", q, k, v, causal, scale,
                              schedule, None, None, window, softcap, sinks,
                              alibi_slopes, pack_gqa)
@@ -541,6 +547,7 @@ def _function(torch):
             ctx.causal, ctx.scale = causal, scale
             ctx.window, ctx.softcap = window, softcap
             ctx.alibi, ctx.sinks = alibi_slopes, sinks
+            ctx.deterministic = deterministic
             ctx.unsupported = _bwd_unsupported(q, window, softcap, sinks,
                                                alibi_slopes)
             return out, lse
@@ -556,7 +563,7 @@ def _function(torch):
             q, k, v, out, lse = ctx.saved_tensors
             dq, dk, dv = _backward(q, k, v, out, lse, dout, ctx.causal,
                                    ctx.scale, ctx.window, ctx.softcap,
-                                   ctx.alibi)
+                                   ctx.alibi, ctx.deterministic)
             dsinks = None
             if ctx.needs_input_grad[3]:
                 # a sink is a logit with no value row: its gradient is
@@ -573,7 +580,7 @@ def _function(torch):
 
 def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
               lse=None, window=None, softcap=None, sinks=None,
-              alibi_slopes=None, pack_gqa=None):
+              alibi_slopes=None, pack_gqa=None, deterministic=False):
     """softmax(q k^T * scale) v and its log-sum-exp: (out, lse).
 
     q: (B, H, Sq, D), k and v: (B, Hk, Sk, D), bfloat16 or float16 CUDA
@@ -608,9 +615,16 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     on), out's backward is fg_attention_backward (head_dim 64 and 128,
     causal or not, GQA/MQA, windows, softcaps, ALiBi, sinks, whose
     gradient too is computed; dk and dv have k's and v's heads).  Head dim
-    256 runs the forward and raises NotImplementedError in the backward.  lse is not differentiable (as
-    SDPA's internal logsumexp).  out= and lse= do not combine with
-    gradients (RuntimeError), as PyTorch's out= arguments."""
+    256 runs the forward and raises NotImplementedError in the backward.
+    lse is not differentiable (as SDPA's internal logsumexp).  out= and
+    lse= do not combine with gradients (RuntimeError), as PyTorch's out=
+    arguments.  deterministic (flash_attn_func's): False, dq's float32
+    partial sums are added in an order that varies from run to run, so dq
+    may differ in the last bits between two backward passes (dk and dv
+    never do); True, they are added in a fixed order and dq is bitwise
+    repeatable, at some cost in speed (fg_attention_backward's
+    deterministic; not yet measured).  It matters only to the backward;
+    on sm_100 it raises FagenError (FG_ERR_UNSUPPORTED) there."""
     torch = _torch()
     if not (torch.is_grad_enabled() and any(
             isinstance(t, torch.Tensor) and t.requires_grad
@@ -624,7 +638,7 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
                            "requires grad")
     return _function(torch).apply(q, k, v, sinks, alibi_slopes,
                                   (causal, scale, schedule, window, softcap,
-                                   pack_gqa))
+                                   pack_gqa, bool(deterministic)))
 
 
 def reference(q, k, v, causal=False, scale=None, out=None, lse=None,
@@ -665,7 +679,8 @@ def _check_cu(torch, name, cu, q, total, max_len, validate):
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, causal=False, scale=None, window=None,
                      softcap=None, sinks=None, out=None, lse=None,
-                     schedule=None, validate=True, alibi_slopes=None):
+                     schedule=None, validate=True, alibi_slopes=None,
+                     deterministic=False):
     torch = _torch()
     args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal, scale, window, softcap, sinks, out, lse, schedule,
@@ -678,7 +693,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         raise RuntimeError("fagen.attention_varlen: out= and lse= do not "
                            "support automatic differentiation, but an "
                            "argument requires grad")
-    return _varlen_function(torch).apply(q, k, v, args)
+    return _varlen_function(torch).apply(q, k, v, args,
+                                         bool(deterministic))
 
 
 attention_varlen.__doc__ = None   # set below, from _varlen's
@@ -713,7 +729,9 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     128, causal or not, GQA/MQA, windows, softcaps, ALiBi; sinks and
     head_dim 256 raise NotImplementedError in the backward); dq, dk, dv
     are new contiguous tensors of q's, k's and v's shapes, zero in rows
-    outside every sequence."""
+    outside every sequence.  deterministic (attention_varlen's, as
+    flash_attn_varlen_func's): as attention()'s, dq bitwise repeatable
+    from run to run when True."""
     torch = _torch()
     for name, t in (("q", q), ("k", k), ("v", v)):
         if isinstance(t, torch.Tensor) and t.dim() != 3:
@@ -780,10 +798,12 @@ def reference_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
 
 def _varlen_backward(q, k, v, out, lse, dout, cu_q, cu_k, mq, mk, causal,
-                     scale, window, softcap, endk, alibi):
+                     scale, window, softcap, endk, alibi,
+                     deterministic=False):
     """(dq, dk, dv) by fg_attention_backward for the attention_varlen call
     that gave out and lse (endk: _varlen's), new contiguous tensors of q's,
-    k's and v's shapes, zero in rows outside every sequence."""
+    k's and v's shapes, zero in rows outside every sequence;
+    deterministic as _backward's."""
     torch = _torch()
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk, dv = (torch.zeros(t.shape, dtype=t.dtype, device=t.device)
@@ -799,7 +819,7 @@ def _varlen_backward(q, k, v, out, lse, dout, cu_q, cu_k, mq, mk, causal,
     _launch(torch, "fg_attention_backward", q4, k4, v4, o4, lse,
             cu_q.numel() - 1, causal, scale, None, window, softcap,
             None, (cu_q, cu_k, mq, mk), alibi_slopes=alibi,
-            bwd=(g4, dq4, dk4, dv4))
+            bwd=(g4, dq4, dk4, dv4), deterministic=deterministic)
     return dq, dk, dv
 
 
@@ -815,7 +835,7 @@ def _varlen_function(torch):
 
     class VarlenAttention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, args):
+        def forward(ctx, q, k, v, args, deterministic):
             with torch.no_grad():
                 out, lse, endk = _varlen(*args)
             cu_q, cu_k, mq, mk, causal, scale, window, softcap, sinks = (
@@ -823,7 +843,7 @@ def _varlen_function(torch):
             ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
             ctx.mark_non_differentiable(lse)
             ctx.opts = (mq, mk, causal, scale, window, softcap, endk,
-                        args[16])
+                        args[16], deterministic)
             ctx.unsupported = _bwd_unsupported(q.unsqueeze(0), window,
                                                softcap, sinks, args[16])
             if sinks is not None and sinks.requires_grad:
@@ -837,11 +857,11 @@ def _varlen_function(torch):
             if ctx.unsupported:
                 _bwd_refuse(ctx.unsupported)
             q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-            if ctx.needs_input_grad == (False,) * 4:
+            if ctx.needs_input_grad == (False,) * 5:
                 return (torch.zeros_like(q), torch.zeros_like(k),
-                        torch.zeros_like(v), None)
+                        torch.zeros_like(v), None, None)
             return _varlen_backward(q, k, v, out, lse, dout, cu_q, cu_k,
-                                    *ctx.opts) + (None,)
+                                    *ctx.opts) + (None, None)
 
     _VarlenFunction = VarlenAttention
     return VarlenAttention

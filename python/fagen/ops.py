@@ -53,8 +53,9 @@ _DEVICES = ("cuda", "cpu")
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                causal: bool, scale: Optional[float], windowed: bool,
                window_left: int, window_right: int, softcap: float,
-               sinks: Optional[torch.Tensor]
+               sinks: Optional[torch.Tensor], deterministic: bool = False
                ) -> Tuple[torch.Tensor, torch.Tensor]:
+    # deterministic is the backward's (setup_context keeps it)
     # fagen._call, not fagen.attention: the autograd graph is the
     # dispatcher's here (register_autograd below)
     return fagen._call(
@@ -65,7 +66,7 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 @_attention.register_fake
 def _(q, k, v, causal, scale, windowed, window_left, window_right, softcap,
-      sinks):
+      sinks, deterministic=False):
     b, h, sq, d = q.shape
     return (q.new_empty((b, h, sq, d)),
             q.new_empty((b, h, sq), dtype=torch.float32))
@@ -77,28 +78,30 @@ def _attention_backward(dout: torch.Tensor, q: torch.Tensor,
                         k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                         lse: torch.Tensor, causal: bool,
                         scale: Optional[float], windowed: bool,
-                        window_left: int, window_right: int, softcap: float
+                        window_left: int, window_right: int, softcap: float,
+                        deterministic: bool = False
                         ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return fagen._backward(
         q, k, v, out, lse, dout, causal, scale,
         (window_left, window_right) if windowed else None,
-        softcap if softcap > 0 else None)
+        softcap if softcap > 0 else None, deterministic=deterministic)
 
 
 @_attention_backward.register_fake
 def _(dout, q, k, v, out, lse, causal, scale, windowed, window_left,
-      window_right, softcap):
+      window_right, softcap, deterministic=False):
     # fagen._backward's: torch.empty_like keeps a dense tensor's strides
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale, windowed, wl, wr, softcap, sinks = inputs
+    # inputs has every argument, defaults filled in (register_autograd's)
+    q, k, v, causal, scale, windowed, wl, wr, softcap, sinks, det = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, sinks)
     ctx.mark_non_differentiable(lse)
     ctx.causal, ctx.scale = causal, scale
-    ctx.window = (windowed, wl, wr, softcap)
+    ctx.opts = (windowed, wl, wr, softcap, det)
     ctx.unsupported = fagen._bwd_unsupported(
         q, (wl, wr) if windowed else None, softcap > 0, sinks, None)
 
@@ -109,14 +112,17 @@ def _backward(ctx, dout, dlse):
     q, k, v, out, lse, sinks = ctx.saved_tensors
     dq, dk, dv = torch.ops.fagen.attention_backward(dout, q, k, v, out, lse,
                                                     ctx.causal, ctx.scale,
-                                                    *ctx.window)
+                                                    *ctx.opts)
     dsinks = None
     if sinks is not None and ctx.needs_input_grad[9]:
         # as fagen.attention's: -sum over rows of exp(sink - LSE) DELTA
         delta = (dout.float() * out.float()).sum(-1)
         dsinks = -(torch.exp(sinks.float()[None, :, None] - lse) *
                    delta).sum((0, 2))
-    return dq, dk, dv, None, None, None, None, None, None, dsinks
+    # a gradient per input the op was called with: the dispatcher may
+    # leave out a trailing argument equal to its default (deterministic)
+    grads = (dq, dk, dv, None, None, None, None, None, None, dsinks, None)
+    return grads[:len(ctx.needs_input_grad)]
 
 
 _attention.register_autograd(_backward, setup_context=_setup_context)
@@ -126,12 +132,15 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
               causal: bool = False, scale: Optional[float] = None,
               window: Optional[Tuple[int, int]] = None,
               softcap: Optional[float] = None,
-              sinks: Optional[torch.Tensor] = None
+              sinks: Optional[torch.Tensor] = None,
+              deterministic: bool = False
               ) -> Tuple[torch.Tensor, torch.Tensor]:
     """fagen.attention through torch.ops.fagen.attention: (out, lse).
     Under CUDA autocast, q, k and v are cast to autocast's dtype first (as
     autocast does for scaled_dot_product_attention): a model's rotary
-    embedding hands float32 queries to attention there."""
+    embedding hands float32 queries to attention there.  deterministic:
+    as fagen.attention's, dq bitwise repeatable from one backward pass to
+    the next when True (slower)."""
     if torch.is_autocast_enabled("cuda"):
         dt = torch.get_autocast_dtype("cuda")
         if dt in (torch.bfloat16, torch.float16):
@@ -140,7 +149,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     wl, wr = window if window is not None else (-1, -1)
     return torch.ops.fagen.attention(q, k, v, causal, scale,
                                      window is not None, wl, wr,
-                                     float(softcap or 0.0), sinks)
+                                     float(softcap or 0.0), sinks,
+                                     bool(deterministic))
 
 
 # ------------------------------------------------------------ row kernels

@@ -50,7 +50,8 @@ typedef struct CudaApi {
 	CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *, size_t,
 		CUmemoryPool, CUstream);
 	CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
-	/* zeroing the rows of partial sums no CTA writes (rows.c) */
+	/* zeroing the rows of partial sums no CTA writes (rows.c), and the
+	 * backward's DQSEM counters (backward.c) */
 	CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
 	/* fg_attention_decode's validate: its tables read on the host, and
 	 * refused under graph capture (decode_run.c) */

@@ -38,6 +38,8 @@ struct AttnVariant {
 	char *mods;           /* the mod file (owned), or NULL */
 	bool plain;           /* only -D D and DT (the backward's pre and
 			       * post kernels) */
+	bool det;             /* -D DETERMINISTIC=true (the backward's
+			       * main kernel: dQ added in a fixed order) */
 	fg_dtype dt;
 	char file[64];        /* the schedule's file name */
 	fg_kernel *k;
@@ -450,7 +452,7 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
 	char d1[16], d2[16], d3[16], d4[16];
-	const char *defs[12] = {d1, d2, d3};
+	const char *defs[16] = {d1, d2, d3};
 	int nd = v->plain ? 2 : 3;
 
 	snprintf(d1, sizeof d1, "D=%d", v->d);
@@ -474,6 +476,8 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 		defs[nd++] = "MASK_MOD=true";
 	if (v->blocks)
 		defs[nd++] = "BLOCKS=true";
+	if (v->det)
+		defs[nd++] = "DETERMINISTIC=true";
 	if (v->pack > 1) {
 		snprintf(d4, sizeof d4, "PACK=%d", v->pack);
 		defs[nd++] = d4;
@@ -523,14 +527,16 @@ same_mods(const char *a, const char *b)
 
 fg_status
 attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
-	const fg_attention_args *a, bool plain, fg_kernel **out)
+	const fg_attention_args *a, unsigned how, fg_kernel **out)
 {
+	bool plain = how & AK_PLAIN;
 	/* a window makes causal its right side (WR = 0): one variant */
 	AttnVariant want = {.cc = cc, .d = (int)a->head_dim, .dt = a->dtype,
 		.plain = plain}, *v;
 	fg_status st = FG_OK;
 
 	if (!plain) {
+		want.det = how & AK_DETERMINISTIC;
 		want.causal = a->causal && !a->window;
 		want.window = a->window != 0;
 		want.softcap = a->softcap > 0;
@@ -552,7 +558,7 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		    v->varlen == want.varlen && v->alibi == want.alibi &&
 		    v->score_mod == want.score_mod &&
 		    v->mask_mod == want.mask_mod && v->blocks == want.blocks &&
-		    v->pack == want.pack &&
+		    v->pack == want.pack && v->det == want.det &&
 		    same_mods(v->mods, want.mods) &&
 		    v->plain == want.plain && !strcmp(v->file, want.file))
 			break;
@@ -587,7 +593,7 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 		return st;
 	if (pack)
 		*pack = attn_packs(file) ? attn_pack(a, cc) : 1;
-	return attn_kernel(c, fn, file, cc, a, false, out);
+	return attn_kernel(c, fn, file, cc, a, 0, out);
 }
 
 int64_t

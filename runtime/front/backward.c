@@ -9,7 +9,10 @@
  * or softcaps) and fa_bwd_post_sm90.fa (dQ = accumulator * scale,
  * in the caller's type and strides).  DELTA and the accumulator are
  * scratch taken stream-ordered from a pool of the context's and freed
- * on the stream after the last launch.  Every argument is checked as
+ * on the stream after the last launch.  args.deterministic builds
+ * fa_bwd_sm90.fa with -D DETERMINISTIC=true, whose CTAs add their dQ
+ * tiles in key-block order, counted in DQSEM: more scratch, zeroed on
+ * the stream before the launches.  Every argument is checked as
  * fg_attention_forward checks its own, before anything needs the GPU. */
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +59,28 @@ unsupported(fg_ctx *c, const char *fn, const char *what)
 		"sliding windows, softcaps, ALiBi, sinks, variable-length "
 		"batches, mods, block masks)", fn,
 		what);
+}
+
+/* What deterministic mode does not take: only fa_bwd_sm90.fa orders
+ * its dQ adds (the baseline's are per-element atomics), and not with a
+ * block mask, whose empty blocks are skipped: a query block's counter
+ * in DQSEM would wait for key blocks that never add. */
+static fg_status
+check_det(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a)
+{
+	if (!a->deterministic)
+		return FG_OK;
+	if (a->schedule && !strcmp(a->schedule, "fa_bwd_baseline_sm90.fa"))
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: deterministic is set "
+			"but fa_bwd_baseline_sm90.fa has no deterministic mode "
+			"(its dQ is summed by per-element atomic adds, in no "
+			"fixed order); leave schedule NULL for fa_bwd_sm90.fa",
+			fn);
+	if (a->fwd.block_kv_num)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: deterministic is set "
+			"with a block mask: fa_bwd_sm90.fa has no "
+			"deterministic mode with block masks yet", fn);
+	return FG_OK;
 }
 
 static fg_status
@@ -113,7 +138,8 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 		return rt_err(c, FG_ERR_INVALID, "%s: schedule is '%.64s'; the "
 			"backward pass runs fa_bwd_sm90.fa (NULL) or "
 			"fa_bwd_baseline_sm90.fa", fn, a->schedule);
-	if ((rs = attn_tensor(c, fn, "dout", a->dout, a->dout_strides, true,
+	if ((rs = check_det(c, fn, a)) ||
+	    (rs = attn_tensor(c, fn, "dout", a->dout, a->dout_strides, true,
 	    f, true, st[0])) ||
 	    (rs = attn_tensor(c, fn, "dq", a->dq, a->dq_strides, true, f, true,
 	    st[1])) ||
@@ -137,6 +163,23 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 	return FG_OK;
 }
 
+/* n int32 zeros at p, on stream s (DQSEM: the main kernel counts in
+ * them, from 0, and the pool hands back memory a last call counted in). */
+static fg_status
+zero32(fg_ctx *c, const Driver *d, uint64_t p, int64_t n, CUstream s)
+{
+	CUcontext prev;
+	fg_status st;
+
+	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
+	    "cuCtxPushCurrent")))
+		return st;
+	st = cuda_check(c, d, d->cu.MemsetD32Async(p, 0, (size_t)n, s),
+		"cuMemsetD32Async (the backward's DQSEM)");
+	d->cu.CtxPopCurrent(&prev);
+	return st;
+}
+
 /* A tensor argument over the schedule's [Z, S, H, D], from strides
  * (batch, head, seq, dim). */
 static fg_arg
@@ -151,7 +194,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	CUstream s)
 {
 	static const char fn[] = "fg_attention_backward";
-	int64_t gst[4][4], nrow, nacc;
+	int64_t gst[4][4], nrow, nacc, nsem = 0;
 	fg_kernel *pre, *mid, *post;
 	CUmemoryPool mp;
 	CUdeviceptr scratch;
@@ -173,6 +216,11 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: device %d is sm_%d; "
 			"fagen's backward pass runs on sm_90a (H100, H200) and "
 			"sm_100a (B200) only", fn, c->device, cc);
+	if (cc == 100 && a->deterministic)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: deterministic on "
+			"sm_100: the runtime does not offer it yet (fa_bwd_sm100.fa "
+			"has the variant, -D DETERMINISTIC=true, checked by ptxas, "
+			"the verifier and the simulator at head_dim 128 only)", fn);
 	int dd = (int)f->head_dim;
 	/* sm_100: fa_bwd_sm100.fa, the Blackwell main loop (never run on
 	 * hardware: ptxas, the verifier and the simulator), with the sm_90a
@@ -205,6 +253,16 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 			"kernels' 32-bit indexing of dQ's accumulator", fn,
 			(long long)f->batch, (long long)f->heads,
 			(long long)f->seq_q, dd);
+	/* DQSEM: a counter per batch (varlen: sequence), query head and
+	 * 64-row query block */
+	if (a->deterministic && (!ck_mul64(f->batch, f->heads, &nsem) ||
+	    !ck_mul64(nsem, (f->seq_q + 63) / 64, &nsem) ||
+	    nsem > INT32_MAX))
+		return rt_err(c, FG_ERR_INVALID, "%s: batch * heads * "
+			"cdiv(seq_q, 64) = %lld * %lld * %lld overflows the "
+			"kernel's 32-bit indexing of its deterministic mode's "
+			"counters", fn, (long long)f->batch,
+			(long long)f->heads, (long long)(f->seq_q + 63) / 64);
 	bool win = f->window != 0, cap = f->softcap > 0, vl = attn_varlen(f);
 	/* sinks need no variant of the backward: they are in the LSE, so
 	 * P = exp(S - LSE) is already the forward's, and DELTA = rowsum(dO
@@ -212,17 +270,18 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	 * DELTA, is the caller's; Python's is in fagen.attention) */
 	fg_attention_args fk = *f;
 	fk.sinks = 0;
-	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, f, true,
+	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, f, AK_PLAIN,
 	    &pre)) ||
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule : main_file,
-	    cc, &fk, false, &mid)) ||
-	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, f, true,
+	    cc, &fk, a->deterministic ? AK_DETERMINISTIC : 0, &mid)) ||
+	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, f, AK_PLAIN,
 	    &post)) || (st = attn_pool(c, d, &mp)))
 		return st;
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
 	    "cuCtxPushCurrent")))
 		return st;
-	size_t bytes = (size_t)(nrow + nacc) * 4 + 16;
+	/* DELTA, then the accumulator and DQSEM, each 16-byte aligned */
+	size_t bytes = (size_t)(nrow + nacc + nsem) * 4 + 32;
 	st = cuda_check(c, d, d->cu.MemAllocFromPoolAsync(&scratch, bytes, mp,
 		s), "cuMemAllocFromPoolAsync (the backward's scratch)");
 	d->cu.CtxPopCurrent(&prev);
@@ -230,6 +289,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		return st;
 	uint64_t delta = scratch, acc = scratch + (uint64_t)nrow * 4;
 	acc = (acc + 15) & ~(uint64_t)15;  /* nrow * 4 is a multiple of 4 */
+	uint64_t sem = (acc + (uint64_t)nacc * 4 + 15) & ~(uint64_t)15;
 	double l2e = 1.4426950408889634;
 	const int64_t *ost = t.st[3];
 	fg_arg pa[] = {
@@ -240,7 +300,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	};
 	/* softcap: s -> cap * tanh(s * scale / cap), the softmax in base 2
 	 * of that, as the forward */
-	fg_arg ma[25 + FLEX_NARGS] = {
+	fg_arg ma[26 + FLEX_NARGS] = {
 		FG_INT("Z", f->batch), FG_INT("H", f->heads),
 		FG_INT("G", f->heads / attn_heads_k(f)),
 		FG_INT("SQ", f->seq_q), FG_INT("SK", f->seq_k),
@@ -273,6 +333,8 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		ma[nm++] = FG_PTR("BCLS", a->block_class);
 		ma[nm++] = FG_PTR("QRNG", a->block_qrange);
 	}
+	if (nsem)
+		ma[nm++] = FG_PTR("DQSEM", sem);  /* i32 [Z, H, cdiv(SQ, 64)] */
 	for (int i = 0; f->mods && i < f->nmod_args; i++)
 		ma[nm++] = f->mod_args[i];
 	fg_arg qa[] = {
@@ -280,7 +342,9 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		FG_INT("S", f->seq_q), FG_FLOAT("scale", t.scale),
 		FG_PTR("DQACC", acc), tens("DQ", a->dq, gst[1]),
 	};
-	if (!(st = fg_launch(pre, s, pa, (int)COUNT(pa))) &&
+	if (nsem)
+		st = zero32(c, d, sem, nsem, s);
+	if (!st && !(st = fg_launch(pre, s, pa, (int)COUNT(pa))) &&
 	    !(st = fg_launch(mid, s, ma, nm)))
 		st = fg_launch(post, s, qa, (int)COUNT(qa));
 	/* freed after whatever was launched: stream order */

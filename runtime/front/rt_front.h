@@ -88,10 +88,17 @@ fg_status attn_tensor(fg_ctx *, const char *fn, const char *name,
 	const fg_attention_args *a, bool tma, int64_t *st);
 /* A shipped schedule's kernel for compute capability cc: file with -D D,
  * DT and CAUSAL, and WINDOW, SOFTCAP, SINKS, VARLEN, ALIBI=true as a asks
- * (plain: -D D and DT only), compiled on first use and kept in the
- * context; attn_variant picks the forward's file and calls it. */
+ * (how: 0, or AK_ flags), compiled on first use and kept in the context
+ * per variant, the flags included; attn_variant picks the forward's
+ * file and calls it. */
+enum {
+	AK_PLAIN = 1,           /* -D D and DT only (the backward's pre and
+				 * post kernels) */
+	AK_DETERMINISTIC = 2,   /* and -D DETERMINISTIC=true (the
+				 * backward's main kernel: its DQSEM) */
+};
 fg_status attn_kernel(fg_ctx *, const char *fn, const char *file, int cc,
-	const fg_attention_args *a, bool plain, fg_kernel **out);
+	const fg_attention_args *a, unsigned how, fg_kernel **out);
 int64_t attn_heads_k(const fg_attention_args *a);  /* heads_k, 0: heads */
 bool attn_varlen(const fg_attention_args *a);  /* cu_seqlens given */
 void attn_free(fg_ctx *);

@@ -6,7 +6,9 @@
  * RMS error must stay within a 16-bit tolerance.  Odd lengths, SQ != SK
  * both ways (rows that see no key), GQA and MQA, both dtypes and head
  * dims, B,H,S,D and B,S,H,D layouts, windows and softcaps, variable-
- * length batches; and refusals of what it does not support.  Exit 77 without a Hopper GPU. */
+ * length batches; deterministic mode (computed three times: dQ too
+ * must repeat bit for bit); and refusals of what it does not support.
+ * Exit 77 without a Hopper GPU. */
 #include "gpu_runtime.h"
 #include "gpu_ref.h"
 #include "gpu_ref_bwd.h"
@@ -17,6 +19,7 @@ typedef struct Case {
 	bool causal, f16;
 	int wl, wr;      /* a window (-2: none; -1: unbounded side) */
 	double cap;      /* a softcap (0: none) */
+	bool det;        /* deterministic: dQ repeats bit for bit too */
 } Case;
 
 static fg_ctx *ctx;
@@ -51,15 +54,15 @@ run(const Case *c)
 		c->h / c->hk, c->wl > -2, c->wl, c->wr, c->cap, NULL, NULL,
 		NULL};
 	size_t nq, nk, nl = (size_t)c->z * c->h * c->sq;
-	int bad = 0;
+	int bad = 0, nrun = c->det ? 3 : 2;
 
 	strides(c->bshd, c->z, c->sq, c->h, c->d, p.st[0], &nq);
 	strides(c->bshd, c->z, c->sk, c->hk, c->d, p.st[1], &nk);
 	memcpy(p.st[2], p.st[1], sizeof p.st[1]);
 	memcpy(p.st[3], p.st[0], sizeof p.st[0]);
 	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
-	uint16_t *g = malloc(nq * 2), *dq[2], *dk[2], *dv[2];
-	for (int r = 0; r < 2; r++) {
+	uint16_t *g = malloc(nq * 2), *dq[3], *dk[3], *dv[3];
+	for (int r = 0; r < nrun; r++) {
 		dq[r] = malloc(nq * 2);
 		dk[r] = malloc(nk * 2);
 		dv[r] = malloc(nk * 2);
@@ -87,7 +90,7 @@ run(const Case *c)
 		.dtype = c->f16 ? FG_DTYPE_F16 : FG_DTYPE_BF16,
 		.heads_k = c->hk, .window = c->wl > -2, .window_left = c->wl,
 		.window_right = c->wr, .softcap = c->cap}, .dout = G, .dq = DQ,
-		.dk = DK, .dv = DV};
+		.dk = DK, .dv = DV, .deterministic = c->det};
 	if (c->bshd) {
 		memcpy(a.fwd.q_strides, p.st[0], sizeof p.st[0]);
 		memcpy(a.fwd.k_strides, p.st[1], sizeof p.st[1]);
@@ -100,7 +103,7 @@ run(const Case *c)
 	}
 	FG(ctx, fg_attention_forward(ctx, &a.fwd, stream));
 	double ms = 0;
-	for (int r = 0; r < 2; r++) {
+	for (int r = 0; r < nrun; r++) {
 		CK(cu.MemsetD8Async(DQ, 0xff, nq * 2, stream));  /* poison */
 		CK(cu.MemsetD8Async(DK, 0xff, nk * 2, stream));
 		CK(cu.MemsetD8Async(DV, 0xff, nk * 2, stream));
@@ -113,8 +116,13 @@ run(const Case *c)
 		CK(cu.MemcpyDtoH(dk[r], DK, nk * 2));
 		CK(cu.MemcpyDtoH(dv[r], DV, nk * 2));
 	}
-	if (memcmp(dk[0], dk[1], nk * 2) || memcmp(dv[0], dv[1], nk * 2))
-		bad |= 4;
+	for (int r = 1; r < nrun; r++) {
+		if (memcmp(dk[0], dk[r], nk * 2) ||
+		    memcmp(dv[0], dv[r], nk * 2))
+			bad |= 4;
+		if (c->det && memcmp(dq[0], dq[r], nq * 2))
+			bad |= 2;
+	}
 	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
 	ref_backward(&p, q, k, v, g, NULL, NULL, rq, rk, rv);
 	bool nan = false;
@@ -132,15 +140,19 @@ run(const Case *c)
 	if (c->cap > 0)
 		snprintf(var + strlen(var), sizeof var - strlen(var),
 			" softcap %g", c->cap);
+	if (c->det)
+		snprintf(var + strlen(var), sizeof var - strlen(var),
+			" deterministic (%d runs)", nrun);
 	printf("%s Z=%d H=%d HK=%d SQ=%d SK=%d D=%d %s%s %s: rel err dQ %.2e "
-		"dK %.2e dV %.2e; call %.2f ms%s%s -> %s\n", c->bshd ?
+		"dK %.2e dV %.2e; call %.2f ms%s%s%s -> %s\n", c->bshd ?
 		"B,S,H,D" : "B,H,S,D", c->z, c->h, c->hk, c->sq, c->sk, c->d,
 		c->causal ? "causal" : "full", var, c->f16 ? "f16" : "bf16", eq,
 		ek, ev, ms,
 		nan ? ", NaN" : "", bad & 4 ? ", dK/dV differ between runs" : "",
-		bad ? "FAIL" : "ok");
+		bad & 2 ? ", dQ differs between runs" : "", bad ? "FAIL" :
+		"ok");
 	free(q), free(k), free(v), free(g), free(rq), free(rk), free(rv);
-	for (int r = 0; r < 2; r++)
+	for (int r = 0; r < nrun; r++)
 		free(dq[r]), free(dk[r]), free(dv[r]);
 	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(G);
 	cu.MemFree(O), cu.MemFree(L), cu.MemFree(DQ), cu.MemFree(DK);
@@ -150,11 +162,13 @@ run(const Case *c)
 
 /* A variable-length batch (packed sequences of the given lengths, GQA
  * 4/2, bf16, B,S,H,D packed): each sequence against its own float64
- * backward; dK and dV repeat bit for bit. */
+ * backward; dK and dV repeat bit for bit, and dQ too when det
+ * (deterministic, three runs). */
 static int
-run_varlen(int n, const int *lq, const int *lk, int d, bool causal)
+run_varlen(int n, const int *lq, const int *lk, int d, bool causal, bool det)
 {
 	int h = 4, hk = 2, sq = 0, sk = 0, mq = 0, mk = 0, bad = 0;
+	int nrun = det ? 3 : 2;
 	int32_t cq[17] = {0}, ck[17] = {0};
 
 	for (int b = 0; b < n; b++) {
@@ -164,9 +178,11 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal)
 	sq = cq[n], sk = ck[n];
 	size_t nq = (size_t)sq * h * d, nk = (size_t)sk * hk * d;
 	uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
-	uint16_t *g = malloc(nq * 2), *dq = malloc(nq * 2), *dk[2], *dv[2];
-	for (int r = 0; r < 2; r++)
+	uint16_t *g = malloc(nq * 2), *dq[3], *dk[3], *dv[3];
+	for (int r = 0; r < nrun; r++) {
+		dq[r] = malloc(nq * 2);
 		dk[r] = malloc(nk * 2), dv[r] = malloc(nk * 2);
+	}
 	for (size_t i = 0; i < nq; i++)
 		q[i] = to16(2 * urand(), false), g[i] = to16(urand(), false);
 	for (size_t i = 0; i < nk; i++)
@@ -185,21 +201,25 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal)
 		.seq_q = sq, .seq_k = sk, .head_dim = d, .causal = causal,
 		.dtype = FG_DTYPE_BF16, .heads_k = hk, .cu_seqlens_q = CQ,
 		.cu_seqlens_k = CK, .max_seqlen_q = mq, .max_seqlen_k = mk},
-		.dout = G, .dq = DQ, .dk = DK, .dv = DV};
+		.dout = G, .dq = DQ, .dk = DK, .dv = DV, .deterministic = det};
 	FG(ctx, fg_attention_forward(ctx, &a.fwd, stream));
-	for (int r = 0; r < 2; r++) {
+	for (int r = 0; r < nrun; r++) {
 		CK(cu.MemsetD8Async(DQ, 0xff, nq * 2, stream));  /* poison */
 		CK(cu.MemsetD8Async(DK, 0xff, nk * 2, stream));
 		CK(cu.MemsetD8Async(DV, 0xff, nk * 2, stream));
 		FG(ctx, fg_attention_backward(ctx, &a, stream));
 		CK(cu.StreamSynchronize(stream));
-		if (!r)
-			CK(cu.MemcpyDtoH(dq, DQ, nq * 2));
+		CK(cu.MemcpyDtoH(dq[r], DQ, nq * 2));
 		CK(cu.MemcpyDtoH(dk[r], DK, nk * 2));
 		CK(cu.MemcpyDtoH(dv[r], DV, nk * 2));
 	}
-	if (memcmp(dk[0], dk[1], nk * 2) || memcmp(dv[0], dv[1], nk * 2))
-		bad |= 4;
+	for (int r = 1; r < nrun; r++) {
+		if (memcmp(dk[0], dk[r], nk * 2) ||
+		    memcmp(dv[0], dv[r], nk * 2))
+			bad |= 4;
+		if (det && memcmp(dq[0], dq[r], nq * 2))
+			bad |= 2;
+	}
 	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
 	for (int b = 0; b < n; b++) {
 		RefProb p = {1, h, lq[b], lk[b], d, causal, false, {
@@ -211,21 +231,22 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal)
 			rq + oq, rk + ok, rv + ok);
 	}
 	bool nan = false;
-	double eq = ref_rel16(dq, rq, nq, false, &nan);
+	double eq = ref_rel16(dq[0], rq, nq, false, &nan);
 	double ek = ref_rel16(dk[0], rk, nk, false, &nan);
 	double ev = ref_rel16(dv[0], rv, nk, false, &nan);
 	if (nan)
 		bad |= 1;
 	if (!(eq <= 2e-2 && ek <= 2e-2 && ev <= 2e-2))
 		bad |= 8;
-	printf("varlen %d sequences (SQ=%d SK=%d) H=4 HK=2 D=%d %s bf16: rel "
-		"err dQ %.2e dK %.2e dV %.2e%s%s -> %s\n", n, sq, sk, d, causal ?
-		"causal" : "full", eq, ek, ev, nan ? ", NaN" : "", bad & 4 ?
-		", dK/dV differ between runs" : "", bad ? "FAIL" : "ok");
-	free(q), free(k), free(v), free(g), free(dq), free(rq), free(rk);
-	free(rv);
-	for (int r = 0; r < 2; r++)
-		free(dk[r]), free(dv[r]);
+	printf("varlen %d sequences (SQ=%d SK=%d) H=4 HK=2 D=%d %s bf16%s: "
+		"rel err dQ %.2e dK %.2e dV %.2e%s%s%s -> %s\n", n, sq, sk, d,
+		causal ? "causal" : "full", det ? " deterministic (3 runs)" :
+		"", eq, ek, ev, nan ? ", NaN" : "", bad & 4 ?
+		", dK/dV differ between runs" : "", bad & 2 ?
+		", dQ differs between runs" : "", bad ? "FAIL" : "ok");
+	free(q), free(k), free(v), free(g), free(rq), free(rk), free(rv);
+	for (int r = 0; r < nrun; r++)
+		free(dq[r]), free(dk[r]), free(dv[r]);
 	cu.MemFree(Q), cu.MemFree(K), cu.MemFree(V), cu.MemFree(G);
 	cu.MemFree(CQ), cu.MemFree(CK), cu.MemFree(O), cu.MemFree(L);
 	cu.MemFree(DQ), cu.MemFree(DK), cu.MemFree(DV);
@@ -234,7 +255,7 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal)
 
 /* Misuse is refused before any launch, naming the argument: sinks with
  * the baseline backward (fa_bwd_sm90.fa takes them: they are in the
- * LSE), head dim 256, no dk. */
+ * LSE), head dim 256, no dk, deterministic with the baseline. */
 static int
 refusals(void)
 {
@@ -249,10 +270,12 @@ refusals(void)
 		{"sinks", FG_ERR_UNSUPPORTED},
 		{"head_dim", FG_ERR_UNSUPPORTED},
 		{"dk", FG_ERR_INVALID},
+		{"fa_bwd_baseline_sm90.fa has no deterministic mode",
+			FG_ERR_UNSUPPORTED},
 	};
 	int bad = 0;
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < (int)(sizeof cs / sizeof cs[0]); i++) {
 		fg_attention_bwd_args b = a;
 		if (i == 0) {
 			b.fwd.sinks = 256;
@@ -260,8 +283,12 @@ refusals(void)
 		}
 		else if (i == 1)
 			b.fwd.head_dim = 256;
-		else
+		else if (i == 2)
 			b.dk = 0;
+		else {
+			b.schedule = "fa_bwd_baseline_sm90.fa";
+			b.deterministic = 1;
+		}
 		fg_status st = fg_attention_backward(ctx, &b, stream);
 		const char *msg = fg_errmsg(ctx);
 		bool ok = st == cs[i].want && strstr(msg, cs[i].what);
@@ -276,19 +303,26 @@ int
 main(void)
 {
 	static const Case cases[] = {
-		{false, 2, 4, 4, 200, 200, 64, false, false, -2, -2, 0},
-		{true, 1, 8, 2, 77, 300, 128, true, false, -2, -2, 0},
+		{false, 2, 4, 4, 200, 200, 64, false, false, -2, -2, 0, false},
+		{true, 1, 8, 2, 77, 300, 128, true, false, -2, -2, 0, false},
 		/* rows see none */
-		{false, 1, 4, 1, 300, 77, 64, true, true, -2, -2, 0},
-		{true, 2, 2, 2, 1000, 1000, 128, false, true, -2, -2, 0},
-		{false, 1, 2, 2, 1, 1, 64, false, false, -2, -2, 0},
-		{true, 1, 6, 3, 513, 129, 128, false, false, -2, -2, 0},
-		{false, 2, 2, 1, 130, 1000, 128, true, true, -2, -2, 0},
+		{false, 1, 4, 1, 300, 77, 64, true, true, -2, -2, 0, false},
+		{true, 2, 2, 2, 1000, 1000, 128, false, true, -2, -2, 0, false},
+		{false, 1, 2, 2, 1, 1, 64, false, false, -2, -2, 0, false},
+		{true, 1, 6, 3, 513, 129, 128, false, false, -2, -2, 0, false},
+		{false, 2, 2, 1, 130, 1000, 128, true, true, -2, -2, 0, false},
 		/* windows and softcaps (fa_bwd_sm90.fa only) */
-		{true, 1, 4, 2, 300, 500, 128, false, false, 64, 16, 0},
-		{false, 2, 2, 2, 500, 300, 64, true, true, 100, -1, 0},
-		{false, 1, 4, 4, 333, 333, 128, true, false, -2, -2, 5.0},
-		{true, 1, 4, 1, 200, 700, 64, false, true, -1, 50, 2.0},
+		{true, 1, 4, 2, 300, 500, 128, false, false, 64, 16, 0, false},
+		{false, 2, 2, 2, 500, 300, 64, true, true, 100, -1, 0, false},
+		{false, 1, 4, 4, 333, 333, 128, true, false, -2, -2, 5, false},
+		{true, 1, 4, 1, 200, 700, 64, false, true, -1, 50, 2.0, false},
+		/* deterministic: both head dims, causal and not, GQA, a
+		 * window (its key blocks start past 0) */
+		{false, 2, 4, 4, 300, 300, 64, false, false, -2, -2, 0, true},
+		{true, 1, 8, 2, 333, 200, 64, true, true, -2, -2, 0, true},
+		{true, 1, 4, 4, 1000, 1000, 128, false, false, -2, -2, 0, true},
+		{false, 2, 8, 2, 513, 700, 128, true, false, -2, -2, 0, true},
+		{true, 1, 4, 2, 300, 500, 128, false, false, 64, 16, 0, true},
 	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;
@@ -301,8 +335,9 @@ main(void)
 	static const int vq1[] = {1, 300, 129, 64, 0};
 	static const int vk1[] = {5, 385, 129, 1, 200};
 	static const int vq2[] = {200, 77, 513}, vk2[] = {100, 300, 513};
-	bad |= run_varlen(5, vq1, vk1, 128, false);
-	bad |= run_varlen(3, vq2, vk2, 64, true);
+	bad |= run_varlen(5, vq1, vk1, 128, false, false);
+	bad |= run_varlen(3, vq2, vk2, 64, true, false);
+	bad |= run_varlen(3, vq2, vk2, 128, true, true);
 	bad |= refusals();
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);

@@ -12,9 +12,12 @@ sliding windows, softcaps and ALiBi (against the same math run by
 PyTorch in the dtype, as SDPA has none of them), variable-length batches
 (attention_varlen, each sequence against its own references).  Then:
 two backward passes on the same inputs give bitwise equal dk and dv (dq
-is summed with atomics); torch.compile(fullgraph=True) of linear ->
-fagen.ops.attention -> sum gives the eager path's gradients, and both
-custom ops pass torch.library.opcheck; autocast casts float32 inputs;
+is summed with atomics); with deterministic=True three passes give
+bitwise equal dq, dk and dv too, within the usual tolerance of float64,
+and fagen.ops.attention the same bits; torch.compile(fullgraph=True) of
+linear -> fagen.ops.attention -> sum gives the eager path's gradients,
+and both custom ops pass torch.library.opcheck; autocast casts float32
+inputs;
 gpt-oss's sinks with their own gradient; the variants without a
 backward (head_dim 256) run their
 forward and
@@ -137,6 +140,54 @@ def bwd_repeat_check():
                                           e_dq, "ok" if ok else "FAIL"))
     if not ok:
         failures.append("backward repeat")
+
+
+def bwd_deterministic_check(layout, b, h, sq, sk, d, dtype, causal,
+                            hk=None):
+    """fagen.attention(..., deterministic=True) (issue #13): three backward
+    passes on the same inputs give bitwise equal q.grad, k.grad and
+    v.grad, the first within bwd_check's tolerance of float64 autograd
+    (2x SDPA's error in the dtype plus a floor); fagen.ops.attention with
+    deterministic=True gives the same bits."""
+    q, k, v = (t.detach().requires_grad_() for t in
+               make(layout, b, h, sq, sk, d, dtype, hk))
+    dout = torch.randn_like(q)
+    runs = []
+    for use_ops in (False, False, False, True):
+        for t in (q, k, v):
+            t.grad = None
+        # freed NaN blocks of the gradients' sizes: the caching allocator
+        # most likely hands them to the backward's new dq, dk, dv, so a
+        # row it failed to write shows as NaN, not as the last pass's
+        poison = [torch.full_like(t, math.nan) for t in (q, k, v)]
+        del poison
+        fn = fagen.ops.attention if use_ops else fagen.attention
+        out, _ = fn(q, k, v, causal=causal, deterministic=True)
+        out.backward(dout)
+        runs.append([t.grad.clone() for t in (q, k, v)])
+
+    def bits(x):
+        return x.view(torch.int16)
+    same = all(torch.equal(bits(a), bits(r_)) for r in runs[1:3]
+               for a, r_ in zip(runs[0], r))
+    ops_same = all(torch.equal(bits(a), bits(r_))
+                   for a, r_ in zip(runs[0], runs[3]))
+    sc = 1 / math.sqrt(d)
+    ref = f64_grads(q, k, v, dout, causal, sc)
+    sd = sdpa_grads(q, k, v, dout, causal, sc)
+    floor = 1e-3 if dtype == torch.bfloat16 else 2e-4
+    errs = [(rel(g, r), rel(s_, r)) for g, s_, r in zip(runs[0], sd, ref)]
+    ok = same and ops_same and all(e <= 2 * s_ + floor for e, s_ in errs)
+    name = "backward deterministic %s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d " \
+        "%s %s" % (layout, b, h, hk or h, sq, sk, d, str(dtype)[6:],
+                   "causal" if causal else "full")
+    print("%s: 3 passes %s, fagen.ops %s; rel err fagen/sdpa dq %.2e/%.2e, "
+          "dk %.2e/%.2e, dv %.2e/%.2e -> %s" % (
+              (name, "bitwise equal" if same else "DIFFER",
+               "the same bits" if ops_same else "DIFFERENT bits") +
+              sum(errs, ()) + ("ok" if ok else "FAIL",)))
+    if not ok:
+        failures.append(name)
 
 
 class AttnModule(torch.nn.Module):
@@ -379,6 +430,10 @@ def main():
                      False)
     bwd_varlen_check((200, 77, 513), (100, 300, 513), 64, hf, True)
     bwd_repeat_check()
+    bwd_deterministic_check("bhsd", 2, 4, 1000, 1000, 64, bf, False)
+    bwd_deterministic_check("bshd", 1, 8, 777, 1000, 64, hf, True, hk=2)
+    bwd_deterministic_check("bhsd", 1, 8, 1000, 500, 128, bf, True, hk=2)
+    bwd_deterministic_check("bshd", 2, 4, 300, 700, 128, hf, False)
     bwd_compile_check()
     bwd_autocast_check()
     sinks_check(2, 8, 2, 300, 300, 128, True, bf)

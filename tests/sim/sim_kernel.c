@@ -776,6 +776,11 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	int na = 23;
 	if (blocks)
 		block_classes(z, h, g, sq, sk, a2, &na);
+	/* DETERMINISTIC: the dQ adds' counters, zero at the start */
+	int32_t *sem = NULL;
+	if (has_arg(mod, "DQSEM"))
+		a2[na++] = (Named){"DQSEM", {.ptr = buffer((size_t)z * h *
+			(size_t)((sq + 63) / 64) * 4, 0, (void **)&sem)}};
 	launch_named(mod, a2, na);
 	SimVal a3[6] = {{.i = nvl ? 1 : z}, {.i = h}, {.i = sq}, {.f = scale}};
 	a3[4].ptr = aacc;

@@ -657,6 +657,76 @@ backward_takes_sinks_mods_and_block_tables(void **state)
 		"the forward has no block mask"));
 }
 
+/* Issue #13's deterministic backward: refused, naming why, with the
+ * baseline schedule (per-element atomics) and with a block mask, before
+ * the GPU; otherwise it reaches the driver.  Its main kernel is a
+ * variant of its own (-D DETERMINISTIC=true), cached apart from the fast
+ * one; the pre and post kernels have none. */
+static void
+deterministic_backward_refuses_baseline_and_block_masks(void **state)
+{
+	Fix *f = *state;
+	fg_attention_bwd_args b = {.fwd = problem(), .dout = X0 + 0x60000000,
+		.dq = X0 + 0x61000000, .dk = X0 + 0x62000000,
+		.dv = X0 + 0x63000000, .deterministic = 1};
+	static const char BWD[] = "fg_attention_backward";
+	fg_kernel *fast, *det, *again, *pre, *pre_det;
+	fg_status st;
+
+	st = fg_attention_backward(f->ctx, &b, FAKE_STREAM);
+	if (st != FG_ERR_NO_DRIVER)
+		fail_msg("deterministic: %s: %s", fg_status_name(st),
+			fg_errmsg(f->ctx));
+	b.schedule = "fa_bwd_baseline_sm90.fa";
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_UNSUPPORTED);
+	if (!strstr(fg_errmsg(f->ctx), "deterministic is set but "
+	    "fa_bwd_baseline_sm90.fa has no deterministic mode"))
+		fail_msg("%s", fg_errmsg(f->ctx));
+	b.deterministic = 0;
+	st = fg_attention_backward(f->ctx, &b, FAKE_STREAM);
+	if (st != FG_ERR_NO_DRIVER)
+		fail_msg("baseline: %s: %s", fg_status_name(st),
+			fg_errmsg(f->ctx));
+	b.schedule = NULL, b.deterministic = 1;
+	b.fwd.mods = "mod mask_mod(b, h, q, k) = q >= k;\n";
+	b.fwd.mask_mod = 1;
+	b.fwd.block_kv_num = X0 + 0x70000000;
+	b.fwd.block_kv_idx = X0 + 0x71000000;
+	b.fwd.block_full_num = X0 + 0x72000000;
+	b.fwd.block_full_idx = X0 + 0x73000000;
+	b.block_class = X0 + 0x74000000;
+	b.block_qrange = X0 + 0x75000000;
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_UNSUPPORTED);
+	if (!strstr(fg_errmsg(f->ctx), "deterministic is set with a block "
+	    "mask"))
+		fail_msg("%s", fg_errmsg(f->ctx));
+	/* without the mask's tables the mask is refused first, as ever */
+	b.block_class = 0;
+	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
+		FG_ERR_INVALID);
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_class is 0"));
+
+	fg_attention_args a = problem();
+	if (attn_kernel(f->ctx, BWD, "fa_bwd_sm90.fa", 90, &a, 0, &fast) ||
+	    attn_kernel(f->ctx, BWD, "fa_bwd_sm90.fa", 90, &a,
+	    AK_DETERMINISTIC, &det))
+		fail_msg("%s", fg_errmsg(f->ctx));
+	assert_ptr_not_equal(fast, det);
+	assert_int_equal(attn_kernel(f->ctx, BWD, "fa_bwd_sm90.fa", 90, &a,
+		AK_DETERMINISTIC, &again), FG_OK);
+	assert_ptr_equal(det, again);
+	assert_int_equal(attn_kernel(f->ctx, BWD, "fa_bwd_sm90.fa", 90, &a, 0,
+		&again), FG_OK);
+	assert_ptr_equal(fast, again);
+	assert_int_equal(attn_kernel(f->ctx, BWD, "fa_bwd_pre_sm90.fa", 90,
+		&a, AK_PLAIN, &pre), FG_OK);
+	assert_int_equal(attn_kernel(f->ctx, BWD, "fa_bwd_pre_sm90.fa", 90,
+		&a, AK_PLAIN | AK_DETERMINISTIC, &pre_det), FG_OK);
+	assert_ptr_equal(pre, pre_det);
+}
+
 /* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
  * appended for variable-length batches sit after sinks. */
 _Static_assert(sizeof(fg_attention_args) == 392, "fg_attention_args size");
@@ -670,6 +740,11 @@ _Static_assert(offsetof(fg_attention_args, alibi_slopes) == 312, "alibi");
 _Static_assert(offsetof(fg_attention_args, mods) == 320, "mods");
 _Static_assert(offsetof(fg_attention_args, mod_args) == 336, "mod_args");
 _Static_assert(offsetof(fg_attention_args, block_full_idx) == 376, "blocks");
+_Static_assert(sizeof(fg_attention_bwd_args) == 584, "bwd args size");
+_Static_assert(offsetof(fg_attention_bwd_args, block_qrange) == 568,
+	"block_qrange");
+_Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 576,
+	"deterministic");
 
 /* A packed batch of 3 sequences, 100 query and 300 key tokens in all. */
 static fg_attention_args
@@ -998,6 +1073,7 @@ main(void)
 		T(alibi_picks_its_variant_and_binds_slopes),
 		T(mods_and_block_masks_are_checked_and_bound),
 		T(backward_takes_sinks_mods_and_block_tables),
+		T(deterministic_backward_refuses_baseline_and_block_masks),
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(each_target_has_schedules),

@@ -86,14 +86,14 @@ def layouts():
     assert o.sim.offset == 72                   # issue #18
     assert o.target.offset == 80                # issue #28
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 576, ctypes.sizeof(b)
+    assert ctypes.sizeof(b) == 584, ctypes.sizeof(b)
     assert b.fwd.offset == 0 and b.dout.offset == 392
     assert b.dout_strides.offset == 400 and b.dq.offset == 432
     assert b.dk.offset == 440 and b.dv.offset == 448
     assert b.dq_strides.offset == 456 and b.dk_strides.offset == 488
     assert b.dv_strides.offset == 520
     assert b.schedule.offset == 552 and b.block_class.offset == 560
-    assert b.block_qrange.offset == 568
+    assert b.block_qrange.offset == 568 and b.deterministic.offset == 576
     n = fagen.norm._NormArgs    # issue #26
     assert ctypes.sizeof(n) == 504, ctypes.sizeof(n)
     assert n.weight.offset == 96 and n.out.offset == 288

@@ -9,13 +9,18 @@ float64 on the CPU with test_python*.py's tolerances:
                     causal and not, GQA (2 query heads over 1): rel err
                     <= 1e-2, lse within 1e-3; its backward: dq, dk, dv
                     within 2x SDPA's own bf16 error + 1e-3; through
-                    fagen.ops.attention too; fagen.rms_norm: |y - ref|
+                    fagen.ops.attention too, forward and backward; with
+                    deterministic=True (fa_bwd_sm90.fa's DQSEM counters),
+                    through both; fagen.rms_norm: |y - ref|
                     <= 2e-2 (|ref| + 1e-2), dx and dW rel err <= 3e-2;
                     fagen.softmax: |y - ref| <= 2e-2 |ref|, dx within
                     2e-2 of its row's scale; a tensor on another device
                     and fagen.reference are refused
   use_simulator("sm_100a")  fagen.attention (fa_fwd_sm100.fa) causal,
-                    and GQA; its backward (fa_bwd_sm100.fa), GQA causal
+                    and GQA; its backward (fa_bwd_sm100.fa), GQA causal;
+                    deterministic=True reaches fg_attention_backward from
+                    fagen.attention, attention_varlen and fagen.ops
+                    .attention, which refuses it there (FagenError)
 Each case takes well under a second on the simulator.
 """
 import math
@@ -84,17 +89,19 @@ def f64_attention(torch, q, k, v, causal):
     return torch.exp(s - lse[..., None]) @ v, lse
 
 
-def attention(torch, fagen, causal, hk=2, grad=False, via_ops=False):
+def attention(torch, fagen, causal, hk=2, grad=False, via_ops=False,
+              det=False):
     bf = torch.bfloat16
     q = torch.randn(1, 2, 130, 64, dtype=bf)
     k, v = (torch.randn(1, hk, 130, 64, dtype=bf) for _ in range(2))
-    name = "attention %s %s Hk=%d%s%s" % (
+    name = "attention %s %s Hk=%d%s%s%s" % (
         fagen.simulator(), "causal" if causal else "full", hk,
-        " backward" if grad else "", " fagen.ops" if via_ops else "")
+        " backward" if grad else "", " fagen.ops" if via_ops else "",
+        " deterministic" if det else "")
     if grad:
         q, k, v = (t.requires_grad_() for t in (q, k, v))
     fn = fagen.ops.attention if via_ops else fagen.attention
-    out, lse = fn(q, k, v, causal=causal)
+    out, lse = fn(q, k, v, causal=causal, deterministic=det)
     ref, rlse = f64_attention(torch, q.detach(), k.detach(), v.detach(),
                               causal)
     e_o = rel(out, ref)
@@ -174,6 +181,33 @@ def refusals(torch, fagen):
     print("refusals: another device, fagen.reference -> ok")
 
 
+def deterministic_refused(torch, fagen):
+    """deterministic=True (issue #13) reaches fg_attention_backward from
+    each entry point with a backward: on the simulated sm_100a device it
+    refuses it: the runtime does not offer fa_bwd_sm100.fa's variant yet."""
+    bf, want = torch.bfloat16, "the runtime does not offer it yet"
+    q, k, v = (torch.randn(1, 2, 130, 64, dtype=bf).requires_grad_()
+               for _ in range(3))
+    cu = torch.tensor([0, 130], dtype=torch.int32)
+
+    def eager():
+        fagen.attention(q, k, v, causal=True,
+                        deterministic=True)[0].sum().backward()
+
+    def ops():
+        fagen.ops.attention(q, k, v, causal=True,
+                            deterministic=True)[0].sum().backward()
+
+    def varlen():
+        q3, k3, v3 = (t[0].transpose(0, 1) for t in (q, k, v))
+        fagen.attention_varlen(q3, k3, v3, cu, cu, 130, 130, causal=True,
+                               deterministic=True)[0].sum().backward()
+    for fn in (eager, ops, varlen):
+        expect(fagen.FagenError, fn, want)
+    print("deterministic on sm_100a: refused by fg_attention_backward from "
+          "fagen.attention, fagen.ops.attention, attention_varlen -> ok")
+
+
 def main():
     switch()
     try:
@@ -192,6 +226,9 @@ def main():
     attention(torch, fagen, True, grad=True)
     attention(torch, fagen, False, hk=1, grad=True)
     attention(torch, fagen, True, via_ops=True)
+    attention(torch, fagen, False, grad=True, via_ops=True)
+    attention(torch, fagen, True, grad=True, det=True)
+    attention(torch, fagen, False, hk=1, grad=True, via_ops=True, det=True)
     rms_norm(torch, fagen)
     softmax(torch, fagen)
     refusals(torch, fagen)
@@ -199,6 +236,7 @@ def main():
     attention(torch, fagen, True)
     attention(torch, fagen, False, hk=1)
     attention(torch, fagen, True, hk=1, grad=True)   # fa_bwd_sm100.fa
+    deterministic_refused(torch, fagen)
     if failures:
         print("%d FAILED: %s" % (len(failures), ", ".join(failures)))
         return 1

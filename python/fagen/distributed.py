@@ -154,8 +154,8 @@ def _merge_into(acc_o, acc_l, o, l, col):
 class _Dense:
     """(B, H, S, D) shards, halves along S; lse (B, H, S)."""
 
-    def __init__(self, scale):
-        self.scale = scale
+    def __init__(self, scale, det=False):
+        self.scale, self.det = scale, det
 
     @staticmethod
     def rows(x, half, dim=2):
@@ -172,7 +172,7 @@ class _Dense:
 
     def bwd(self, dout, q, k, v, out, lse, causal, qh, kh):
         return fagen._backward(q, k, v, out, lse.contiguous(), dout, causal,
-                               self.scale)
+                               self.scale, deterministic=self.det)
 
     def acc(self, q):
         b, h, s, d = q.shape
@@ -198,8 +198,8 @@ class _Varlen:
     """(T, H, D) shards of packed sequences whose local offsets are cu
     (the same on every rank), halves per sequence; lse (H, T)."""
 
-    def __init__(self, scale, cu, max_seqlen, zigzag):
-        self.scale = scale
+    def __init__(self, scale, cu, max_seqlen, zigzag, det=False):
+        self.scale, self.det = scale, det
         self.cu, self.max = cu, max_seqlen
         host = [int(c) for c in cu.tolist()]
         lens = [host[i + 1] - host[i] for i in range(len(host) - 1)]
@@ -239,7 +239,7 @@ class _Varlen:
         (cq, mq), (ck, mk) = self._cu(qh), self._cu(kh)
         return fagen._varlen_backward(q, k, v, out, lse.contiguous(), dout,
                                       cq, ck, mq, mk, causal, self.scale,
-                                      None, None, 0, None)
+                                      None, None, 0, None, self.det)
 
     def acc(self, q):
         t, h, d = q.shape
@@ -486,13 +486,14 @@ def _resolve(group_name):
                          device_types=_DEVICES)
 def _ring_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
              group_name: str, causal: bool, scale: Optional[float],
-             zigzag: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+             zigzag: bool, deterministic: bool = False
+             ) -> Tuple[torch.Tensor, torch.Tensor]:
     return _ring_forward(_Dense(scale), _Comm(_resolve(group_name)), q, k,
                          v, causal, zigzag)
 
 
 @_ring_op.register_fake
-def _(q, k, v, group_name, causal, scale, zigzag):
+def _(q, k, v, group_name, causal, scale, zigzag, deterministic=False):
     b, h, s, d = q.shape
     return q.new_empty((b, h, s, d)), q.new_empty((b, h, s),
                                                   dtype=torch.float32)
@@ -503,23 +504,25 @@ def _(q, k, v, group_name, causal, scale, zigzag):
 def _ring_bwd_op(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
                  v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                  group_name: str, causal: bool, scale: Optional[float],
-                 zigzag: bool
+                 zigzag: bool, deterministic: bool = False
                  ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _ring_backward(_Dense(scale), _Comm(_resolve(group_name)), q, k,
-                          v, out, lse, dout, causal, zigzag)
+    return _ring_backward(_Dense(scale, deterministic),
+                          _Comm(_resolve(group_name)), q, k, v, out, lse,
+                          dout, causal, zigzag)
 
 
 @_ring_bwd_op.register_fake
-def _(dout, q, k, v, out, lse, group_name, causal, scale, zigzag):
+def _(dout, q, k, v, out, lse, group_name, causal, scale, zigzag,
+      deterministic=False):
     # _ring_backward's are new contiguous tensors
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _ring_setup(ctx, inputs, output):
-    q, k, v, group_name, causal, scale, zigzag = inputs
+    q, k, v, group_name, causal, scale, zigzag, det = inputs
     ctx.save_for_backward(q, k, v, *output)
     ctx.mark_non_differentiable(output[1])
-    ctx.opts = (group_name, causal, scale, zigzag)
+    ctx.opts = (group_name, causal, scale, zigzag, det)
     ctx.unsupported = fagen._bwd_unsupported(q, None, None, None, None)
 
 
@@ -529,14 +532,14 @@ def _ring_grad(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = torch.ops.fagen.ring_attention_backward(
         dout, q, k, v, out, lse, *ctx.opts)
-    return dq, dk, dv, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None
 
 
 _ring_op.register_autograd(_ring_grad, setup_context=_ring_setup)
 
 
 def ring_attention(q, k, v, group=None, causal=False, scale=None,
-                   zigzag=None, validate=True):
+                   zigzag=None, validate=True, deterministic=False):
     """Ring attention over the ranks of group (None: the default group):
     (out, lse) for this rank's queries.
 
@@ -556,6 +559,9 @@ def ring_attention(q, k, v, group=None, causal=False, scale=None,
     unequal shards are a ValueError on every rank, not a hang (skipped
     while torch.compile traces or a CUDA graph captures: the shapes then
     go to the host nowhere; a graph's eager warm-up call checks them).
+    deterministic: each step's backward adds its dQ in a fixed order
+    (fagen.attention's deterministic); the ring's own sums already run
+    in ring order, so the gradients are then bitwise repeatable.
 
     Differentiable (the backward sends the shards round again); a
     torch.library custom op (torch.ops.fagen.ring_attention), so it
@@ -566,7 +572,8 @@ def ring_attention(q, k, v, group=None, causal=False, scale=None,
     g, _, world = _world(group)
     if _validating(validate, world, q):
         _validate("ring_attention", g, q, k, v)
-    return _ring_op(q, k, v, g.group_name, bool(causal), scale, zigzag)
+    return _ring_op(q, k, v, g.group_name, bool(causal), scale, zigzag,
+                    bool(deterministic))
 
 
 @torch.library.custom_op("fagen::ring_attention_varlen", mutates_args=(),
@@ -574,14 +581,16 @@ def ring_attention(q, k, v, group=None, causal=False, scale=None,
 def _ring_varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     cu_seqlens: torch.Tensor, max_seqlen: int,
                     group_name: str, causal: bool, scale: Optional[float],
-                    zigzag: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+                    zigzag: bool, deterministic: bool = False
+                    ) -> Tuple[torch.Tensor, torch.Tensor]:
     lay = _Varlen(scale, cu_seqlens, max_seqlen, zigzag)
     return _ring_forward(lay, _Comm(_resolve(group_name)), q, k, v, causal,
                          zigzag)
 
 
 @_ring_varlen_op.register_fake
-def _(q, k, v, cu_seqlens, max_seqlen, group_name, causal, scale, zigzag):
+def _(q, k, v, cu_seqlens, max_seqlen, group_name, causal, scale, zigzag,
+      deterministic=False):
     t, h, d = q.shape
     return q.new_empty((t, h, d)), q.new_empty((h, t), dtype=torch.float32)
 
@@ -592,26 +601,27 @@ def _ring_varlen_bwd_op(dout: torch.Tensor, q: torch.Tensor,
                         k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                         lse: torch.Tensor, cu_seqlens: torch.Tensor,
                         max_seqlen: int, group_name: str, causal: bool,
-                        scale: Optional[float], zigzag: bool
+                        scale: Optional[float], zigzag: bool,
+                        deterministic: bool = False
                         ) -> Tuple[torch.Tensor, torch.Tensor,
                                    torch.Tensor]:
-    lay = _Varlen(scale, cu_seqlens, max_seqlen, zigzag)
+    lay = _Varlen(scale, cu_seqlens, max_seqlen, zigzag, deterministic)
     return _ring_backward(lay, _Comm(_resolve(group_name)), q, k, v, out,
                           lse, dout, causal, zigzag)
 
 
 @_ring_varlen_bwd_op.register_fake
 def _(dout, q, k, v, out, lse, cu_seqlens, max_seqlen, group_name, causal,
-      scale, zigzag):
+      scale, zigzag, deterministic=False):
     # _ring_backward's are new contiguous tensors
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _ring_varlen_setup(ctx, inputs, output):
-    q, k, v, cu, mx, group_name, causal, scale, zigzag = inputs
+    q, k, v, cu, mx, group_name, causal, scale, zigzag, det = inputs
     ctx.save_for_backward(q, k, v, *output, cu)
     ctx.mark_non_differentiable(output[1])
-    ctx.opts = (mx, group_name, causal, scale, zigzag)
+    ctx.opts = (mx, group_name, causal, scale, zigzag, det)
     ctx.unsupported = fagen._bwd_unsupported(q.unsqueeze(0), None, None,
                                              None, None)
 
@@ -622,7 +632,7 @@ def _ring_varlen_grad(ctx, dout, dlse):
     q, k, v, out, lse, cu = ctx.saved_tensors
     dq, dk, dv = torch.ops.fagen.ring_attention_varlen_backward(
         dout, q, k, v, out, lse, cu, *ctx.opts)
-    return dq, dk, dv, None, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None, None, None
 
 
 _ring_varlen_op.register_autograd(_ring_varlen_grad,
@@ -631,7 +641,7 @@ _ring_varlen_op.register_autograd(_ring_varlen_grad,
 
 def ring_attention_varlen(q, k, v, cu_seqlens, max_seqlen, group=None,
                           causal=False, scale=None, zigzag=None,
-                          validate=True):
+                          validate=True, deterministic=False):
     """ring_attention over a packed batch of sequences, each cut across
     the ranks (shard_varlen): (out, lse).
 
@@ -643,7 +653,7 @@ def ring_attention_varlen(q, k, v, cu_seqlens, max_seqlen, group=None,
     float32 (H, T_local), as fagen.attention_varlen.  Each sequence
     attends only to itself.  The offsets are read on the host once per
     call (a synchronization), so a CUDA graph cannot capture it (a
-    ValueError while one captures)."""
+    ValueError while one captures).  deterministic as ring_attention's."""
     if zigzag is None:
         zigzag = bool(causal)
     _check("ring_attention_varlen", q, k, v, causal, zigzag, 0)
@@ -668,7 +678,8 @@ def ring_attention_varlen(q, k, v, cu_seqlens, max_seqlen, group=None,
     if _validating(validate, world, q):
         _validate("ring_attention_varlen", g, q, k, v, values=host)
     return _ring_varlen_op(q, k, v, cu_seqlens, int(max_seqlen),
-                           g.group_name, bool(causal), scale, zigzag)
+                           g.group_name, bool(causal), scale, zigzag,
+                           bool(deterministic))
 
 
 # ------------------------------------------------------------ Ulysses
@@ -714,7 +725,8 @@ def _zigzag_perm(world, s, device):
 
 
 def ulysses_attention(q, k, v, group=None, causal=False, scale=None,
-                      zigzag=False, window=None, softcap=None):
+                      zigzag=False, window=None, softcap=None,
+                      deterministic=False):
     """DeepSpeed Ulysses over the ranks of group: (out, lse) for this
     rank's sequence shard, as ring_attention's.  An all-to-all turns the
     sequence shards into head shards (H / N query heads, Hk / N K/V heads,
@@ -724,7 +736,8 @@ def ulysses_attention(q, k, v, group=None, causal=False, scale=None,
     group's size N.  zigzag: the shards are zigzag ones (shard(...,
     zigzag=True)); default contiguous.  Differentiable (the collectives
     are torch's functional, differentiable all-to-alls), traceable by
-    torch.compile."""
+    torch.compile; deterministic as fagen.attention's (the all-to-alls
+    only move data, so the gradients are then bitwise repeatable)."""
     from fagen import ops
     g, _, world = _world(group)
     _check("ulysses_attention", q, k, v, True, zigzag, 2)
@@ -738,7 +751,8 @@ def ulysses_attention(q, k, v, group=None, causal=False, scale=None,
         perm, inv = _zigzag_perm(world, q.shape[2], q.device)
     q2, k2, v2 = (_seq_to_heads(t, g, world, perm) for t in (q, k, v))
     out2, lse2 = ops.attention(q2, k2, v2, causal=causal, scale=scale,
-                               window=window, softcap=softcap)
+                               window=window, softcap=softcap,
+                               deterministic=deterministic)
     out = _heads_to_seq(out2, g, world, inv)
     lse = _heads_to_seq(lse2.unsqueeze(-1), g, world, inv).squeeze(-1)
     return out, lse

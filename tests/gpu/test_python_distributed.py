@@ -13,7 +13,8 @@ errors are printed.
 One process (the GPU, or libfagen's simulator with FAGEN_SIM on CPU
 tensors): a virtual ring of N ranks (the ring's own step and merge code,
 exchanges replaced by rotating lists) for N in 2, 3, 4, 8, causal
-(zigzag and contiguous shards) or not, GQA, variable-length batches;
+(zigzag and contiguous shards) or not, GQA, variable-length batches,
+the deterministic backward (two passes bitwise equal);
 unequal shards are refused; then a real process group of one rank
 (ring and Ulysses through torch.distributed; bitwise equal to
 fagen.attention).  Several ranks (processes this script starts, one per
@@ -118,7 +119,7 @@ def yardstick(q, k, v, dout, causal, ref):
 
 # ------------------------------------------------------------ one process
 
-def virtual_check(n, b, h, hk, s, d, dtype, causal, zigzag):
+def virtual_check(n, b, h, hk, s, d, dtype, causal, zigzag, det=False):
     q, k, v, dout = make(b, h, hk, s, d, dtype)
     scale = d ** -0.5
     ref = f64(q, k, v, causal, scale, dout)
@@ -126,18 +127,30 @@ def virtual_check(n, b, h, hk, s, d, dtype, causal, zigzag):
     cut = lambda t: [fd.shard(t, 2, zigzag=zigzag, rank=r, world=n)  # noqa
                      for r in range(n)]
     qs, ks, vs, ds = cut(q), cut(k), cut(v), cut(dout)
-    lay = fd._Dense(None)
+    lay = fd._Dense(None, det)
     res = fd._virtual_forward(lay, qs, ks, vs, causal, zigzag)
     grads = fd._virtual_backward(lay, qs, ks, vs, [o for o, _ in res],
                                  [l for _, l in res], ds, causal, zigzag)
+    if det:   # the deterministic backward: the same bits a second time
+        again = fd._virtual_backward(lay, qs, ks, vs, [o for o, _ in res],
+                                     [l for _, l in res], ds, causal,
+                                     zigzag)
+        same = all(torch.equal(x, y) for g, a in zip(grads, again)
+                   for x, y in zip(g, a))
+        print("%s virtual N=%d deterministic: two backward passes %s" % (
+            "ok  " if same else "FAIL", n, "bitwise equal" if same else
+            "differ"))
+        if not same:
+            failures.append("virtual deterministic")
     full = lambda xs: fd._reorder(xs, 2, zigzag)  # noqa: E731
     got = [full([o for o, _ in res]), full([l for _, l in res])] + \
         [full([g[i] for g in grads]) for i in range(3)]
     errs = {nm: rel(x, r) for nm, x, r in
             zip(("out", "lse", "dq", "dk", "dv"), got, ref)}
-    expect("virtual N=%d %s%s H%d/%d S%d D%d %s" % (
+    expect("virtual N=%d %s%s H%d/%d S%d D%d %s%s" % (
         n, "causal " if causal else "", "zigzag" if zigzag else
-        "contig" if causal else "", h, hk, s, d, str(dtype)[6:]), errs, yard)
+        "contig" if causal else "", h, hk, s, d, str(dtype)[6:],
+        " deterministic" if det else ""), errs, yard)
 
 
 def varlen_ref(q, k, v, dout, cu, causal, scale):
@@ -611,6 +624,7 @@ def main():
                                   (4, True, False), (2, True, True)):
                 virtual_check(n, 1, 2, 1, 48 * n, 64, dt, causal, zz)
             varlen_check(2, [32, 96], 2, 1, 64, dt, True, True)
+            virtual_check(2, 1, 2, 1, 96, 64, dt, True, True, det=True)
         else:
             for n in (2, 3, 4, 8):
                 for causal, zz in ((False, False), (True, True),
@@ -618,6 +632,7 @@ def main():
                     virtual_check(n, 2, 4, 4, 256 * n, 128, dt, causal, zz)
                 virtual_check(n, 1, 8, 2, 128 * n, 64, torch.float16, True,
                               True)
+            virtual_check(4, 2, 4, 2, 2048, 128, dt, True, True, det=True)
             for n, causal, zz in ((2, True, True), (4, True, True),
                                   (3, False, False)):
                 varlen_check(n, [2 * n * 64, 2 * n * 200, 2 * n * 8], 4, 2,

@@ -307,6 +307,30 @@ sm100_backward_matches_float64(void **state)
 	close_ctx(fx);
 }
 
+/* The backward b runs times into freshly poisoned dq, dk and dv (nq and
+ * nk 16-bit elements); true when every run gave the first's bits. */
+static bool
+det_runs(Fix *fx, fg_attention_bwd_args *b, int runs, uint16_t **dq,
+	uint16_t **dk, uint16_t **dv, size_t nq, size_t nk)
+{
+	bool same = true;
+
+	for (int r = 0; r < runs; r++) {
+		dq[r] = poisoned(nq * 2), dk[r] = poisoned(nk * 2);
+		dv[r] = poisoned(nk * 2);
+		b->dq = (uintptr_t)dq[r], b->dk = (uintptr_t)dk[r];
+		b->dv = (uintptr_t)dv[r];
+		fg_status st = fg_attention_backward(fx->ctx, b,
+			CU_STREAM_PER_THREAD);
+		if (st)
+			fail_msg("run %d: %s", r, fg_errmsg(fx->ctx));
+		same &= !memcmp(dq[0], dq[r], nq * 2) &&
+			!memcmp(dk[0], dk[r], nk * 2) &&
+			!memcmp(dv[0], dv[r], nk * 2);
+	}
+	return same;
+}
+
 /* The deterministic backward (issue #13) on the simulated sm_90a device:
  * fa_bwd_sm90.fa with -D DETERMINISTIC=true, its DQSEM counters in the
  * scratch (the simulator's allocations come poisoned with 0xff bytes, so
@@ -337,7 +361,7 @@ sm90_det_backward(Fix *fx, bool causal, int wl, int wr)
 	RefProb c = {.z = Z, .h = H, .sq = SQ, .sk = SK, .d = D,
 		.causal = causal, .g = H / HK, .window = wl > -2, .wl = wl,
 		.wr = wr};
-	bool nan = false, same = true;
+	bool nan = false, same;
 
 	for (int t = 0; t < 4; t++) {
 		bool kv = t == 1 || t == 2;
@@ -347,19 +371,7 @@ sm90_det_backward(Fix *fx, bool causal, int wl, int wr)
 	}
 	assert_int_equal(fg_attention_forward(fx->ctx, &b.fwd,
 		CU_STREAM_PER_THREAD), FG_OK);
-	for (int r = 0; r < RUNS; r++) {
-		dq[r] = poisoned(nq * 2), dk[r] = poisoned(nk * 2);
-		dv[r] = poisoned(nk * 2);
-		b.dq = (uintptr_t)dq[r], b.dk = (uintptr_t)dk[r];
-		b.dv = (uintptr_t)dv[r];
-		fg_status st = fg_attention_backward(fx->ctx, &b,
-			CU_STREAM_PER_THREAD);
-		if (st)
-			fail_msg("run %d: %s", r, fg_errmsg(fx->ctx));
-		same &= !memcmp(dq[0], dq[r], nq * 2) &&
-			!memcmp(dk[0], dk[r], nk * 2) &&
-			!memcmp(dv[0], dv[r], nk * 2);
-	}
+	same = det_runs(fx, &b, RUNS, dq, dk, dv, nq, nk);
 	ref_backward(&c, q, k, v, dout, NULL, NULL, rq, rk, rv);
 	double eq = ref_rel16(dq[0], rq, nq, false, &nan);
 	double ek = ref_rel16(dk[0], rk, nk, false, &nan);
@@ -409,23 +421,11 @@ sm90_det_backward_varlen(Fix *fx)
 			.max_seqlen_k = mk},
 		.dout = (uintptr_t)dout, .deterministic = 1,
 	};
-	bool nan = false, same = true;
+	bool nan = false, same;
 
 	assert_int_equal(fg_attention_forward(fx->ctx, &b.fwd,
 		CU_STREAM_PER_THREAD), FG_OK);
-	for (int r = 0; r < RUNS; r++) {
-		dq[r] = poisoned(nq * 2), dk[r] = poisoned(nk * 2);
-		dv[r] = poisoned(nk * 2);
-		b.dq = (uintptr_t)dq[r], b.dk = (uintptr_t)dk[r];
-		b.dv = (uintptr_t)dv[r];
-		fg_status st = fg_attention_backward(fx->ctx, &b,
-			CU_STREAM_PER_THREAD);
-		if (st)
-			fail_msg("varlen run %d: %s", r, fg_errmsg(fx->ctx));
-		same &= !memcmp(dq[0], dq[r], nq * 2) &&
-			!memcmp(dk[0], dk[r], nk * 2) &&
-			!memcmp(dv[0], dv[r], nk * 2);
-	}
+	same = det_runs(fx, &b, RUNS, dq, dk, dv, nq, nk);
 	for (int i = 0; i < N; i++) {
 		RefProb c = {.z = 1, .h = H, .sq = lq[i], .sk = lk[i], .d = D,
 			.causal = true, .g = H / HK, .st = {

@@ -45,7 +45,7 @@ run(const Case *c)
 {
 	int hk = c->hk ? c->hk : c->h;
 	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}},
-		c->h / hk, false, 0, 0, 0, NULL, NULL, NULL};
+		c->h / hk, false, 0, 0, 0, NULL, NULL, NULL, 0};
 	size_t nq, nk, nl = (size_t)c->z * c->h * c->sq, nqkv;
 	int bad = 0;
 

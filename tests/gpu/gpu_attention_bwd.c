@@ -52,7 +52,7 @@ run(const Case *c)
 {
 	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}},
 		c->h / c->hk, c->wl > -2, c->wl, c->wr, c->cap, NULL, NULL,
-		NULL};
+		NULL, 0};
 	size_t nq, nk, nl = (size_t)c->z * c->h * c->sq;
 	int bad = 0, nrun = c->det ? 3 : 2;
 
@@ -225,7 +225,7 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal, bool det)
 		RefProb p = {1, h, lq[b], lk[b], d, causal, false, {
 			{0, d, (int64_t)h * d, 1}, {0, d, (int64_t)hk * d, 1},
 			{0, d, (int64_t)hk * d, 1}, {0, d, (int64_t)h * d, 1}},
-			h / hk, false, 0, 0, 0, NULL, NULL, NULL};
+			h / hk, false, 0, 0, 0, NULL, NULL, NULL, 0};
 		size_t oq = (size_t)cq[b] * h * d, ok = (size_t)ck[b] * hk * d;
 		ref_backward(&p, q + oq, k + ok, v + ok, g + oq, NULL, NULL,
 			rq + oq, rk + ok, rv + ok);

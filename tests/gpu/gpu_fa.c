@@ -105,7 +105,7 @@ run(const Sched *sc, const Case *c, bool sinks)
 		{(int64_t)c->sk * hk * c->d, c->d, (int64_t)hk * c->d, 1},
 		{(int64_t)c->sk * hk * c->d, c->d, (int64_t)hk * c->d, 1},
 		{(int64_t)c->sq * c->h * c->d, c->d, (int64_t)c->h * c->d, 1},
-	}, g, c->window, c->wl, c->wr, c->cap, NULL, NULL, NULL};
+	}, g, c->window, c->wl, c->wr, c->cap, NULL, NULL, NULL, 0};
 
 	snprintf(d1, sizeof d1, "D=%d", c->d);
 	snprintf(d2, sizeof d2, "CAUSAL=%s", c->causal ? "true" : "false");

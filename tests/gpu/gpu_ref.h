@@ -81,7 +81,15 @@ typedef struct RefProb {
 			      * cdiv(sk, 128)], 0 where query block i / 128
 			      * of (batch, head) does not see key block
 			      * j / 128 */
+	int dv;              /* V's and O's head dim; 0: d */
 } RefProb;
+
+/* V's and O's head dim. */
+static inline int
+ref_dv(const RefProb *c)
+{
+	return c->dv > 0 ? c->dv : c->d;
+}
 
 static inline size_t
 ref_at(const int64_t *st, int b, int h, int s, int d)
@@ -89,7 +97,7 @@ ref_at(const int64_t *st, int b, int h, int s, int d)
 	return (size_t)(b * st[0] + h * st[1] + s * st[2] + d);
 }
 
-/* The float64 reference for query row r of (z, hh): o gets d values;
+/* The float64 reference for query row r of (z, hh): o gets dv values;
  * sbuf holds sk scores. */
 __attribute__((unused)) static void
 ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
@@ -129,7 +137,7 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 				j));
 		m = fmax(m, sbuf[j]);
 	}
-	for (int d = 0; d < c->d; d++)
+	for (int d = 0; d < ref_dv(c); d++)
 		o[d] = 0;
 	m = fmax(m, sink);
 	if (m == -INFINITY) {
@@ -141,10 +149,10 @@ ref_row(const RefProb *c, const uint16_t *q, const uint16_t *k,
 		double p = exp(sbuf[j] - m);
 		const uint16_t *vr = v + ref_at(c->st[2], z, hk, j, 0);
 		l += p;
-		for (int d = 0; d < c->d; d++)
+		for (int d = 0; d < ref_dv(c); d++)
 			o[d] += p * from16(vr[d], c->f16);
 	}
-	for (int d = 0; d < c->d; d++)
+	for (int d = 0; d < ref_dv(c); d++)
 		o[d] /= l;
 	*lse = m + log(l);
 }
@@ -167,7 +175,7 @@ ref_compare(const RefProb *c, const uint16_t *q, const uint16_t *k,
 {
 	RefErr e = {0};
 	double err = 0, ref2 = 0, rl;
-	double *ro = malloc((size_t)c->d * 8), *sbuf = malloc((size_t)c->sk * 8);
+	double *ro = malloc((size_t)ref_dv(c) * 8), *sbuf = malloc((size_t)c->sk * 8);
 	bool all = c->sq <= 128 || c->blk;
 
 	for (int zz = 0; zz < c->z; zz++)
@@ -179,7 +187,7 @@ ref_compare(const RefProb *c, const uint16_t *q, const uint16_t *k,
 				ref_row(c, q, k, v, zz, hh, r, ro, &rl, sbuf);
 				const uint16_t *orow = o + ref_at(c->st[3], zz, hh,
 					r, 0);
-				for (int d = 0; d < c->d; d++) {
+				for (int d = 0; d < ref_dv(c); d++) {
 					double x = from16(orow[d], c->f16);
 					err += (x - ro[d]) * (x - ro[d]);
 					ref2 += ro[d] * ro[d];

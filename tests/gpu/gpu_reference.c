@@ -61,7 +61,7 @@ run(const Case *c, bool host_ref)
 	size_t nk = (size_t)c->z * hk * c->sk * c->d;
 	size_t nl = (size_t)c->z * c->h * c->sq;
 	RefProb p = {c->z, c->h, c->sq, c->sk, c->d, c->causal, c->f16, {{0}},
-		c->h / hk, false, 0, 0, 0, NULL, NULL, NULL};
+		c->h / hk, false, 0, 0, 0, NULL, NULL, NULL, 0};
 	int bad = 0;
 
 	strides(c, c->sq, c->h, p.st[0]);

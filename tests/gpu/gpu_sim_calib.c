@@ -270,7 +270,7 @@ attn_prob(const Case *c)
 		{(int64_t)sk * h * d, d, (int64_t)h * d, 1},
 		{(int64_t)sk * h * d, d, (int64_t)h * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, 1, false, -1, -1, 0, NULL, NULL, NULL};
+	}, 1, false, -1, -1, 0, NULL, NULL, NULL, 0};
 }
 
 /* fa_fwd and fa_fwd_base: O within gpu_fa.c's relative RMS error, LSE

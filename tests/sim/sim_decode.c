@@ -388,7 +388,7 @@ compare(const Dec *t, const char *what)
 			{{qz, t->d, hd, 1}, {kz, t->d, kd, 1},
 			{kz, t->d, kd, 1}, {qz, t->d, hd, 1}}, t->g,
 			t->o.window, t->o.wl, t->o.wr, t->o.cap, NULL, NULL,
-			NULL};
+			NULL, 0};
 		const float *lse = t->lse + (size_t)b * t->h * t->sq;
 		RefErr eb = ref_compare(&p, t->q + b * nqz, t->kl + b * nkz,
 			t->vl + b * nkz, o + b * nqz, lse);

@@ -420,6 +420,7 @@ static double cap;                   /* cap=C */
 static bool alibi;                   /* alibi: slopes 0.05 (h + 1) */
 static bool sinks;                   /* sinks: per-head logits */
 static int groups = 1;               /* g=G */
+static int dval;                     /* dv=DV: V's and O's head dim (0: D) */
 static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
 static bool smod;                    /* scoremod: the backward's
 				      * SCORE_MOD (the forward's metadata
@@ -556,8 +557,9 @@ block_classes(int z, int h, int g, int sq, int sk, Named *a, int *na)
 static int
 fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 {
-	int hk = h / groups, zt = nvl ? 1 : z;
+	int hk = h / groups, zt = nvl ? 1 : z, dv = dval ? dval : d;
 	size_t nq = (size_t)zt * sq * h * d, nk = (size_t)zt * sk * hk * d;
+	size_t no = (size_t)zt * sq * h * dv, nv = (size_t)zt * sk * hk * dv;
 	size_t nl = (size_t)zt * h * sq;
 	uint16_t *q, *k, *v, *o;
 	float *lse, *sink = NULL, *slopes = NULL;
@@ -566,9 +568,9 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 	RefProb p = {zt, h, sq, sk, d, causal, f16, {
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
-		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
-		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, groups, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL};
+		{(int64_t)sk * hk * dv, dv, (int64_t)hk * dv, 1},
+		{(int64_t)sq * h * dv, dv, (int64_t)h * dv, 1},
+	}, groups, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL, dv};
 	/* SCORE_MOD: the hook sees s * sm_scale, the softmax log2(e), as
 	 * runtime/front/flex.c binds them */
 	bool blocks = has_arg(mod, "KNUM");
@@ -586,8 +588,8 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 
 	a[na++] = (Named){"Q", {.ptr = buffer(nq * 2, 0, (void **)&q)}};
 	a[na++] = (Named){"K", {.ptr = buffer(nk * 2, 0, (void **)&k)}};
-	a[na++] = (Named){"V", {.ptr = buffer(nk * 2, 0, (void **)&v)}};
-	a[na++] = (Named){"O", {.ptr = buffer(nq * 2, 0xff, (void **)&o)}};
+	a[na++] = (Named){"V", {.ptr = buffer(nv * 2, 0, (void **)&v)}};
+	a[na++] = (Named){"O", {.ptr = buffer(no * 2, 0xff, (void **)&o)}};
 	a[na++] = (Named){"LSE", {.ptr = buffer(nl * 4, 0xff,
 		(void **)&lse)}};
 	a[na++] = (Named){"SINK", {.ptr = buffer((size_t)h * 4, 0,
@@ -619,13 +621,13 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 	p.alibi = alibi ? slopes : NULL;
 	for (size_t i = 0; i < nq; i++)
 		q[i] = to16(2 * urand(), f16);
-	for (size_t i = 0; i < nk; i++) {
+	for (size_t i = 0; i < nk; i++)
 		k[i] = to16(2 * urand(), f16);
+	for (size_t i = 0; i < nv; i++)
 		v[i] = to16(urand(), f16);
-	}
 	launch_named(mod, a, na);
 	int nan = 0;
-	for (size_t i = 0; i < nq; i++)
+	for (size_t i = 0; i < no; i++)
 		nan |= from16(o[i], f16) != from16(o[i], f16);
 	RefErr e = {0};
 	if (!nvl)
@@ -634,13 +636,14 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 		RefProb pb = p;
 		float *lb = malloc((size_t)h * (size_t)(vlq[b] + 1) * 4);
 		size_t oq = (size_t)cuq[b] * h * d, ok = (size_t)cuk[b] * hk * d;
+		size_t oo = (size_t)cuq[b] * h * dv, ov = (size_t)cuk[b] * hk * dv;
 		pb.z = 1, pb.sq = vlq[b], pb.sk = vlk[b];
 		for (int hh = 0; hh < h; hh++)
 			for (int r = 0; r < vlq[b]; r++)
 				lb[(size_t)hh * vlq[b] + r] = lse[(size_t)hh * sq +
 					cuq[b] + r];
-		RefErr eb = vlq[b] ? ref_compare(&pb, q + oq, k + ok, v + ok,
-			o + oq, lb) : (RefErr){0};
+		RefErr eb = vlq[b] ? ref_compare(&pb, q + oq, k + ok, v + ov,
+			o + oo, lb) : (RefErr){0};
 		e.bad |= eb.bad;
 		e.rel = eb.rel > e.rel ? eb.rel : e.rel;
 		e.lerr = eb.lerr > e.lerr ? eb.lerr : e.lerr;
@@ -648,9 +651,9 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 		free(lb);
 	}
 	free((void *)p.blk);
-	printf("fa Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s%s%s%s%s%s%s: rel "
-		"err %.2e, LSE err %.1e over %ld rows%s -> %s\n", z, h, groups,
-		sq, sk, d, causal ? "causal" : "full", f16 ? "f16" : "bf16",
+	printf("fa Z=%d H=%d G=%d SQ=%d SK=%d D=%d DV=%d %s %s%s%s%s%s%s%s%s%s: "
+		"rel err %.2e, LSE err %.1e over %ld rows%s -> %s\n", z, h,
+		groups, sq, sk, d, dv, causal ? "causal" : "full", f16 ? "f16" : "bf16",
 		win_l > -2 ? " window" : "", cap > 0 ? " softcap" : "", alibi ?
 		" alibi" : "", sinks ? " sinks" : "", nvl ? " varlen" : "",
 		smod ? " score_mod" : "", blocks ? " blocks" : "",
@@ -678,7 +681,7 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, g, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL};
+	}, g, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL, 0};
 	double scale = 1 / sqrt((double)d);
 	float *slopes = NULL;
 	uint64_t asl = 0;
@@ -828,6 +831,8 @@ main(int argc, char **argv)
 			smod = true;
 		else if (!strncmp(argv[i], "g=", 2))
 			groups = atoi(argv[i] + 2);
+		else if (!strncmp(argv[i], "dv=", 3))
+			dval = atoi(argv[i] + 3);
 		else if (!strncmp(argv[i], "varlen=", 7)) {
 			char *x = argv[i] + 7;
 			int nk = 0;

@@ -3,7 +3,7 @@
 unfused baseline, side by side in one process (issue 7's grid).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench.py \
-        [--out DIR] [--quick] [--reps N] [--dims 64,128,256] \
+        [--out DIR] [--quick] [--reps N] [--dims 64,96,128,192:128,256] \
         [--seqs 1024,...] [--causal both|yes|no] [--extra NAME=FILE ...] \
         [--heads H] [--gqa G]
     python3 bench/bench.py --plot bench.csv [--out DIR]  # redraw only
@@ -11,9 +11,11 @@ unfused baseline, side by side in one process (issue 7's grid).
     python3 bench/bench.py --kernels [bench_kernels.py's]    # norms, ..., xent
     python3 bench/bench.py --decode [bench_decode.py's]      # KV-cache decode
 
-For every grid point (D in 64, 128, 256; causal off and on; S from 1k to
-16k; batch 16384/S, heads 2048/D or --heads; bf16; with --gqa G, k and v
-have H/G heads, grouped-query attention) it runs, on fresh random inputs:
+For every grid point (D in 64, 128, 256, or --dims, where D:DV gives v
+and the output another head dim, e.g. 192:128, DeepSeek's MLA prefill;
+causal off and on; S from 1k to 16k; batch 16384/S, heads 2048/D or
+--heads; bf16; with --gqa G, k and v have H/G heads, grouped-query
+attention) it runs, on fresh random inputs:
 
   fagen     fagen.attention's default: the fastest shipped schedule
             (fa_fwd_sm90.fa at D=128, fa_fwd_baseline_sm90.fa at D=64)
@@ -34,7 +36,7 @@ a run of back-to-back calls over rotating input sets (so L2 holds none of
 them), warm-up excluded, the median over --reps runs; the methods' runs
 are interleaved round-robin (the first method rotating) so that clock
 drift within a point does not favour the method timed first.  TFLOP/s counts
-4*B*H*S*S*D, half for causal.  Also times a bf16 8192^3 GEMM (torch.mm) as
+2*B*H*S*S*(D + DV), half for causal.  Also times a bf16 8192^3 GEMM (torch.mm) as
 the ceiling.  Writes DIR/bench.csv and DIR/bench.png (when matplotlib is
 there) and prints the table with each method's ratio to cuDNN.
 """
@@ -63,8 +65,8 @@ COLORS = {"fagen": "tab:blue", "ws": "tab:cyan", "baseline": "tab:orange",
 SETS = 3          # rotating input sets
 
 
-def flops(b, h, s, d, causal):
-    f = 4.0 * b * h * s * s * d
+def flops(b, h, s, d, causal, dv=None):
+    f = 2.0 * b * h * s * s * (d + (dv or d))
     return f / 2 if causal else f
 
 
@@ -83,7 +85,7 @@ def make_fns(d, causal, extra=(), gqa=1):
         return fn
 
     fns = {}
-    if d in (64, 128, 256):
+    if d in (64, 96, 128, 192, 256):
         fns["fagen"] = lambda q, k, v, out: fagen.attention(
             q, k, v, causal=causal, out=out)[0]
         fns["ws"] = lambda q, k, v, out: fagen.attention(
@@ -155,19 +157,21 @@ def gemm_rate(reps):
     return 2.0 * n ** 3 / t / 1e12
 
 
-def bench_point(d, causal, s, reps, fns, gen, gqa=1, heads=None):
-    b, h = 16384 // s, heads or 2048 // d
+def bench_point(d, causal, s, reps, fns, gen, gqa=1, heads=None, dv=None):
+    dv = dv or d
+    b, h = 16384 // s, heads or max(2048 // d, 1)
     shape, kvshape = (b, h, s, d), (b, h // gqa, s, d)
+    vshape, oshape = (b, h // gqa, s, dv), (b, h, s, dv)
     sets = [tuple(torch.randn(sh, device="cuda", dtype=torch.bfloat16,
                               generator=gen) for sh in (shape, kvshape,
-                                                        kvshape))
+                                                        vshape))
             for _ in range(SETS)]
-    outs = [torch.empty(shape, device="cuda", dtype=torch.bfloat16)
+    outs = [torch.empty(oshape, device="cuda", dtype=torch.bfloat16)
             for _ in range(SETS)]
     idx = [(0, 0), (b - 1, h - 1)]
     ref = reference64(*sets[0], causal, idx)
-    fl = flops(b, h, s, d, causal)
-    row = {"D": d, "causal": int(causal), "S": s, "B": b, "H": h,
+    fl = flops(b, h, s, d, causal, dv)
+    row = {"D": d, "DV": dv, "causal": int(causal), "S": s, "B": b, "H": h,
            "Hk": h // gqa}
     errs, ok = {}, {}
     for name, fn in fns.items():                        # check first
@@ -235,20 +239,23 @@ def plot(rows, path, title):
     except ImportError:
         print("no matplotlib: %s not written" % path)
         return
-    combos = sorted({(r["D"], r["causal"]) for r in rows})
+    combos = sorted({(r["D"], r.get("DV") or r["D"], r["causal"])
+                     for r in rows})
     ncol = (len(combos) + 1) // 2
     fig, axes = plt.subplots(2, ncol, figsize=(4.4 * ncol, 7.2),
                              squeeze=False)
-    for i, (d, c) in enumerate(combos):
+    for i, (d, dv, c) in enumerate(combos):
         ax = axes[i % 2][i // 2]
-        rs = [r for r in rows if r["D"] == d and r["causal"] == c]
+        rs = [r for r in rows if r["D"] == d and (r.get("DV") or d) == dv
+              and r["causal"] == c]
         for name in METHODS:
             pts = [(r["S"], r[name]) for r in rs if name in r]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-",
                         label=name, color=COLORS[name])
         ax.set_xscale("log", base=2)
-        ax.set_title("D=%d %s" % (d, "causal" if c else "full"))
+        ax.set_title("D=%s %s" % (d if dv == d else "%s:%s" % (d, dv),
+                                  "causal" if c else "full"))
         ax.set_xlabel("seq len")
         ax.set_ylabel("TFLOP/s")
         ax.set_ylim(bottom=0)
@@ -334,17 +341,20 @@ def main():
         print("bench.py needs a CUDA GPU", file=sys.stderr)
         return 77
     os.makedirs(args.out, exist_ok=True)
-    dims = [int(x) for x in args.dims.split(",")]
+    # D or D:DV (v's and the output's head dim)
+    dims = [tuple(int(y) for y in x.split(":")) + (None,)
+            for x in args.dims.split(",")]
+    dims = [(x[0], x[1] or x[0]) for x in dims]
     seqs = [int(x) for x in args.seqs.split(",")] if args.seqs else SEQS
     if args.quick:
-        dims, seqs = [d for d in dims if d != 256], [2048, 8192]
+        dims, seqs = [d for d in dims if d[0] != 256], [2048, 8192]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(int(time.time()))
     print("%s, torch %s, cuDNN %s, fagen %s" % (
         torch.cuda.get_device_name(), torch.__version__,
         torch.backends.cudnn.version(), fagen.version()))
     rows = []
-    keys = ["D", "causal", "S", "B", "H", "Hk", "gemm"]
+    keys = ["D", "DV", "causal", "S", "B", "H", "Hk", "gemm"]
     for m in METHODS:
         keys += [m, m + "_err"]
     f = open(os.path.join(args.out, "bench.csv"), "w", newline="")
@@ -353,20 +363,21 @@ def main():
     with torch.inference_mode():
         gemm = gemm_rate(args.reps)
         print("bf16 8192^3 GEMM (torch.mm): %.0f TFLOP/s" % gemm)
-        for d in dims:
+        for d, dv in dims:
             for causal in {"both": (False, True), "yes": (True,),
                            "no": (False,)}[args.causal]:
                 fns = make_fns(d, causal, extra, args.gqa)
                 for s in seqs:
                     t0 = time.time()
                     row = bench_point(d, causal, s, args.reps, fns, gen,
-                                      args.gqa, args.heads)
+                                      args.gqa, args.heads, dv)
                     row["gemm"] = gemm
                     rows.append(row)
                     w.writerow(row)
                     f.flush()
-                    print("D=%-3d %-6s S=%-5d %s  [%.1fs]" % (
-                        d, "causal" if causal else "full", s,
+                    print("D=%-7s %-6s S=%-5d %s  [%.1fs]" % (
+                        d if dv == d else "%d:%d" % (d, dv),
+                        "causal" if causal else "full", s,
                         "  ".join("%s %s" % (m, fmt(row, m))
                                   for m in METHODS), time.time() - t0),
                         flush=True)

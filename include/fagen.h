@@ -446,6 +446,13 @@ typedef struct fg_attention_args {
 				   * a block mask.  0: when it fills the
 				   * tiles better (short seq_q: decode); 1:
 				   * whenever it can; -1: never */
+	int64_t head_dim_v;       /* V's and O's head dim (v is [batch,
+				   * heads_k, seq_k, head_dim_v], o [batch,
+				   * heads, seq_q, head_dim_v]); 0: head_dim.
+				   * The fused kernels take head_dim_v =
+				   * head_dim, or 128 with head_dim 192
+				   * (DeepSeek's MLA prefill shape); the
+				   * reference any up to 512 */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

@@ -130,6 +130,7 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("block_full_num", ctypes.c_uint64),
         ("block_full_idx", ctypes.c_uint64),
         ("pack_gqa", ctypes.c_int),
+        ("head_dim_v", ctypes.c_int64),
     ]
 
 
@@ -245,11 +246,11 @@ def _check(torch, q, k, v):
         raise ValueError("q, k, v are %s, %s, %s: they must share a dtype"
                          % (q.dtype, k.dtype, v.dtype))
     b, h, _, d = q.shape
-    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d:
-        raise ValueError("q is %s, k %s, v %s: k and v must be (B, Hk, Sk, "
-                         "D) with q's B and D" % (tuple(q.shape),
-                                                  tuple(k.shape),
-                                                  tuple(v.shape)))
+    if k.shape[:3] != v.shape[:3] or k.shape[0] != b or k.shape[3] != d:
+        raise ValueError("q is %s, k %s, v %s: k must be (B, Hk, Sk, D) "
+                         "with q's B and D, and v (B, Hk, Sk, Dv)"
+                         % (tuple(q.shape), tuple(k.shape),
+                            tuple(v.shape)))
     if k.shape[1] < 1 or h % k.shape[1]:
         raise ValueError("q has %d heads and k, v %d: the query heads must "
                          "be a multiple of the K/V heads (grouped-query "
@@ -295,14 +296,15 @@ def _call(fn_name, q, k, v, causal, scale, schedule=None, out=None,
     _check(torch, q, k, v)
     _check_opts(torch, q, scale, window, softcap, sinks, alibi_slopes)
     b, h, sq, d = q.shape
+    oshape = (b, h, sq, v.shape[3])     # V's head dim
     if out is None:
-        out = torch.empty((b, h, sq, d), dtype=q.dtype, device=q.device)
-    elif not isinstance(out, torch.Tensor) or out.shape != q.shape or \
+        out = torch.empty(oshape, dtype=q.dtype, device=q.device)
+    elif not isinstance(out, torch.Tensor) or out.shape != oshape or \
             out.dtype != q.dtype or out.device != q.device or \
             out.stride(-1) != 1:
-        raise ValueError("out must be a tensor of q's shape %s, dtype and "
-                         "device with a contiguous last dimension"
-                         % (tuple(q.shape),))
+        raise ValueError("out must be a (B, H, Sq, Dv) = %s tensor of q's "
+                         "dtype and device with a contiguous last dimension"
+                         % (oshape,))
     if lse is None:
         lse = torch.empty((b, h, sq), dtype=torch.float32, device=q.device)
     elif not isinstance(lse, torch.Tensor) or \
@@ -341,7 +343,8 @@ def _launch(torch, fn_name, q, k, v, out, lse, batch, causal, scale,
               sinks=0 if sinks is None else sinks.data_ptr(),
               alibi_slopes=0 if alibi_slopes is None else
               alibi_slopes.data_ptr(),
-              pack_gqa=0 if pack_gqa is None else 1 if pack_gqa else -1)
+              pack_gqa=0 if pack_gqa is None else 1 if pack_gqa else -1,
+              head_dim_v=v.shape[3])
     if varlen is not None:
         a.cu_seqlens_q = varlen[0].data_ptr()
         a.cu_seqlens_k = varlen[1].data_ptr()
@@ -485,7 +488,9 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
     """What of this forward call fg_attention_backward does not take (a
     phrase for NotImplementedError), or None."""
     d = q.shape[-1]
-    return "head_dim %s" % d if d not in (64, 128) else None
+    if d not in (64, 128):
+        return "head_dim %s" % d
+    return None
 
 
 def _bwd_refuse(what):
@@ -750,13 +755,14 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         raise ValueError("cu_seqlens_q has %d entries and cu_seqlens_k %d: "
                          "both are (B + 1,)" % (cu_seqlens_q.numel(),
                                                 cu_seqlens_k.numel()))
+    oshape = (tq, h, v.shape[2])        # V's head dim
     if out is None:
-        out = torch.empty((tq, h, d), dtype=q.dtype, device=q.device)
-    elif not isinstance(out, torch.Tensor) or out.shape != q.shape or \
+        out = torch.empty(oshape, dtype=q.dtype, device=q.device)
+    elif not isinstance(out, torch.Tensor) or out.shape != oshape or \
             out.dtype != q.dtype or out.device != q.device or \
             not out.is_contiguous():
-        raise ValueError("out must be a contiguous tensor of q's shape %s, "
-                         "dtype and device" % (tuple(q.shape),))
+        raise ValueError("out must be a contiguous (total_q, H, Dv) = %s "
+                         "tensor of q's dtype and device" % (oshape,))
     if lse is None:
         lse = torch.empty((h, tq), dtype=torch.float32, device=q.device)
     elif not isinstance(lse, torch.Tensor) or lse.shape != (h, tq) or \

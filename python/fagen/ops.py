@@ -67,8 +67,8 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 @_attention.register_fake
 def _(q, k, v, causal, scale, windowed, window_left, window_right, softcap,
       sinks, deterministic=False):
-    b, h, sq, d = q.shape
-    return (q.new_empty((b, h, sq, d)),
+    b, h, sq, _ = q.shape
+    return (q.new_empty((b, h, sq, v.shape[3])),  # V's head dim
             q.new_empty((b, h, sq), dtype=torch.float32))
 
 

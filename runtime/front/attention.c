@@ -29,6 +29,7 @@
 
 struct AttnVariant {
 	int cc, d, causal;    /* compute capability: 90 */
+	int dv;               /* -D DV (V's head dim) when not d */
 	bool window, softcap; /* -D WINDOW=true, -D SOFTCAP=true */
 	bool sinks;           /* -D SINKS=true */
 	bool alibi;           /* -D ALIBI=true */
@@ -90,13 +91,21 @@ sizes(fg_ctx *c, const char *fn, const fg_attention_args *a, bool tma)
 			"(%lld): grouped-query attention shares each K/V head "
 			"among heads / heads_k query heads",
 			(long long)a->heads, (long long)a->heads_k);
-	if (tma && a->head_dim != 64 && a->head_dim != 128 &&
-	    a->head_dim != 256)
-		return bad(c, fn, "head_dim is %lld; the fused kernel "
-			"supports 64, 128 and 256", (long long)a->head_dim);
-	if (!tma && a->head_dim > 512)
-		return bad(c, fn, "head_dim is %lld; the reference supports "
-			"up to 512", (long long)a->head_dim);
+	if (a->head_dim_v < 0 || a->head_dim_v > INT32_MAX)
+		return bad(c, fn, "head_dim_v is %lld: V's head dim must be > 0 "
+			"(0: head_dim)", (long long)a->head_dim_v);
+	int64_t d = a->head_dim, dv = attn_dv(a);
+	if (tma && d != 64 && d != 96 && d != 128 && d != 192 && d != 256)
+		return bad(c, fn, "head_dim is %lld; the fused kernels "
+			"support 64, 96, 128, 192 and 256", (long long)d);
+	if (tma && dv != d && !(d == 192 && dv == 128))
+		return bad(c, fn, "head_dim_v is %lld with head_dim %lld; the "
+			"fused kernels take head_dim_v = head_dim, or 128 with "
+			"head_dim 192", (long long)dv, (long long)d);
+	if (!tma && (d > 512 || dv > 512))
+		return bad(c, fn, "%s is %lld; the reference supports up to "
+			"512", d > 512 ? "head_dim" : "head_dim_v",
+			(long long)(d > 512 ? d : dv));
 	if (!tma && a->seq_q > 65535 * 16)  /* its grids' y extent */
 		return bad(c, fn, "seq_q is %lld; the reference supports up "
 			"to %d", (long long)a->seq_q, 65535 * 16);
@@ -194,17 +203,18 @@ dense(fg_ctx *c, const char *fn, const char *name, const char *heads,
 	return FG_OK;
 }
 
-/* One tensor: its address and strides (resolved into st). */
+/* One tensor: its address and strides (resolved into st); vd: its last
+ * extent is V's head dim (v, o and their gradients), else Q's. */
 fg_status
 attn_tensor(fg_ctx *c, const char *fn, const char *name, uint64_t ptr,
-	const int64_t *given, bool q_rows, const fg_attention_args *a,
+	const int64_t *given, bool q_rows, bool vd, const fg_attention_args *a,
 	bool tma, int64_t *st)
 {
 	/* varlen: one batch of every sequence's rows; the batch stride is
 	 * unused (given[0] is ignored and taken as the token stride) */
 	const int64_t n[4] = {attn_varlen(a) ? 1 : a->batch, q_rows ?
 		a->heads : attn_heads_k(a), q_rows ? a->seq_q : a->seq_k,
-		a->head_dim};
+		vd ? attn_dv(a) : a->head_dim};
 	int64_t span = 0, x;
 	bool isdense = (!given[0] || attn_varlen(a)) && !given[1] &&
 		!given[2] && !given[3];
@@ -275,20 +285,20 @@ attn_check(fg_ctx *c, const char *fn, const fg_attention_args *a,
 			"CU_STREAM_PER_THREAD", stream ? "CU_STREAM_LEGACY" :
 			"NULL");
 	if ((st = sizes(c, fn, a, tma)) || (st = scalars(c, fn, a, out)) ||
-	    (st = attn_tensor(c, fn, "q", a->q, a->q_strides, true, a, tma,
-	    out->st[0])) ||
-	    (st = attn_tensor(c, fn, "k", a->k, a->k_strides, false, a, tma,
-	    out->st[1])) ||
-	    (st = attn_tensor(c, fn, "v", a->v, a->v_strides, false, a, tma,
-	    out->st[2])) ||
-	    (st = attn_tensor(c, fn, "o", a->o, a->o_strides, true, a, tma,
-	    out->st[3])))
+	    (st = attn_tensor(c, fn, "q", a->q, a->q_strides, true, false, a,
+	    tma, out->st[0])) ||
+	    (st = attn_tensor(c, fn, "k", a->k, a->k_strides, false, false, a,
+	    tma, out->st[1])) ||
+	    (st = attn_tensor(c, fn, "v", a->v, a->v_strides, false, true, a,
+	    tma, out->st[2])) ||
+	    (st = attn_tensor(c, fn, "o", a->o, a->o_strides, true, true, a,
+	    tma, out->st[3])))
 		return st;
-	if (attn_varlen(a) && (out->st[3][1] != a->head_dim || out->st[3][2] !=
-	    a->heads * a->head_dim))
+	if (attn_varlen(a) && (out->st[3][1] != attn_dv(a) || out->st[3][2] !=
+	    a->heads * attn_dv(a)))
 		return bad(c, fn, "o_strides are (head %lld, token %lld): a "
 			"variable-length batch writes o from registers as a dense "
-			"[seq_q, heads, head_dim] tensor; pass 0 strides and a "
+			"[seq_q, heads, head_dim_v] tensor; pass 0 strides and a "
 			"contiguous o", (long long)out->st[3][1],
 			(long long)out->st[3][2]);
 	if (!a->lse)
@@ -393,8 +403,9 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
  * GQA (pack) takes the warp-specialized one at every head dim.  On
  * sm_100 (never run on hardware: checked by ptxas, the verifier and the
  * simulator, docs/TARGETS.md) FA4's organization, fa_fwd_sm100.fa, and
- * the baseline for what only it has (ALiBi, score and mask mods); head
- * dims 64 and 128, no block mask.  On sm_80 (any 8.x device, or asked
+ * the baseline for what only it has (ALiBi, score and mask mods) and
+ * for head dim 192; no head dim 256, no block mask.  On sm_80 (any 8.x
+ * device, or asked
  * for: fg_options.target) fa_fwd_sm80.fa, every variant but block
  * masks and packed GQA. */
 static fg_status
@@ -433,16 +444,18 @@ pick(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 		*file = a->schedule;
 		return FG_OK;
 	}
-	if (d != 64 && d != 128)
+	if (d == 256)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim %d on sm_100: "
-			"fagen's sm_100a attention schedules take head_dim 64 "
-			"and 128", fn, d);
+			"fagen's sm_100a attention schedules take head_dim 64, "
+			"96, 128 and 192", fn, d);
 	if (a->block_kv_num)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: block masks on "
 			"sm_100: fagen's sm_100a attention schedules have none "
 			"yet", fn);
-	*file = a->alibi_slopes || a->mods ? "fa_fwd_baseline_sm100.fa" :
-		"fa_fwd_sm100.fa";
+	/* head dim 192: the warp-specialized one's two Q subtiles and K/V
+	 * ring do not fit 227 KB */
+	*file = a->alibi_slopes || a->mods || d == 192 ?
+		"fa_fwd_baseline_sm100.fa" : "fa_fwd_sm100.fa";
 	return FG_OK;
 }
 
@@ -451,7 +464,7 @@ static fg_status
 build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	fg_kernel **out)
 {
-	char d1[16], d2[16], d3[16], d4[16];
+	char d1[16], d2[16], d3[16], d4[16], d5[16];
 	const char *defs[16] = {d1, d2, d3};
 	int nd = v->plain ? 2 : 3;
 
@@ -481,6 +494,10 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	if (v->pack > 1) {
 		snprintf(d4, sizeof d4, "PACK=%d", v->pack);
 		defs[nd++] = d4;
+	}
+	if (v->dv != v->d) {
+		snprintf(d5, sizeof d5, "DV=%d", v->dv);
+		defs[nd++] = d5;
 	}
 	return front_build(c, fn, v->cc, file, defs, nd, v->mods, out);
 }
@@ -531,8 +548,8 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 {
 	bool plain = how & AK_PLAIN;
 	/* a window makes causal its right side (WR = 0): one variant */
-	AttnVariant want = {.cc = cc, .d = (int)a->head_dim, .dt = a->dtype,
-		.plain = plain}, *v;
+	AttnVariant want = {.cc = cc, .d = (int)a->head_dim, .dv =
+		(int)attn_dv(a), .dt = a->dtype, .plain = plain}, *v;
 	fg_status st = FG_OK;
 
 	if (!plain) {
@@ -552,7 +569,8 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
-		if (v->cc == want.cc && v->d == want.d && v->dt == want.dt &&
+		if (v->cc == want.cc && v->d == want.d && v->dv == want.dv &&
+		    v->dt == want.dt &&
 		    v->causal == want.causal && v->window == want.window &&
 		    v->softcap == want.softcap && v->sinks == want.sinks &&
 		    v->varlen == want.varlen && v->alibi == want.alibi &&
@@ -594,6 +612,12 @@ attn_variant(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	if (pack)
 		*pack = attn_packs(file) ? attn_pack(a, cc) : 1;
 	return attn_kernel(c, fn, file, cc, a, 0, out);
+}
+
+int64_t
+attn_dv(const fg_attention_args *a)
+{
+	return a->head_dim_v ? a->head_dim_v : a->head_dim;
 }
 
 int64_t

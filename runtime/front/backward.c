@@ -129,6 +129,11 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim is %lld; "
 			"the backward pass supports 64 and 128", fn,
 			(long long)f->head_dim);
+	if (attn_dv(f) != f->head_dim)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim_v is %lld "
+			"with head_dim %lld; the backward pass takes head_dim_v "
+			"= head_dim", fn, (long long)attn_dv(f),
+			(long long)f->head_dim);
 	if (f->schedule)
 		return rt_err(c, FG_ERR_INVALID, "%s: fwd.schedule is '%.64s'; "
 			"the backward pass's schedule is args.schedule (leave "
@@ -140,13 +145,13 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 			"fa_bwd_baseline_sm90.fa", fn, a->schedule);
 	if ((rs = check_det(c, fn, a)) ||
 	    (rs = attn_tensor(c, fn, "dout", a->dout, a->dout_strides, true,
-	    f, true, st[0])) ||
-	    (rs = attn_tensor(c, fn, "dq", a->dq, a->dq_strides, true, f, true,
-	    st[1])) ||
-	    (rs = attn_tensor(c, fn, "dk", a->dk, a->dk_strides, false, f,
-	    true, st[2])) ||
-	    (rs = attn_tensor(c, fn, "dv", a->dv, a->dv_strides, false, f,
-	    true, st[3])))
+	    true, f, true, st[0])) ||
+	    (rs = attn_tensor(c, fn, "dq", a->dq, a->dq_strides, true, false,
+	    f, true, st[1])) ||
+	    (rs = attn_tensor(c, fn, "dk", a->dk, a->dk_strides, false, false,
+	    f, true, st[2])) ||
+	    (rs = attn_tensor(c, fn, "dv", a->dv, a->dv_strides, false, true,
+	    f, true, st[3])))
 		return rs;
 	/* varlen: a sequence's last rows of dK and dV go out from
 	 * registers, which address them densely */

@@ -34,8 +34,9 @@ typedef struct RefParams {
 	int32_t window, wl, wr;  /* a window's sides (attn_window) */
 	float softcap;        /* > 0: s -> softcap * tanh(s / softcap) */
 	int32_t sqt, skt;     /* varlen: the rows of q and k in all */
+	int32_t dv, pad;      /* V's and O's head dim */
 } RefParams;
-_Static_assert(sizeof(RefParams) == 264, "RefParams must match struct P");
+_Static_assert(sizeof(RefParams) == 272, "RefParams must match struct P");
 
 static const char ref_src[] =
 "typedef unsigned short u16;\n"
@@ -52,6 +53,7 @@ static const char ref_src[] =
 "	int window, wl, wr;\n"
 "	float softcap;\n"
 "	int sqt, skt;\n"
+"	int dv, pad;\n"
 "};\n"
 /* sequence b's first rows and lengths: varlen, from the offsets
  * (clamped into the rows there are, as fagen's kernels clamp them),
@@ -132,13 +134,13 @@ static const char ref_src[] =
 "	for (int j0 = 0; j0 < sb.lk; j0 += T) {\\\n"
 "		int j = j0 + tx, vj = j0 + ty;\\\n"
 "		pt[ty][tx] = i < sb.lq && j < sb.lk ? s[(i64)i * p.sk + j] : 0.f;\\\n"
-"		vt[ty][tx] = vj < sb.lk && d < p.d ? ld_##DT(v[vj * p.st[2][2] + d]) : 0.f;\\\n"
+"		vt[ty][tx] = vj < sb.lk && d < p.dv ? ld_##DT(v[vj * p.st[2][2] + d]) : 0.f;\\\n"
 "		__syncthreads();\\\n"
 "		for (int t = 0; t < T; t++)\\\n"
 "			acc += pt[ty][t] * vt[t][tx];\\\n"
 "		__syncthreads();\\\n"
 "	}\\\n"
-"	if (i < sb.lq && d < p.d)\\\n"
+"	if (i < sb.lq && d < p.dv)\\\n"
 "		p.o[sb.bo + h * p.st[3][1] + i * p.st[3][2] + d] = st_##DT(acc);\\\n"
 "}\n"
 "SCORES(bf16)\n"
@@ -315,7 +317,7 @@ run(fg_ctx *c, const Driver *d, const RefModule *m, CUstream s,
 		unsigned n = (unsigned)(nbh - bh < chunk ? nbh - bh : chunk);
 		unsigned gs[3] = {(unsigned)((p->sk + TILE - 1) / TILE), cq, n};
 		unsigned gm[3] = {(unsigned)p->sq, n, 1};
-		unsigned gp[3] = {(unsigned)((p->d + TILE - 1) / TILE), cq, n};
+		unsigned gp[3] = {(unsigned)((p->dv + TILE - 1) / TILE), cq, n};
 		p->bh0 = (int32_t)bh;
 		/* no key (sk 0): no scores; the softmax gives P = 0 and
 		 * LSE = -inf (or the sink), P V gives O = 0 */
@@ -376,7 +378,8 @@ fg_attention_reference(fg_ctx *c, const fg_attention_args *a, CUstream s)
 		.window = a->window != 0, .wl = (int32_t)t.wl,
 		.wr = (int32_t)t.wr, .softcap = (float)a->softcap,
 		.sq = (int32_t)sq, .sk = (int32_t)sk,
-		.d = (int32_t)a->head_dim, .causal = a->causal != 0,
+		.d = (int32_t)a->head_dim, .dv = (int32_t)attn_dv(a),
+		.causal = a->causal != 0,
 		.scale = (float)t.scale};
 	memcpy(p.st, t.st, sizeof p.st);
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),

@@ -80,12 +80,14 @@ int attn_bind(const fg_attention_args *a, const Attn *, int pack,
  * (wr) of the bottom-right diagonal, each clamped to 0 .. seq_k (seq_k
  * for unbounded, -1, or no window); a causal window has wr = 0. */
 void attn_window(const fg_attention_args *a, int64_t *wl, int64_t *wr);
-/* One tensor of a's problem (q_rows: q's extents, else k's) at ptr with
- * the caller's strides given (all 0: dense), checked and resolved into
- * st (batch, head, seq, dim). */
+/* One tensor of a's problem (q_rows: q's extents, else k's; vd: V's
+ * head dim, else Q's) at ptr with the caller's strides given (all 0:
+ * dense), checked and resolved into st (batch, head, seq, dim). */
 fg_status attn_tensor(fg_ctx *, const char *fn, const char *name,
-	uint64_t ptr, const int64_t *given, bool q_rows,
+	uint64_t ptr, const int64_t *given, bool q_rows, bool vd,
 	const fg_attention_args *a, bool tma, int64_t *st);
+/* V's and O's head dim: head_dim_v, or head_dim when 0. */
+int64_t attn_dv(const fg_attention_args *a);
 /* A shipped schedule's kernel for compute capability cc: file with -D D,
  * DT and CAUSAL, and WINDOW, SOFTCAP, SINKS, VARLEN, ALIBI=true as a asks
  * (how: 0, or AK_ flags), compiled on first use and kept in the context

@@ -519,17 +519,104 @@ def ref_window_check():
 
 
 def reference_check():
-    """fagen.reference, the nvrtc baseline, at a head dim the fused kernel
-    does not take."""
-    q, k, v = make("bshd", 2, 3, 300, 500, 96, torch.float16)
-    out, lse = fagen.reference(q, k, v, causal=True)
-    ref, rlse = f64_ref(q, k, v, True, 1 / math.sqrt(96))
-    e, el = rel(out, ref), (lse.double() - rlse).abs().max().item()
-    ok = e < 3e-3 and el < 1e-4
-    print("fagen.reference bshd B=2 H=3 Sq=300 Sk=500 D=96 float16 causal: "
-          "rel err %.2e, lse err %.1e -> %s" % (e, el, "ok" if ok else "FAIL"))
+    """fagen.reference, the nvrtc baseline, at a head dim the fused kernels
+    do not take, and with v's head dim not q's."""
+    for d, dv in ((80, 80), (192, 128), (64, 160)):
+        q, k, _ = make("bshd", 2, 3, 300, 500, d, torch.float16)
+        v = torch.randn(2, 500, 3, dv, device=dev,
+                        dtype=torch.float16).transpose(1, 2)
+        out, lse = fagen.reference(q, k, v, causal=True)
+        ref, rlse = f64_ref(q, k, v, True, 1 / math.sqrt(d))
+        e, el = rel(out, ref), (lse.double() - rlse).abs().max().item()
+        ok = e < 3e-3 and el < 1e-4 and out.shape == (2, 3, 300, dv)
+        print("fagen.reference bshd B=2 H=3 Sq=300 Sk=500 D=%d Dv=%d float16 "
+              "causal: rel err %.2e, lse err %.1e -> %s"
+              % (d, dv, e, el, "ok" if ok else "FAIL"))
+        if not ok:
+            failures.append("reference D=%d Dv=%d" % (d, dv))
+
+
+def headdim_check(layout, b, h, sq, sk, d, dv, dtype, causal, hk=None,
+                  schedule=None, window=None, softcap=None):
+    """Head dims 96 and 192, v's 128 at 192 (DeepSeek's MLA prefill,
+    issue #12): fagen.attention against the float64 reference, outputs
+    poisoned with NaN first, two runs bitwise equal."""
+    hk = hk or h
+    q, k, _ = make(layout, b, h, sq, sk, d, dtype, hk)
+    if layout == "bhsd":
+        v = torch.randn(b, hk, sk, dv, device=dev, dtype=dtype)
+    else:
+        v = torch.randn(b, sk, hk, dv, device=dev, dtype=dtype).transpose(1, 2)
+    kw = dict(causal=causal, schedule=schedule, window=window,
+              softcap=softcap)
+    runs = []
+    for _ in range(2):
+        out = torch.full((b, h, sq, dv), math.nan, device=dev, dtype=dtype)
+        lse = torch.full((b, h, sq), math.nan, device=dev)
+        fagen.attention(q, k, v, out=out, lse=lse, **kw)
+        runs.append((out, lse))
+    out, lse = runs[0]
+    same = torch.equal(out.view(torch.int16), runs[1][0].view(torch.int16)) \
+        and torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+    ref, rlse = f64_ref(q, k, v, causal, 1 / math.sqrt(d), window, softcap)
+    seen = rlse > -math.inf
+    e = rel(out, ref)
+    el = (lse.double() - rlse)[seen].abs().max().item()
+    empty_ok = bool((out[~seen] == 0).all() and
+                    (lse[~seen] == -math.inf).all())
+    tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
+    ok = same and e <= tol and el < 1e-3 and empty_ok
+    name = "%s B=%d H=%d Hk=%d Sq=%d Sk=%d D=%d Dv=%d %s %s%s%s%s" % (
+        layout, b, h, hk, sq, sk, d, dv, str(dtype)[6:],
+        "causal" if causal else "full",
+        "" if schedule is None else " " + schedule,
+        "" if window is None else " window=%s" % (window,),
+        "" if not softcap else " softcap=%g" % softcap)
+    print("%s: rel err %.2e, lse err %.1e, %s -> %s" % (
+        name, e, el, "bitwise" if same else "DIFFERS",
+        "ok" if ok else "FAIL"))
     if not ok:
-        failures.append("reference")
+        failures.append(name)
+
+
+def headdim_varlen_check(lq, lk, h, d, dv, dtype, causal=False):
+    """attention_varlen at head dims (d, dv): each sequence against the
+    float64 reference; outputs poisoned first."""
+    cq = torch.tensor([0] + list(itertools.accumulate(lq)), dtype=torch.int32,
+                      device=dev)
+    ck = torch.tensor([0] + list(itertools.accumulate(lk)), dtype=torch.int32,
+                      device=dev)
+    q = torch.randn(sum(lq), h, d, device=dev, dtype=dtype)
+    k = torch.randn(sum(lk), h, d, device=dev, dtype=dtype)
+    v = torch.randn(sum(lk), h, dv, device=dev, dtype=dtype)
+    out = torch.full((sum(lq), h, dv), math.nan, device=dev, dtype=dtype)
+    lse = torch.full((h, sum(lq)), math.nan, device=dev)
+    fagen.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
+                           out=out, lse=lse)
+    worst, lerr = 0.0, 0.0
+    for i in range(len(lq)):
+        a, z, ka, kz = cq[i].item(), cq[i + 1].item(), ck[i].item(), \
+            ck[i + 1].item()
+        if z == a:
+            continue
+        ref, rlse = f64_ref(*(t.transpose(0, 1)[None] for t in
+                              (q[a:z], k[ka:kz], v[ka:kz])), causal,
+                            1 / math.sqrt(d))
+        got = out[a:z].transpose(0, 1)[None]
+        seen = rlse > -math.inf
+        worst = max(worst, rel(got, ref) if seen.any() else
+                    got.abs().max().item())
+        if seen.any():
+            lerr = max(lerr, (lse[:, a:z][None].double() - rlse)[seen].abs()
+                       .max().item())
+    tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
+    ok = worst <= tol and lerr < 1e-3
+    name = "varlen %s H=%d D=%d Dv=%d %s %s" % (
+        lq, h, d, dv, str(dtype)[6:], "causal" if causal else "full")
+    print("%s: worst rel err %.2e, lse err %.1e -> %s" % (
+        name, worst, lerr, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(name)
 
 
 def errors():
@@ -540,8 +627,8 @@ def errors():
         (lambda: fagen.attention(q.float(), q.float(), q.float()),
          ValueError, "torch.bfloat16 or torch.float16"),
         (lambda: fagen.attention(q[..., :32], q[..., :32], q[..., :32]),
-         fagen.FagenError, "head_dim is 32; the fused kernel supports 64, 128 "
-         "and 256"),
+         fagen.FagenError, "head_dim is 32; the fused kernels support 64, "
+         "96, 128, 192 and 256"),
         (lambda: fagen.attention(torch.randn(1, 2, 64, 72, device=dev,
                                              dtype=torch.bfloat16)[..., 4:68],
                                  q, q), fagen.FagenError,
@@ -714,6 +801,25 @@ def main():
         pack_check(2, 16, 4, 200, 150, 64, hf, causal=True,
                    layout="bhsd")                               # rows see none
         reference_check()
+        # head dims 96 and 192 (v's 128 at 192: DeepSeek's MLA prefill),
+        # both sm_90 schedules, GQA, Sq != Sk, rows that see no key
+        for sched in (None, "fa_fwd_baseline_sm90.fa"):
+            headdim_check("bhsd", 2, 4, 1000, 1000, 96, 96, bf, True,
+                          schedule=sched)
+            headdim_check("bshd", 1, 8, 777, 2049, 192, 128, bf, False,
+                          hk=2, schedule=sched)
+            headdim_check("bshd", 2, 4, 1000, 300, 192, 128, hf, True,
+                          schedule=sched)                 # rows see none
+            headdim_check("bhsd", 1, 4, 333, 1000, 192, 192, bf, True,
+                          schedule=sched)
+        headdim_check("bshd", 2, 16, 2048, 2048, 192, 128, bf, True)
+        headdim_check("bhsd", 1, 8, 1000, 1000, 96, 96, hf, False, hk=1,
+                      window=(128, 64), softcap=30.0)
+        headdim_check("bshd", 1, 32, 5, 3000, 192, 128, bf, False,
+                      hk=4)                               # packed GQA
+        headdim_varlen_check([0, 1, 333, 2049, 128], [5, 0, 1000, 2049, 129],
+                             4, 192, 128, bf, causal=True)
+        headdim_varlen_check([63, 300, 1], [63, 500, 700], 4, 96, 96, hf)
         llama_check(torch.bfloat16)
     model_check(1024, 8, 1024, torch.bfloat16)
     model_check(512, 8, 777, torch.float16)

@@ -178,9 +178,24 @@ head_dim_dtype_and_scale_must_be_supported(void **state)
 	Fix *f = *state;
 	fg_attention_args a;
 
+	a = problem(), a.head_dim = 80;
+	invalid(f, &a, "head_dim is 80; the fused kernels support 64, 96, "
+		"128, 192 and 256");
+	/* V's head dim: head_dim's, or 128 at 192 (DeepSeek's MLA) */
+	a = problem(), a.head_dim_v = 128;
+	invalid(f, &a, "head_dim_v is 128 with head_dim 64; the fused "
+		"kernels take head_dim_v = head_dim, or 128 with head_dim 192");
+	a = problem(), a.head_dim = 192, a.head_dim_v = 64;
+	invalid(f, &a, "head_dim_v is 64 with head_dim 192");
+	a = problem(), a.head_dim_v = -1;
+	invalid(f, &a, "head_dim_v is -1: V's head dim must be > 0 (0: "
+		"head_dim)");
 	a = problem(), a.head_dim = 96;
-	invalid(f, &a, "head_dim is 96; the fused kernel supports 64, 128 "
-		"and 256");
+	valid(f, &a);
+	a = problem(), a.head_dim = 192, a.head_dim_v = 128;
+	valid(f, &a);
+	a.head_dim_v = 192;
+	valid(f, &a);
 	a = problem(), a.head_dim = 512;
 	invalid(f, &a, "head_dim is 512");
 	a = problem(), a.dtype = 0;
@@ -729,8 +744,9 @@ deterministic_backward_refuses_baseline_and_block_masks(void **state)
 
 /* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
  * appended for variable-length batches sit after sinks. */
-_Static_assert(sizeof(fg_attention_args) == 392, "fg_attention_args size");
+_Static_assert(sizeof(fg_attention_args) == 400, "fg_attention_args size");
 _Static_assert(offsetof(fg_attention_args, pack_gqa) == 384, "pack_gqa");
+_Static_assert(offsetof(fg_attention_args, head_dim_v) == 392, "head_dim_v");
 _Static_assert(offsetof(fg_attention_args, sinks) == 272, "sinks");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_q) == 280, "cuq");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_k) == 288, "cuk");
@@ -740,10 +756,10 @@ _Static_assert(offsetof(fg_attention_args, alibi_slopes) == 312, "alibi");
 _Static_assert(offsetof(fg_attention_args, mods) == 320, "mods");
 _Static_assert(offsetof(fg_attention_args, mod_args) == 336, "mod_args");
 _Static_assert(offsetof(fg_attention_args, block_full_idx) == 376, "blocks");
-_Static_assert(sizeof(fg_attention_bwd_args) == 584, "bwd args size");
-_Static_assert(offsetof(fg_attention_bwd_args, block_qrange) == 568,
+_Static_assert(sizeof(fg_attention_bwd_args) == 592, "bwd args size");
+_Static_assert(offsetof(fg_attention_bwd_args, block_qrange) == 576,
 	"block_qrange");
-_Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 576,
+_Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 584,
 	"deterministic");
 
 /* A packed batch of 3 sequences, 100 query and 300 key tokens in all. */
@@ -961,7 +977,13 @@ each_target_has_schedules(void **state)
 	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, NULL),
 		FG_ERR_UNSUPPORTED);
 	assert_non_null(strstr(fg_errmsg(f->ctx), "head_dim 256 on sm_100: "
-		"fagen's sm_100a attention schedules take head_dim 64 and 128"));
+		"fagen's sm_100a attention schedules take head_dim 64, 96, 128 "
+		"and 192"));
+	/* 96 in the warp-specialized one, 192 in the baseline */
+	a = problem(), a.head_dim = 96;
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, NULL), FG_OK);
+	a = problem(), a.head_dim = 192, a.head_dim_v = 128;
+	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, NULL), FG_OK);
 	a = problem();
 	a.block_kv_num = X0 + 0x50000000;
 	assert_int_equal(attn_variant(f->ctx, FWD, 100, &a, &k, NULL),

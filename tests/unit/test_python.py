@@ -67,7 +67,7 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 392, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 400, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
     assert a.window.offset == 240 and a.window_left.offset == 248
@@ -81,19 +81,20 @@ def layouts():
     assert a.block_kv_idx.offset == 360 and a.block_full_num.offset == 368
     assert a.block_full_idx.offset == 376
     assert a.pack_gqa.offset == 384             # issue #12
+    assert a.head_dim_v.offset == 392
     assert ctypes.sizeof(fagen._Arg) == 128 and fagen._Arg.t.offset == 32
     assert ctypes.sizeof(o) == 88 and o.schedule_dir.offset == 64
     assert o.sim.offset == 72                   # issue #18
     assert o.target.offset == 80                # issue #28
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 584, ctypes.sizeof(b)
-    assert b.fwd.offset == 0 and b.dout.offset == 392
-    assert b.dout_strides.offset == 400 and b.dq.offset == 432
-    assert b.dk.offset == 440 and b.dv.offset == 448
-    assert b.dq_strides.offset == 456 and b.dk_strides.offset == 488
-    assert b.dv_strides.offset == 520
-    assert b.schedule.offset == 552 and b.block_class.offset == 560
-    assert b.block_qrange.offset == 568 and b.deterministic.offset == 576
+    assert ctypes.sizeof(b) == 592, ctypes.sizeof(b)
+    assert b.fwd.offset == 0 and b.dout.offset == 400
+    assert b.dout_strides.offset == 408 and b.dq.offset == 440
+    assert b.dk.offset == 448 and b.dv.offset == 456
+    assert b.dq_strides.offset == 464 and b.dk_strides.offset == 496
+    assert b.dv_strides.offset == 528
+    assert b.schedule.offset == 560 and b.block_class.offset == 568
+    assert b.block_qrange.offset == 576 and b.deterministic.offset == 584
     n = fagen.norm._NormArgs    # issue #26
     assert ctypes.sizeof(n) == 504, ctypes.sizeof(n)
     assert n.weight.offset == 96 and n.out.offset == 288

@@ -90,14 +90,17 @@ def f64_attention(torch, q, k, v, causal):
 
 
 def attention(torch, fagen, causal, hk=2, grad=False, via_ops=False,
-              det=False):
+              det=False, d=64, dv=None):
     bf = torch.bfloat16
-    q = torch.randn(1, 2, 130, 64, dtype=bf)
-    k, v = (torch.randn(1, hk, 130, 64, dtype=bf) for _ in range(2))
-    name = "attention %s %s Hk=%d%s%s%s" % (
+    dv = dv or d
+    q = torch.randn(1, 2, 130, d, dtype=bf)
+    k = torch.randn(1, hk, 130, d, dtype=bf)
+    v = torch.randn(1, hk, 130, dv, dtype=bf)
+    name = "attention %s %s Hk=%d%s%s%s%s" % (
         fagen.simulator(), "causal" if causal else "full", hk,
         " backward" if grad else "", " fagen.ops" if via_ops else "",
-        " deterministic" if det else "")
+        " deterministic" if det else "",
+        " D=%d Dv=%d" % (d, dv) if d != 64 or dv != d else "")
     if grad:
         q, k, v = (t.requires_grad_() for t in (q, k, v))
     fn = fagen.ops.attention if via_ops else fagen.attention
@@ -107,7 +110,7 @@ def attention(torch, fagen, causal, hk=2, grad=False, via_ops=False,
     e_o = rel(out, ref)
     e_l = (lse.double() - rlse).abs().max().item()
     ok = out.device.type == "cpu" and out.dtype == bf and e_o <= 1e-2 and \
-        e_l < 1e-3
+        e_l < 1e-3 and out.shape == (1, 2, 130, dv)
     text = "rel err %.1e, lse err %.1e" % (e_o, e_l)
     if grad:
         dout = torch.randn_like(out)
@@ -178,7 +181,20 @@ def refusals(torch, fagen):
            "x is on meta: fagen runs on the simulator")
     expect(fagen.FagenError, lambda: fagen.reference(cpu, cpu, cpu),
            "FG_ERR_UNSUPPORTED: fg_attention_reference runs CUDA C")
-    print("refusals: another device, fagen.reference -> ok")
+    # head dim 192: the forward runs, its gradient is refused by name
+    q = torch.randn(1, 2, 130, 192, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(1, 2, 130, 192, dtype=torch.bfloat16)
+    v = torch.randn(1, 2, 130, 128, dtype=torch.bfloat16)
+    out, _ = fagen.attention(q, k, v)
+    expect(NotImplementedError, lambda: out.sum().backward(),
+           "no backward pass for head_dim 192")
+    # v's head dim must be q's or (192, 128); k's must be q's
+    expect(fagen.FagenError, lambda: fagen.attention(
+        q.detach()[..., :64], k[..., :64], v), "head_dim_v is 128 with "
+        "head_dim 64")
+    expect(ValueError, lambda: fagen.attention(q.detach(), v, v),
+           "k must be (B, Hk, Sk, D) with q's B and D")
+    print("refusals: another device, fagen.reference, head dims -> ok")
 
 
 def deterministic_refused(torch, fagen):
@@ -229,6 +245,10 @@ def main():
     attention(torch, fagen, False, grad=True, via_ops=True)
     attention(torch, fagen, True, grad=True, det=True)
     attention(torch, fagen, False, hk=1, grad=True, via_ops=True, det=True)
+    # issue #12: head dims 96 and 192 (V's 128: DeepSeek's MLA prefill)
+    attention(torch, fagen, True, d=96)
+    attention(torch, fagen, False, hk=1, d=192, dv=128)
+    attention(torch, fagen, True, d=192, dv=128, via_ops=True)
     rms_norm(torch, fagen)
     softmax(torch, fagen)
     refusals(torch, fagen)
@@ -239,6 +259,8 @@ def main():
     # two K/V heads in (B, H, S, D): dK and dV leave from registers by the
     # caller's strides (they were refused as not dense before)
     attention(torch, fagen, False, hk=2, grad=True)
+    attention(torch, fagen, False, d=96)             # fa_fwd_sm100.fa
+    attention(torch, fagen, True, d=192, dv=128)     # its baseline
     deterministic_refused(torch, fagen)
     if failures:
         print("%d FAILED: %s" % (len(failures), ", ".join(failures)))

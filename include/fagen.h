@@ -478,14 +478,14 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * they were (o and lse are read here, not written); dq, dk and dv are
  * laid out like q, k and v (their own strides; all 0: dense B,H,S,D).
  * With grouped-query attention (fwd.heads_k), dk and dv of a K/V head
- * sum over the query heads sharing it.  Supported: sm_90a, head_dim 64
- * and 128, bf16 and f16, causal or not, GQA/MQA, sliding windows,
+ * sum over the query heads sharing it.  Supported: sm_90a, head_dim 64,
+ * 96 and 128 (head_dim_v the same), bf16 and f16, causal or not, GQA/MQA, sliding windows,
  * softcaps, ALiBi (no gradient for the slopes), variable-length
  * batches (dk, dv dense then) and mods (score_mod's derivative is
  * derived from its body; no gradient for the mods' globals) with the
  * forward's block mask given as block_class, and sinks (the sinks'
  * own gradient is not computed: it is -sum over rows of exp(sinks[h] -
- * lse) * rowsum(dout * o)); head_dim 256 gives FG_ERR_UNSUPPORTED.
+ * lse) * rowsum(dout * o)); head_dim 192 and 256 give FG_ERR_UNSUPPORTED.
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
  * fa_bwd_sm90.fa (dK, dV; dQ added up in f32 by TMA reduce-adds; or the
  * simpler fa_bwd_baseline_sm90.fa, with atomic adds) and

@@ -28,7 +28,7 @@ the legacy stream first (which orders it after the other threads' work
 too: autograd runs backwards on a thread of its own), and the legacy
 stream waits for it in turn.  fagen.attention and fagen.attention_varlen are
 differentiable (torch.autograd.Functions whose backward is
-fg_attention_backward: head_dim 64 and 128, causal or not, GQA/MQA,
+fg_attention_backward: head_dim 64, 96 and 128, causal or not, GQA/MQA,
 windows, softcaps and ALiBi; other variants raise NotImplementedError in
 the backward); fagen.reference has no backward and refuses calls that
 would need gradients (use torch.no_grad() or torch.inference_mode()).
@@ -488,7 +488,7 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
     """What of this forward call fg_attention_backward does not take (a
     phrase for NotImplementedError), or None."""
     d = q.shape[-1]
-    if d not in (64, 128):
+    if d not in (64, 96, 128):
         return "head_dim %s" % d
     return None
 
@@ -496,7 +496,7 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes):
 def _bwd_refuse(what):
     raise NotImplementedError(
         "fagen.attention has no backward pass for %s yet (it supports "
-        "head_dim 64 and 128, causal or not, GQA/MQA, windows, softcaps "
+        "head_dim 64, 96 and 128, causal or not, GQA/MQA, windows, softcaps "
         "and ALiBi); the forward ran, "
         "its gradient cannot be computed" % what)
 
@@ -617,7 +617,7 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     can, False: never.  The result is the same either way.
 
     Differentiable: where q, k or v requires gradients (and grad mode is
-    on), out's backward is fg_attention_backward (head_dim 64 and 128,
+    on), out's backward is fg_attention_backward (head_dim 64, 96 and 128,
     causal or not, GQA/MQA, windows, softcaps, ALiBi, sinks, whose
     gradient too is computed; dk and dv have k's and v's heads).  Head dim
     256 runs the forward and raises NotImplementedError in the backward.

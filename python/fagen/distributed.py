@@ -439,6 +439,11 @@ def _check(name, q, k, v, causal, zigzag, seq_dim):
                          "ring keeps a rank's queries, keys and values "
                          "together, in equal shards"
                          % (name, q.shape[seq_dim], k.shape[seq_dim]))
+    if v.dim() and v.shape[-1] != q.shape[-1]:
+        raise ValueError("%s: v's head dim is %d and q's %d; the ring and "
+                         "Ulysses take v with q's head dim (fagen.attention "
+                         "takes 192 and 128 on one GPU)"
+                         % (name, v.shape[-1], q.shape[-1]))
     if zigzag and q.shape[seq_dim] % 2:
         raise ValueError("%s: a zigzag shard holds two equal chunks, but "
                          "it has %d positions" % (name, q.shape[seq_dim]))

@@ -55,7 +55,7 @@ static fg_status
 unsupported(fg_ctx *c, const char *fn, const char *what)
 {
 	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: %s has no backward pass "
-		"yet (supported: head_dim 64 and 128, causal or not, GQA/MQA, "
+		"yet (supported: head_dim 64, 96 and 128, causal or not, GQA/MQA, "
 		"sliding windows, softcaps, ALiBi, sinks, variable-length "
 		"batches, mods, block masks)", fn,
 		what);
@@ -125,9 +125,9 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 			a->block_class % 4 ? a->block_class : a->block_qrange));
 	if (f->alibi_slopes && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
-	if (f->head_dim != 64 && f->head_dim != 128)
+	if (f->head_dim != 64 && f->head_dim != 96 && f->head_dim != 128)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim is %lld; "
-			"the backward pass supports 64 and 128", fn,
+			"the backward pass supports 64, 96 and 128", fn,
 			(long long)f->head_dim);
 	if (attn_dv(f) != f->head_dim)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim_v is %lld "
@@ -231,10 +231,10 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	 * hardware: ptxas, the verifier and the simulator), with the sm_90a
 	 * pre and post kernels compiled for sm_100a */
 	if (cc == 100 && !a->schedule) {
-		if (dd != 64 && dd != 128)
+		if (dd != 64 && dd != 96 && dd != 128)
 			return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim %d on "
 				"sm_100: fagen's sm_100a backward takes head_dim "
-				"64 and 128", fn, dd);
+				"64, 96 and 128", fn, dd);
 		if (f->window || f->softcap > 0 || attn_varlen(f) ||
 		    f->alibi_slopes || flex_any(f))
 			return rt_err(c, FG_ERR_UNSUPPORTED, "%s: fagen's "

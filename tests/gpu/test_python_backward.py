@@ -426,14 +426,21 @@ def main():
               alibi=slopes(8))
     bwd_check("bshd", 2, 4, 400, 250, 64, hf, True, softcap=3.0,
               alibi=slopes(4))
+    # head dim 96 (issue #12): 64-byte swizzles, dQ from one consumer
+    bwd_check("bhsd", 2, 4, 1000, 1000, 96, bf, True)
+    bwd_check("bshd", 1, 8, 300, 777, 96, hf, False, hk=2)
+    bwd_check("bhsd", 1, 8, 777, 300, 96, bf, True, hk=1, window=(100, -1),
+              softcap=5.0)
     bwd_varlen_check((1, 300, 129, 64, 0), (5, 385, 129, 1, 200), 128, bf,
                      False)
+    bwd_varlen_check((200, 77, 513), (100, 300, 513), 96, bf, True)
     bwd_varlen_check((200, 77, 513), (100, 300, 513), 64, hf, True)
     bwd_repeat_check()
     bwd_deterministic_check("bhsd", 2, 4, 1000, 1000, 64, bf, False)
     bwd_deterministic_check("bshd", 1, 8, 777, 1000, 64, hf, True, hk=2)
     bwd_deterministic_check("bhsd", 1, 8, 1000, 500, 128, bf, True, hk=2)
     bwd_deterministic_check("bshd", 2, 4, 300, 700, 128, hf, False)
+    bwd_deterministic_check("bhsd", 1, 8, 1000, 1000, 96, bf, True, hk=2)
     bwd_compile_check()
     bwd_autocast_check()
     sinks_check(2, 8, 2, 300, 300, 128, True, bf)

@@ -233,7 +233,9 @@ def refusals():
                 torch.zeros(1, 1, 10, 8), 2, rank=0, world=3)),
             ("varlen zigzag, odd piece", lambda: fd._Varlen(
                 None, torch.tensor([0, 3, 8], dtype=torch.int32), 5,
-                True))):
+                True)),
+            ("v's head dim not q's", lambda: fd.ring_attention(
+                x, x, x[..., :32], causal=True))):
         try:
             fn()
         except ValueError as e:

@@ -247,6 +247,7 @@ def main():
     attention(torch, fagen, False, hk=1, grad=True, via_ops=True, det=True)
     # issue #12: head dims 96 and 192 (V's 128: DeepSeek's MLA prefill)
     attention(torch, fagen, True, d=96)
+    attention(torch, fagen, False, hk=1, grad=True, d=96)
     attention(torch, fagen, False, hk=1, d=192, dv=128)
     attention(torch, fagen, True, d=192, dv=128, via_ops=True)
     rms_norm(torch, fagen)
@@ -259,7 +260,7 @@ def main():
     # two K/V heads in (B, H, S, D): dK and dV leave from registers by the
     # caller's strides (they were refused as not dense before)
     attention(torch, fagen, False, hk=2, grad=True)
-    attention(torch, fagen, False, d=96)             # fa_fwd_sm100.fa
+    attention(torch, fagen, False, d=96, grad=True)  # fa_fwd_sm100.fa
     attention(torch, fagen, True, d=192, dv=128)     # its baseline
     deterministic_refused(torch, fagen)
     if failures:

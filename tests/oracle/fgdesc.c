@@ -419,6 +419,8 @@ check_kernel(Ctx *ctx, int argc, char **argv)
 			ctx->arch = t->id;
 			continue;
 		}
+		if (!strncmp(argv[i], "-W", 2))
+			continue;   /* a warning option: nothing to the encoders */
 		const char *a = argv[i][2] ? argv[i] + 2 : argv[++i];
 		const char *eq = a ? strchr(a, '=') : NULL;
 		if (!eq || !ctx_define(ctx, intern(ctx->strs, a, (size_t)(eq -

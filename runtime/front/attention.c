@@ -36,6 +36,7 @@ struct AttnVariant {
 	bool varlen;          /* -D VARLEN=true */
 	bool score_mod, mask_mod, blocks; /* -D SCORE_MOD, MASK_MOD, BLOCKS */
 	int pack;             /* -D PACK=N (1: none) */
+	bool single;          /* -D PERSIST=false: a CTA a causal tile */
 	char *mods;           /* the mod file (owned), or NULL */
 	bool plain;           /* only -D D and DT (the backward's pre and
 			       * post kernels) */
@@ -499,6 +500,8 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 		snprintf(d5, sizeof d5, "DV=%d", v->dv);
 		defs[nd++] = d5;
 	}
+	if (v->single)
+		defs[nd++] = "PERSIST=false";
 	return front_build(c, fn, v->cc, file, defs, nd, v->mods, out);
 }
 
@@ -566,6 +569,7 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		want.mods = (char *)(a->mods ? a->mods : NULL);
 	}
 	want.pack = !plain && attn_packs(file) ? attn_pack(a, cc) : 1;
+	want.single = !plain && attn_single(a, cc, file, want.pack);
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
@@ -577,6 +581,7 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		    v->score_mod == want.score_mod &&
 		    v->mask_mod == want.mask_mod && v->blocks == want.blocks &&
 		    v->pack == want.pack && v->det == want.det &&
+		    v->single == want.single &&
 		    same_mods(v->mods, want.mods) &&
 		    v->plain == want.plain && !strcmp(v->file, want.file))
 			break;
@@ -630,6 +635,24 @@ bool
 attn_varlen(const fg_attention_args *a)
 {
 	return a->cu_seqlens_q || a->cu_seqlens_k;
+}
+
+/* Whether fa_fwd_sm90.fa on sm_90 runs a causal grid a CTA a tile (-D
+ * PERSIST=false), which the hardware launches longest tiles first, as
+ * FlashAttention-4 does, instead of persistent CTAs taking the tiles in
+ * lpt order.  On an H200 (docs/PERF.md) that measured 4 % (D = 128) and
+ * 18 % (D = 256) faster at seq_q 4k with every head its own K/V, 14 and
+ * 24 % at 16k, and 1 % at 16k with GQA 32/8; slower at 1k (8 to 13 %)
+ * and at 4k with GQA (4 %).  Not with a window (CAUSAL is false
+ * there), varlen, packed GQA or a block mask. */
+bool
+attn_single(const fg_attention_args *a, int cc, const char *file, int pack)
+{
+	if (cc != 90 || strcmp(file, "fa_fwd_sm90.fa") || !a->causal ||
+	    a->window || attn_varlen(a) || pack > 1 || a->block_kv_num)
+		return false;
+	return a->seq_q >= 16384 || (a->seq_q >= 4096 &&
+		attn_heads_k(a) == a->heads);
 }
 
 /* Whether the forward schedule file has -D PACK. */

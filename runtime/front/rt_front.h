@@ -88,6 +88,11 @@ fg_status attn_tensor(fg_ctx *, const char *fn, const char *name,
 	const fg_attention_args *a, bool tma, int64_t *st);
 /* V's and O's head dim: head_dim_v, or head_dim when 0. */
 int64_t attn_dv(const fg_attention_args *a);
+/* Whether the forward runs fa_fwd_sm90.fa's causal grid a CTA a tile
+ * (-D PERSIST=false) for this call on compute capability cc, with the
+ * schedule file and the packing chosen. */
+bool attn_single(const fg_attention_args *a, int cc, const char *file,
+	int pack);
 /* A shipped schedule's kernel for compute capability cc: file with -D D,
  * DT and CAUSAL, and WINDOW, SOFTCAP, SINKS, VARLEN, ALIBI=true as a asks
  * (how: 0, or AK_ flags), compiled on first use and kept in the context

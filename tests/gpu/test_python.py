@@ -817,6 +817,12 @@ def main():
                       window=(128, 64), softcap=30.0)
         headdim_check("bshd", 1, 32, 5, 3000, 192, 128, bf, False,
                       hk=4)                               # packed GQA
+        # long causal grids: a CTA a tile (-D PERSIST=false), longest
+        # first; MHA from 4096 query rows, GQA from 16384
+        headdim_check("bhsd", 1, 4, 4097, 4097, 128, 128, bf, True)
+        headdim_check("bshd", 1, 2, 16384, 16384, 128, 128, bf, True, hk=1)
+        headdim_check("bshd", 1, 2, 4097, 5000, 256, 256, hf, True)
+        headdim_check("bhsd", 1, 4, 8192, 8192, 192, 128, bf, True)
         headdim_varlen_check([0, 1, 333, 2049, 128], [5, 0, 1000, 2049, 129],
                              4, 192, 128, bf, causal=True)
         headdim_varlen_check([63, 300, 1], [63, 500, 700], 4, 96, 96, hf)

@@ -1007,6 +1007,43 @@ each_target_has_schedules(void **state)
 	assert_non_null(strstr(fg_errmsg(f->ctx), "block masks on sm_80"));
 }
 
+/* A long causal grid on sm_90 runs a CTA a tile (-D PERSIST=false): at
+ * seq_q 4096 with all heads, 16384 with GQA; not with a window, varlen,
+ * packing, a block mask, another schedule or arch. */
+static void
+long_causal_grids_run_a_cta_a_tile(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	const char *ws = "fa_fwd_sm90.fa";
+	fg_kernel *lpt, *single;
+
+	a.head_dim = 128, a.causal = 1, a.seq_q = a.seq_k = 4096;
+	assert_true(attn_single(&a, 90, ws, 1));
+	assert_false(attn_single(&a, 90, ws, 4));               /* packed */
+	assert_false(attn_single(&a, 100, ws, 1));
+	assert_false(attn_single(&a, 90, "fa_fwd_baseline_sm90.fa", 1));
+	a.heads_k = 1;                                          /* GQA */
+	assert_false(attn_single(&a, 90, ws, 1));
+	a.seq_q = 16384;
+	assert_true(attn_single(&a, 90, ws, 1));
+	a.window = 1, a.window_left = 100;
+	assert_false(attn_single(&a, 90, ws, 1));
+	a = problem();
+	a.head_dim = 128, a.causal = 1, a.seq_q = 2048;
+	assert_false(attn_single(&a, 90, ws, 1));
+	a.causal = 0, a.seq_q = 16384;
+	assert_false(attn_single(&a, 90, ws, 1));
+	/* its own variant, compiled with the const */
+	a = problem();
+	a.head_dim = 128, a.causal = 1, a.seq_q = 1024;
+	assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &lpt, NULL), FG_OK);
+	a.seq_q = 4096;
+	if (attn_variant(f->ctx, FWD, 90, &a, &single, NULL) != FG_OK)
+		fail_msg("%s", fg_errmsg(f->ctx));
+	assert_ptr_not_equal(lpt, single);
+}
+
 static void
 schedules_come_from_option_env_or_built_in_copy(void **state)
 {
@@ -1099,6 +1136,7 @@ main(void)
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(each_target_has_schedules),
+		T(long_causal_grids_run_a_cta_a_tile),
 		T(schedule_must_be_a_shipped_file_name),
 		cmocka_unit_test(schedules_come_from_option_env_or_built_in_copy),
 	};

@@ -36,7 +36,8 @@ def lib_ctx():
         lib.fg_program_diagnostics.argtypes = [vp]
         lib.fg_program_diagnostics.restype = cp
         _LIB = lib
-    return lib, fagen._ctx(lib, torch.cuda.current_device())
+    dev = torch.device("cuda", torch.cuda.current_device())
+    return lib, fagen._device.ctx(torch, lib, dev)
 
 
 def compile_kernel(path, defines, ptx_filter=None):

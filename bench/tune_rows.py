@@ -51,8 +51,11 @@ def reference(kind, x, w, b):
         w.double()
 
 
-def configs(kind, n, most):
-    """(name, defines) of the configurations worth trying at width n."""
+def configs(kind, n, most, stages=()):
+    """(name, defines) of the configurations worth trying at width n;
+    with stages, each one-CTA configuration also warp-specialized (-D
+    WS=true, a cp.async loader warp and a ring of ST stages) for each ST
+    whose ring fits 200 KiB."""
     out = []
     for tpr in (32, 64, 128, 256, 512, 1024):
         per = n // tpr                     # elements of a row a thread holds
@@ -66,6 +69,11 @@ def configs(kind, n, most):
             if kind != "softmax":
                 d.append("WHOLD=%s" % ("true" if whold else "false"))
             out.append(("tpr%d w%d" % (tpr, warps), d))
+            rows = warps * 32 // tpr
+            for st in stages:
+                if kind != "layernorm" and st * rows * n * 2 <= 200 * 1024:
+                    out.append(("tpr%d w%d ws%d" % (tpr, warps, st),
+                                d + ["WS=true", "ST=%d" % st]))
     # rows wider than a CTA: a cluster of CL CTAs shares a row, a row a
     # CTA of TPR threads (issue #27)
     for cl in (2, 4, 8):
@@ -93,6 +101,10 @@ def main():
     ap.add_argument("--maxnreg", default="",
                     help="also try each configuration with '.maxnreg R' "
                     "added to its PTX, for each R of a comma list")
+    ap.add_argument("--ws", default="",
+                    help="also the warp-specialized form of each "
+                    "configuration, for each ring depth of a comma list")
+    ap.add_argument("--top", type=int, default=8)
     a = ap.parse_args()
     shapes = SHAPES if not a.shapes else [
         tuple(int(v) for v in s.split(",")) for s in a.shapes.split(";")]
@@ -109,7 +121,8 @@ def main():
         rstd = torch.empty(m, device="cuda", dtype=torch.float32)
         ref = reference(a.kernel, x, w, b)
         runs = {}
-        cands = configs(a.kernel, n, a.most)
+        cands = configs(a.kernel, n, a.most,
+                        [int(v) for v in a.ws.split(",") if v])
         cfgs = [(nm, d, None) for nm, d in cands]
         for r in [int(v) for v in a.maxnreg.split(",") if v]:
             cfgs += [("%s r%d" % (nm, r), d, r) for nm, d in cands]
@@ -150,7 +163,7 @@ def main():
                times.items()}
         cp_gbs = gbs.pop("copy")
         print("M=%d N=%d: copy %.0f GB/s" % (m, n, cp_gbs))
-        for nm, g in sorted(gbs.items(), key=lambda kv: -kv[1])[:8]:
+        for nm, g in sorted(gbs.items(), key=lambda kv: -kv[1])[:a.top]:
             print("  %-16s %6.0f GB/s (%.2f)" % (nm, g, g / cp_gbs))
     return 0
 

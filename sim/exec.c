@@ -495,7 +495,7 @@ op_check(const Ins *in)
 			return "expected [smem], [tmap, {coords}], [mbar] (and "
 				"a ctaMask for .multicast::cluster)";
 		return NULL;
-	case OP_BULK_S2S:
+	case OP_BULK_S2S: case OP_BULK_G2S:
 		if (in->nopnd != 4 || in->o[0].k != OK_ADDR ||
 		    in->o[1].k != OK_ADDR || in->o[3].k != OK_ADDR)
 			return "expected [dstMem], [srcMem], size, [mbar]";

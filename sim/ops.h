@@ -124,6 +124,7 @@
 	X(TMA_STORE,     "cp.async.bulk.tensor.D.global.shared::cta.bulk_group", 0) \
 	X(TMA_REDUCE,    "cp.reduce.async.bulk.tensor.D.global.shared::cta.add.tile.bulk_group", 0) \
 	X(BULK_S2S,      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes", 0) \
+	X(BULK_G2S,      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", 0) \
 	X(BULK_COMMIT,   "cp.async.bulk.commit_group",               0) \
 	X(BULK_WAIT,     "cp.async.bulk.wait_group",                 0) \
 	X(BULK_WAIT_RD,  "cp.async.bulk.wait_group.read",            0) \

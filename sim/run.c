@@ -162,7 +162,7 @@ step(Cta *c, Warp *w)
 			st = bulk_wait(c, w, in, run);
 			break;
 		case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE:
-		case OP_TMA_LOAD_MC: case OP_BULK_S2S:
+		case OP_TMA_LOAD_MC: case OP_BULK_S2S: case OP_BULK_G2S:
 		case OP_BULK_COMMIT:
 			st = tma_op(c, w, in, run);
 			break;

@@ -189,7 +189,7 @@ typedef struct NBar {
 
 /* A pending asynchronous operation. */
 enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA, AS_TC_MMA, AS_TC_COMMIT,
-	AS_CP_ARRIVE, AS_BULK_S2S };
+	AS_CP_ARRIVE, AS_BULK_S2S, AS_BULK_G2S };
 
 /* A tcgen05.mma, as issued (operands are read when it completes). */
 typedef struct TcMma {
@@ -215,6 +215,7 @@ typedef struct Async {
 	uint32_t src, bytes;         /* AS_BULK_S2S: the source in the
 				      * issuing CTA, into smem of rank
 				      * ranks' CTA */
+	uint64_t gsrc;               /* AS_BULK_G2S: the global source */
 } Async;
 
 /* A cp.async copy that has not landed (cpasync.c). */

@@ -168,6 +168,23 @@ tma_complete(Cta *c, const Async *a)
 		memmove(to, from, a->bytes);
 		return mbar_complete_tx(p, a->mbar, a->bytes);
 	}
+	if (a->kind == AS_BULK_G2S) {   /* global into shared::cluster */
+		Cta *p = &c->cl->cta[__builtin_ctz(a->ranks)];
+		if (p->exited)
+			return sim_fail(c->sim, "a bulk copy into CTA rank %d, "
+				"which has exited", p->rank), false;
+		uint8_t *from = sim_gmem(c->sim, a->gsrc, a->bytes, "a bulk "
+			"copy's source"), *to = smem_at(p, a->smem, a->bytes,
+			"a bulk copy's destination");
+		if (!from || !to)
+			return false;
+		for (uint32_t i = 0; i < a->bytes; i += 8)
+			if (p->mbmark[(a->smem + i) / 8])
+				return sim_fail(c->sim, "a bulk copy writes over the "
+					"mbarrier at 0x%x", (a->smem + i) & ~7u), false;
+		memcpy(to, from, a->bytes);
+		return mbar_complete_tx(p, a->mbar, a->bytes);
+	}
 	const Tmap *t = &c->tmaps[a->tmap];
 	if (a->kind == AS_TMA_STORE)
 		return copy_box(c, t, a->coord, a->smem, false, a->reduce);
@@ -194,7 +211,7 @@ addr(const Warp *w, const Opnd *o, int l)
 
 /* cp.async.bulk.shared::cluster.shared::cta: [dst] in a CTA of the
  * cluster, [src] in this one, size bytes, completing on [mbar] in the
- * destination's CTA. */
+ * destination's CTA; with .global (issue #26) [src] a global address. */
 static int
 bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
@@ -203,7 +220,9 @@ bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	for (int l = 0; l < 32; l++) {
 		if (!(mask >> l & 1))
 			continue;
-		Async a = {.kind = AS_BULK_S2S, .warp = w->id, .line = in->line};
+		bool g2s = in->op == OP_BULK_G2S;
+		Async a = {.kind = g2s ? AS_BULK_G2S : AS_BULK_S2S, .warp = w->id,
+			.line = in->line};
 		uint64_t src = addr(w, &o[1], l), n = opnd_u(c, w, &o[2], l);
 		uint32_t mb;
 		Cta *p = cluster_cta(c, addr(w, &o[0], l), &a.smem,
@@ -215,8 +234,8 @@ bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 			return sim_fail(c->sim, "a bulk copy into CTA rank %d "
 				"completing on CTA rank %d's mbarrier", p->rank,
 				q->rank), ST_ERR;
-		if (src >> 24 || src % 16 || a.smem % 16 || n % 16 || !n ||
-		    n >> 24)
+		if ((!g2s && src >> 24) || src % 16 || a.smem % 16 || n % 16 ||
+		    !n || n >> 24)
 			return sim_fail(c->sim, "a bulk copy of %llu bytes from "
 				"0x%llx to 0x%x: the addresses and the size must be "
 				"multiples of 16", (unsigned long long)n,
@@ -226,6 +245,7 @@ bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 				"CTA rank %d, where no mbarrier was initialized",
 				mb, p->rank), ST_ERR;
 		a.src = (uint32_t)src;
+		a.gsrc = src;
 		a.bytes = (uint32_t)n;
 		a.mbar = mb;
 		a.ranks = (uint16_t)(1u << p->rank);
@@ -247,7 +267,7 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		w->bulk_open++;
 		return ST_OK;
 	}
-	if (in->op == OP_BULK_S2S)
+	if (in->op == OP_BULK_S2S || in->op == OP_BULK_G2S)
 		return bulk_s2s(c, w, in, mask);
 	for (int l = 0; l < 32; l++) {
 		if (!(mask >> l & 1))

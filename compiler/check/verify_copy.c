@@ -98,6 +98,42 @@ vf_exec_copy(Sim *s, Proc *p, const SirIns *in)
 		}
 		return true;
 	}
+	case SOP_bulk_load: {
+		/* a global's rows, a bulk copy each: row r when its index
+		 * (a2 + r) is below the limit (a1), its columns from the last
+		 * index (a4) to the last extent (a5), the tile's width at
+		 * most; the bytes complete on the barrier */
+		const Res *x = in->r[1];
+		int64_t rows = x->shape[0], cols = x->shape[1];
+		int64_t esz = ty_bytes(x->ety);
+		int64_t nr = vf_val(p, in->a[1]) - vf_val(p, in->a[2]);
+		int64_t w_ = vf_val(p, in->a[5]) - vf_val(p, in->a[4]);
+		nr = nr < 0 ? 0 : nr > rows ? rows : nr;
+		w_ = w_ < 0 ? 0 : w_ > cols ? cols : w_;
+		if (nr && w_ * esz % 16) {
+			char w[300], a[200];
+			Iter it;
+			vf_iter(p, &it);
+			snprintf(w, sizeof w, "%s: a row of '%s'", vf_who(s, p,
+				&it), in->r[0]->name);
+			snprintf(a, sizeof a, "from column %lld is %lld elements, "
+				"%lld bytes", (long long)vf_val(p, in->a[4]),
+				(long long)w_, (long long)(w_ * esz));
+			vf_fail(s, in->span, "index-range", "%s %s: cp.async.bulk "
+				"moves multiples of 16 bytes", w, a);
+			return true;
+		}
+		b = vf_mbar_at(s, p, in, in->r[2], vf_val(p, in->ri[2]));
+		if (b < 0)
+			return true;
+		vf_srange(p, x, vf_val(p, in->ri[1]), &lo, &hi);
+		Rec *wr = vf_acc_write(s, p, in, lo, hi, true, vf_geometry(x), 0,
+			rows);
+		vf_emit_event(s, EV_TMA, self, b, nr * w_ * esz);
+		if (s->nev)
+			s->ev[s->nev - 1].rec = wr ? (int)(wr - s->rec) : -1;
+		return true;
+	}
 	case SOP_tma_store:
 		vf_srange(p, in->r[1], vf_val(p, in->ri[1]), &lo, &hi);
 		vf_acc_read(s, p, in, lo, hi, true, vf_geometry(in->r[1]), 0,

@@ -372,6 +372,17 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		int64_t per = x->m / 4;
 		int64_t r0 = in->roff[0] + per *
 			((p->sp->part->warp_lo + p->warp) % 4);
+		if (x->lay && x->lay->kind == LK_BLOCKED) {
+			/* blocked: the warp's row groups g0..g1 (tpr threads
+			 * each) and their rows g + k * (threads / tpr), the
+			 * span that holds them all */
+			const Layout *l = x->lay;
+			int64_t gs = l->threads / l->tpr, rk = l->m / gs;
+			int64_t g0 = (int64_t)p->warp * 32 / l->tpr;
+			int64_t g1 = ((int64_t)p->warp * 32 + 31) / l->tpr;
+			r0 = in->roff[0] + g0;
+			per = g1 - g0 + 1 + (rk - 1) * gs;
+		}
 		vf_srange(p, in->r[0], vf_val(p, in->ri[0]), &lo, &hi);
 		if (in->cta) {  /* cta=R: CTA R's copy of the buffer */
 			int64_t c = vf_val(p, in->cta);
@@ -648,7 +659,8 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 		}
 		return true;  /* the arrival happened; blocking is a state */
 	}
-	case SOP_tma_load: case SOP_bulk_copy: case SOP_tma_store:
+	case SOP_tma_load: case SOP_bulk_copy: case SOP_bulk_load:
+	case SOP_tma_store:
 	case SOP_tma_commit: case SOP_tma_wait: case SOP_cp_async:
 	case SOP_cp_commit: case SOP_cp_wait:
 		return vf_exec_copy(s, p, in);

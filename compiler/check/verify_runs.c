@@ -34,7 +34,8 @@ scan(const SirBlock *b, const Res *r, const SirIns **wait, bool *prod)
 		    in->op == SOP_tc_commit) && in->r[0] == r)
 			*prod = true;
 		if ((in->op == SOP_tma_load || in->op == SOP_cp_async ||
-		    in->op == SOP_bulk_copy) && in->r[2] == r)
+		    in->op == SOP_bulk_copy || in->op == SOP_bulk_load) &&
+		    in->r[2] == r)
 			*prod = true;
 		if (in->body)
 			scan(in->body, r, wait, prod);

@@ -20,7 +20,8 @@ uses(const SirBlock *b, const Res *r)
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
 		if (r ? (in->op == SOP_tma_load || in->op == SOP_cp_async ||
-		    in->op == SOP_bulk_copy) && in->r[2] == r :
+		    in->op == SOP_bulk_copy || in->op == SOP_bulk_load) &&
+		    in->r[2] == r :
 		    in->op == SOP_tc_mma || in->op == SOP_tc_commit)
 			return true;
 		if ((in->body && uses(in->body, r)) ||
@@ -167,7 +168,8 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 	bool tc = r->kind == A_READ && r->bulk == 2;
 	bool cp = r->kind != A_READ && r->bulk == CP_GROUP;
 	bool thr = r->kind == A_READ && r->bulk == 3;
-	bool bc = r->at && r->at->op == SOP_bulk_copy;
+	bool bc = r->at && (r->at->op == SOP_bulk_copy || r->at->op ==
+		SOP_bulk_load);
 	Iter it;
 	vf_iter(q, &it);
 	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
@@ -342,8 +344,8 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		bool cp = in->op == SOP_cp_async && r->bulk == CP_GROUP &&
 			r->kind != A_READ;
 		if (!ordered(s, r, p) && !(r->kind == A_GENW && !tma) && !cp)
-			race(s, p, in, r, in->op == SOP_bulk_copy ? "a bulk_copy "
-				"overwrites" : tma && in->op != SOP_cp_async ?
+			race(s, p, in, r, in->op == SOP_bulk_copy || in->op ==
+				SOP_bulk_load ? "a bulk_copy overwrites" : tma && in->op != SOP_cp_async ?
 				"a TMA load overwrites" : "this overwrites");
 		/* another warp's cp.async in flight stays: its threads'
 		 * chunks land at its own 'cp_async_wait' */

@@ -24,6 +24,8 @@
  * Requires: tiles whose layouts sema checked (blocked_check).  Ensures:
  * every op on a blocked tile is lowered here or diagnosed. */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "front/front.h"
@@ -446,25 +448,40 @@ pieces(int V, int esz, Piece *p)
 	return n;
 }
 
-/* One chunk's access at address at (plus the piece's offset), under
- * predicate skip (true: not accessed; a load gives 0).  r: the tile's
- * registers from the chunk's first element (elements j0 .. j0+V-1). */
+/* One chunk's access at address at (plus off and the piece's offset)
+ * in state space sp ("global": loads through the read-only path, or
+ * "shared", "shared::cluster"), under predicate skip when pred (true: not
+ * accessed; a load gives 0).  x: the tile's registers, the chunk's
+ * elements j0 .. j0+V-1. */
 static void
-chunk(PG *g, bool ld, Ty ety, PReg at, PReg skip, PReg *x, int j0, int V)
+chunk(PG *g, bool ld, Ty ety, const char *sp, PReg at, int64_t off,
+	bool pred, PReg skip, PReg *x, int j0, int V)
 {
 	int esz = ty_bytes(ety);
-	bool f32 = ety == TY_F32;
+	bool f32 = ety == TY_F32, gl = !strcmp(sp, "global");
+	const char *lop = gl ? "ld.global.nc" : ld ? "ld.shared" : "";
+	char pp[24] = "", name[16];
 	Piece pc[4];
 	int np = pieces(V, esz, pc);
 
+	if (pred)
+		snprintf(pp, sizeof pp, "@!%s ", ptx_regname(g->f, skip, name));
+	if (!gl)
+		lop = !strcmp(sp, "shared") ? "ld.shared" :
+			"ld.shared::cluster";
 	if (!f32 && V == 1) {  /* one 16-bit element: a half of x[j0 / 2] */
 		PReg h = ptx_reg(g->f, RB16), o = ptx_reg(g->f, RB16);
 		PReg lo = ptx_reg(g->f, RB16), hi = ptx_reg(g->f, RB16);
 		bool high = j0 % 2;
+		PReg a = at;
+		if (off) {
+			a = ptx_reg(g->f, at.kind);
+			ptx_emit(g->f, at.kind == RB64 ? "add.s64 %R, %R, %I;" :
+				"add.s32 %R, %R, %I;", a, at, off);
+		}
 		if (ld) {
 			ptx_emit(g->f, "mov.b16 %R, 0;", h);
-			ptx_emit(g->f, "@!%R ld.global.nc.b16 %R, [%R];", skip, h,
-				at);
+			ptx_emit(g->f, "%S%S.b16 %R, [%R];", pp, lop, h, a);
 			if (!high) {
 				ptx_emit(g->f, "mov.b16 %R, 0;", o);
 				ptx_emit(g->f, "mov.b32 %R, {%R, %R};", x[j0 / 2], h,
@@ -477,7 +494,7 @@ chunk(PG *g, bool ld, Ty ety, PReg at, PReg skip, PReg *x, int j0, int V)
 			}
 		} else {
 			ptx_emit(g->f, "mov.b32 {%R, %R}, %R;", lo, hi, x[j0 / 2]);
-			ptx_emit(g->f, "@!%R st.global.b16 [%R], %R;", skip, at,
+			ptx_emit(g->f, "%Sst.%S.b16 [%R], %R;", pp, sp, a,
 				high ? hi : lo);
 		}
 		return;
@@ -486,37 +503,36 @@ chunk(PG *g, bool ld, Ty ety, PReg at, PReg skip, PReg *x, int j0, int V)
 	const char *t = f32 ? "f32" : "b32";
 	for (int i = 0; i < np; i++) {
 		PReg *r = x + base + pc[i].reg;
-		if (ld)
+		int64_t o = off + pc[i].off;
+		if (ld && pred)
 			for (int q = 0; q < pc[i].nreg; q++)
 				ptx_emit(g->f, "mov.b32 %R, 0;", r[q]);
 		switch (pc[i].nreg) {
 		case 1:
 			if (ld)
-				ptx_emit(g->f, "@!%R ld.global.nc.%S %R, [%R+%I];",
-					skip, t, r[0], at, (int64_t)pc[i].off);
+				ptx_emit(g->f, "%S%S.%S %R, [%R+%I];", pp, lop, t,
+					r[0], at, o);
 			else
-				ptx_emit(g->f, "@!%R st.global.%S [%R+%I], %R;", skip,
-					t, at, (int64_t)pc[i].off, r[0]);
+				ptx_emit(g->f, "%Sst.%S.%S [%R+%I], %R;", pp, sp, t,
+					at, o, r[0]);
 			break;
 		case 2:
 			if (ld)
-				ptx_emit(g->f, "@!%R ld.global.nc.v2.%S {%R, %R}, "
-					"[%R+%I];", skip, t, r[0], r[1], at,
-					(int64_t)pc[i].off);
+				ptx_emit(g->f, "%S%S.v2.%S {%R, %R}, [%R+%I];", pp,
+					lop, t, r[0], r[1], at, o);
 			else
-				ptx_emit(g->f, "@!%R st.global.v2.%S [%R+%I], "
-					"{%R, %R};", skip, t, at, (int64_t)pc[i].off,
-					r[0], r[1]);
+				ptx_emit(g->f, "%Sst.%S.v2.%S [%R+%I], {%R, %R};",
+					pp, sp, t, at, o, r[0], r[1]);
 			break;
 		default:
 			if (ld)
-				ptx_emit(g->f, "@!%R ld.global.nc.v4.%S {%R, %R, %R, "
-					"%R}, [%R+%I];", skip, t, r[0], r[1], r[2],
-					r[3], at, (int64_t)pc[i].off);
+				ptx_emit(g->f, "%S%S.v4.%S {%R, %R, %R, %R}, "
+					"[%R+%I];", pp, lop, t, r[0], r[1], r[2],
+					r[3], at, o);
 			else
-				ptx_emit(g->f, "@!%R st.global.v4.%S [%R+%I], {%R, "
-					"%R, %R, %R};", skip, t, at, (int64_t)pc[i].off,
-					r[0], r[1], r[2], r[3]);
+				ptx_emit(g->f, "%Sst.%S.v4.%S [%R+%I], {%R, %R, %R, "
+					"%R};", pp, sp, t, at, o, r[0], r[1], r[2],
+					r[3]);
 			break;
 		}
 	}
@@ -594,9 +610,65 @@ gtile(PG *g, const SirIns *in)
 			ptx_emit(g->f, "add.s32 %R, %R, %R;", cc, cc, u);
 			ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", at, cc,
 				(int64_t)esz, ptr);
-			chunk(g, ld, v->ety, at, skip, x, (k * b.C + c) * b.V, b.V);
+			chunk(g, ld, v->ety, "global", at, 0, true, skip, x,
+				(k * b.C + c) * b.V, b.V);
 		}
 	}
+}
+
+/* smem_load x, B[s] [row=R] [col=C] [cta=K] and smem_store B[s], x of a
+ * blocked tile: each thread its chunks, 16 bytes (or V elements) an
+ * access, where cp_async (or a TMA box) puts element (r, c) of an
+ * unswizzled buffer: byte (R + r) * rowbytes + (C + c) * esz of the
+ * stage.  The thread's part, grp * rowbytes + l * V * esz, is computed
+ * once; every access is [register + constant].  A warp's chunks of a row
+ * are contiguous, so the accesses are free of bank conflicts. */
+static void
+smem_tile(PG *g, const SirIns *in)
+{
+	bool ld = in->op == SOP_smem_load;
+	Ref tv = ld ? in->dst : in->a[0];
+	const SirVal *v = &g->sp->vals[tv];
+	const Res *r = in->r[0];
+	int n, esz = ty_bytes(v->ety);
+	PReg *x = pg_frag(g, tv, &n);
+
+	if (!x || v->lay->kind != LK_BLOCKED || r->lay->swizzle ||
+	    v->ety != r->ety) {
+		pg_unsupported(g, in);
+		return;
+	}
+	Geo b = geo(v->lay);
+	int64_t rowbytes = r->shape[r->rank - 1] * esz;
+	const char *sp;
+	PReg base = pg_smem_base(g, in, pg_stage_base(g, r, in->ri[0]), &sp);
+	PReg grp, pl, at = ptx_reg(g->f, RB32);
+	place(g, &b, &grp, &pl);
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", at, grp, rowbytes, base);
+	ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", at, pl,
+		(int64_t)b.V * esz, at);
+	/* width=W: chunk c is read when its last column, l V + c T V + V -
+	 * 1, is below W */
+	bool wd = ld && in->na > 0;
+	PReg c0 = at, skip = at;
+	if (wd) {
+		c0 = ptx_reg(g->f, RB32);
+		skip = ptx_reg(g->f, RP);
+		ptx_emit(g->f, "shl.b32 %R, %R, %I;", c0, pl,
+			(int64_t)__builtin_ctz((unsigned)b.V));
+		ptx_emit(g->f, "sub.s32 %R, %R, %R;", c0, pg_u32(g, in->a[0]),
+			c0);
+	}
+	for (int k = 0; k < b.RK; k++)
+		for (int c = 0; c < b.C; c++) {
+			int64_t off = (in->roff[0] + (int64_t)k * (b.P / b.T)) *
+				rowbytes + (in->imm + (int64_t)c * b.T * b.V) * esz;
+			if (wd)  /* skip: W - l V <= c T V + V - 1 */
+				ptx_emit(g->f, "setp.le.s32 %R, %R, %I;", skip, c0,
+					(int64_t)c * b.T * b.V + b.V - 1);
+			chunk(g, ld, v->ety, sp, at, off, wd, skip, x,
+				(k * b.C + c) * b.V, b.V);
+		}
 }
 
 /* store G[...], v [limit=L] of a row vector of a blocked tile: the
@@ -684,6 +756,9 @@ mine(const PG *g, const SirIns *in)
 	if (in->op == SOP_rowred_put || in->op == SOP_rowred_get ||
 	    in->op == SOP_clred_put || in->op == SOP_clred_get)
 		return true;
+	if (in->op == SOP_smem_store)
+		return in->na > 0 && g->sp->vals[in->a[0]].ty == TY_FRAG &&
+			blocked_of(g->sp->vals[in->a[0]].lay);
 	if (in->op == SOP_gstore)
 		return in->na > 1 && g->sp->vals[in->a[1]].ty == TY_FRAG &&
 			blocked_of(g->sp->vals[in->a[1]].lay);
@@ -720,6 +795,9 @@ pg_blocked_op(PG *g, const SirIns *in)
 		return true;
 	case SOP_colsum:
 		colsum(g, in);
+		return true;
+	case SOP_smem_load: case SOP_smem_store:
+		smem_tile(g, in);
 		return true;
 	case SOP_rowid: case SOP_colid:
 		index_tile(g, in);

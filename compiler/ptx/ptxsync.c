@@ -333,6 +333,53 @@ emit_bulk_copy(PG *g, const SirIns *in)
 		bar);
 }
 
+/* bulk_copy G[...] -> S[s], B (issue #26): the tile's R rows, row r one
+ * bulk copy of min(last extent - last index, C) elements from the
+ * global's row of index K + r into row r of the unswizzled buffer,
+ * skipped when K + r is at or past the limit or the row is empty; each
+ * completes its bytes on B.  Issued by the threads that run it (in
+ * 'elect', one). */
+static void
+emit_bulk_load(PG *g, const SirIns *in)
+{
+	const Res *gl = in->r[0], *b = in->r[1];
+	int esz = ty_bytes(b->ety);
+	int64_t R = b->shape[0], C = b->shape[1], rowbytes = C * esz;
+	PReg base = addr(g, b->off, in->ri[1], b->bytes);
+	PReg bar = bar_addr(g, in->r[2], in->ri[2]);
+	PReg ptr = ptx_reg(g->f, RB64), src = ptx_reg(g->f, RB64);
+	PReg step = ptx_reg(g->f, RB64), nb = ptx_reg(g->f, RB32);
+	PReg lim = ptx_reg(g->f, RB32), p = ptx_reg(g->f, RP);
+	PReg q = ptx_reg(g->f, RP);
+
+	ptx_emit(g->f, "ld.param.u64 %R, [%S];", ptr, gl->name);
+	ptx_emit(g->f, "cvta.to.global.u64 %R, %R;", ptr, ptr);
+	/* a row's bytes, and whether it is empty */
+	ptx_emit(g->f, "sub.s32 %R, %R, %R;", nb, pg_u32(g, in->a[5]),
+		pg_u32(g, in->a[4]));
+	ptx_emit(g->f, "max.s32 %R, %R, 0;", nb, nb);
+	ptx_emit(g->f, "min.s32 %R, %R, %I;", nb, nb, C);
+	ptx_emit(g->f, "mul.lo.s32 %R, %R, %I;", nb, nb, (int64_t)esz);
+	ptx_emit(g->f, "setp.eq.s32 %R, %R, 0;", q, nb);
+	/* rows r < lim = limit - K are in */
+	ptx_emit(g->f, "sub.s32 %R, %R, %R;", lim, pg_u32(g, in->a[1]),
+		pg_u32(g, in->a[2]));
+	ptx_emit(g->f, "mad.wide.s32 %R, %R, %I, %R;", src, pg_u32(g, in->a[0]),
+		(int64_t)esz, ptr);
+	if (R > 1)
+		ptx_emit(g->f, "mul.wide.s32 %R, %R, %I;", step,
+			pg_u32(g, in->a[3]), (int64_t)esz);
+	for (int64_t r = 0; r < R; r++) {
+		ptx_emit(g->f, "setp.le.s32 %R, %R, %I;", p, lim, r);
+		ptx_emit(g->f, "or.pred %R, %R, %R;", p, p, q);
+		ptx_emit(g->f, "@!%R cp.async.bulk.shared::cluster.global.mbarrier::"
+			"complete_tx::bytes [%R+%I], [%R], %R, [%R];", p, base,
+			r * rowbytes, src, nb, bar);
+		if (r + 1 < R)
+			ptx_emit(g->f, "add.s64 %R, %R, %R;", src, src, step);
+	}
+}
+
 static PReg
 tmem_slot(PG *g)
 {
@@ -620,6 +667,9 @@ pg_sync(PG *g, const SirIns *in)
 		break;
 	case SOP_bulk_copy:
 		emit_bulk_copy(g, in);
+		break;
+	case SOP_bulk_load:
+		emit_bulk_load(g, in);
 		break;
 	case SOP_tc_commit:
 		if (in->cta) {  /* to the barrier in each CTA of the mask */

@@ -88,6 +88,11 @@ walk(D *d, const char *p, const SirBlock *b)
 				edge(d, node(d, "s", in->r[1]->name),
 					node(d, "b", in->r[2]->name), "arrive");
 			break;
+		case SOP_bulk_load:
+			edge(d, p, node(d, "s", in->r[1]->name), "bulk copy");
+			edge(d, node(d, "s", in->r[1]->name),
+				node(d, "b", in->r[2]->name), "complete_tx");
+			break;
 		case SOP_bulk_copy:
 			edge(d, node(d, "s", r0->name), node(d, "s",
 				in->r[1]->name), "bulk copy");

@@ -70,6 +70,10 @@ SOP(  bulk_copy,    0,     E_ASYNC, T_HOP  )   /* r0 smem -> r1 smem of CTA
 						  * 'cta' (0: this one),
 						  * completing on r2 mbar
 						  * there */
+SOP(  bulk_load,    -1,    E_ASYNC, T_HOP  )   /* r0 global -> r1 smem,
+						  * completing on r2 mbar: a
+						  * row a copy; a0..a5 as
+						  * cp_async's */
 SOP(  wgmma,        2,     E_ASYNC, T_SM90 )   /* D(dst, in a[0]), A, B */
 SOP(  wgmma_commit, 0,     E_ASYNC, T_SM90 )
 SOP(  wgmma_wait,   0,     E_ASYNC, T_SM90 )   /* imm: groups */
@@ -92,7 +96,8 @@ SOP(  tmem_free,    0,     E_SYNC,  T_SM100)
 SOP(  tmem_load,    0,     E_MEM,   T_SM100)   /* r0 region -> frag */
 SOP(  tmem_store,   1,     E_MEM,   T_SM100)   /* frag -> r0 region */
 SOP(  smem_store,   1,     E_MEM,   T_ALL  )   /* frag -> r0 buffer */
-SOP(  smem_load,    0,     E_MEM,   T_ALL  )   /* r0 buffer -> frag */
+SOP(  smem_load,    -1,    E_MEM,   T_ALL  )   /* r0 buffer -> frag [a0: the
+						  * width, blocked] */
 SOP(  gstore,       -1,    E_MEM,   T_ALL  )   /* r0 global [indices...] = v */
 SOP(  gload,        -1,    E_MEM,   T_ALL  )   /* r0 global [linear index];
 						  * a gather: index tile, ok */

@@ -401,7 +401,7 @@ static const Res *
 read_of(const SirIns *in)
 {
 	if (in->op == SOP_gload || in->op == SOP_gtload || in->op ==
-	    SOP_cp_async)
+	    SOP_cp_async || in->op == SOP_bulk_load)
 		return in->r[0];
 	if (in->op == SOP_tma_load)
 		return in->r[0]->of;

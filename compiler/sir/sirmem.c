@@ -355,7 +355,7 @@ sg_op_mem(G *g, const Node *n)
 
 	sg_noattrs(g, n, n->op == OP_STORE ? (const char *const[]){"limit",
 		"rowdim", "reduce", "width", NULL} : smem ? (const char *const[]){"row",
-		"col", "cta", NULL} : (const char *const[]){"cols", NULL});
+		"col", "cta", "width", NULL} : (const char *const[]){"cols", NULL});
 	if (!sg_argc(g, n, 2, 2))
 		return;
 	if (n->op == OP_STORE) {
@@ -510,6 +510,19 @@ sg_op_mem(G *g, const Node *n)
 	Ref peer = 0;
 	if (cta && (!cta->a || !(peer = sg_cluster_arg(g, cta->a, false))))
 		return;
+	/* smem_load x, S width=W of a blocked tile: the chunks of columns
+	 * >= W read 0 (a bulk_copy leaves those of a buffer row past the
+	 * global's row as they were) */
+	const Node *wa = smem ? sg_opattr(g, n, "width", false) : NULL;
+	Ref wv = 0;
+	if (wa && (!ld || v->lay->kind != LK_BLOCKED)) {
+		diag_error(g->ctx, wa->span, "'width=' reads the columns of a "
+			"'blocked' tile below W and zeros past it: it is for "
+			"'smem_load' of a blocked tile");
+		return;
+	}
+	if (wa && (!wa->a || !(wv = sg_int_arg(g, wa->a, "'width'"))))
+		return;
 	SirIns *i = sg_emit(g, n->op == OP_TLOAD ? SOP_tmem_load :
 		n->op == OP_SLOAD ? SOP_smem_load : n->op == OP_TSTORE ?
 		SOP_tmem_store : SOP_smem_store, n->span);
@@ -520,6 +533,10 @@ sg_op_mem(G *g, const Node *n)
 	i->imm = col0;
 	if (ld) {
 		i->dst = x;
+		if (wv) {
+			i->a[0] = wv;
+			i->na = 1;
+		}
 	} else {
 		i->a[0] = x;
 		i->na = 1;
@@ -552,6 +569,8 @@ imin(G *g, Ref a, Ref b, Span sp)
  * group, which cp_async_commit closes and cp_async_wait N waits for
  * (at most N of the thread's newest groups still pending).  SIR: see
  * sir_ops.h. */
+static void gcopy(G *, const Node *, bool bulk);
+
 void
 sg_op_cpasync(G *g, const Node *n)
 {
@@ -583,6 +602,19 @@ sg_op_cpasync(G *g, const Node *n)
 			"'elect'");
 		return;
 	}
+	gcopy(g, n, false);
+}
+
+/* cp_async's and bulk_copy's G[i0, ...] -> S[s] [, B[j]] [rowdim=K]
+ * [limit=L]: the SIR op (cp_async, or bulk_load: the tile's rows by the
+ * bulk-copy engine, completing on B) with a0 the linear index, a1 the
+ * row limit, a2 the row index, a3 the row stride, a4 the last index and
+ * a5 the last extent. */
+static void
+gcopy(G *g, const Node *n, bool bulk)
+{
+	const Node *arrow = n->kids.v[0];
+	const char *op = bulk ? "'bulk_copy'" : "'cp_async'";
 	SirIns t = {0};
 	Node base = *arrow->a->a;
 	Res *r = sg_resource(g, &base, R_GLOBAL, "a global tensor", &t.ri[0]);
@@ -595,9 +627,9 @@ sg_op_cpasync(G *g, const Node *n)
 	int esz = ty_bytes(b->ety);
 	int64_t rowbytes = b->shape[b->rank - 1] * esz;
 	if (b->rank != 2 || r->rank < 2) {
-		diag_error(g->ctx, arrow->span, "'cp_async' fills a 2-D buffer "
+		diag_error(g->ctx, arrow->span, "%s fills a 2-D buffer "
 			"tile from a global of 2 or more dimensions; '%s' is %d-D "
-			"and '%s' %d-D", b->name, b->rank, r->name, r->rank);
+			"and '%s' %d-D", op, b->name, b->rank, r->name, r->rank);
 		return;
 	}
 	if (r->ety != b->ety) {
@@ -605,11 +637,18 @@ sg_op_cpasync(G *g, const Node *n)
 			"%s", r->name, ty_name(r->ety), b->name, ty_name(b->ety));
 		return;
 	}
+	if (bulk && b->lay->swizzle) {
+		diag_error(g->ctx, arrow->b->span, "'bulk_copy' from a global "
+			"writes each row's bytes in order, so '%s' must not be "
+			"swizzled (it is swizzle=%d); load swizzled tiles with "
+			"'tma_load'", b->name, b->lay->swizzle);
+		return;
+	}
 	if (rowbytes % 16 || (b->lay->swizzle && rowbytes % b->lay->swizzle)) {
 		diag_error(g->ctx, arrow->b->span, "a row of '%s' is %lld bytes; "
-			"cp.async moves 16-byte chunks%s", b->name,
-			(long long)rowbytes, b->lay->swizzle ? ", and the row must "
-			"fill whole swizzle spans" : "");
+			"%s moves 16-byte chunks%s", b->name, (long long)rowbytes,
+			bulk ? "cp.async.bulk" : "cp.async", b->lay->swizzle ?
+			", and the row must fill whole swizzle spans" : "");
 		return;
 	}
 	const Node *rd = sg_opattr(g, n, "rowdim", false);
@@ -628,7 +667,9 @@ sg_op_cpasync(G *g, const Node *n)
 	if (!lv || sg_val(g, lastext)->ty == TY_ERR ||
 	    sg_val(g, last)->ty == TY_ERR)
 		return;
-	SirIns *i = sg_emit(g, SOP_cp_async, n->span);
+	if (bulk)
+		sg_elect_warn(g, n);
+	SirIns *i = sg_emit(g, bulk ? SOP_bulk_load : SOP_cp_async, n->span);
 	r->direct = true;
 	r->cpasync = true;
 	i->a[0] = lin;
@@ -656,13 +697,30 @@ sg_op_bulk_copy(G *g, const Node *n)
 	const Node *arrow = n->kids.n ? n->kids.v[0] : NULL;
 	Ref si, di, bi;
 
-	sg_noattrs(g, n, (const char *const[]){"cta", NULL});
+	sg_noattrs(g, n, (const char *const[]){"cta", "limit", "rowdim",
+		NULL});
 	if (!sg_argc(g, n, 2, 2) || !sg_need_target(g, n, T_HOP,
 	    "'bulk_copy' (cp.async.bulk)"))
 		return;
 	if (arrow->kind != N_ARROW) {
 		diag_error(g->ctx, arrow->span, "write 'bulk_copy SRC[stage] -> "
-			"DST[stage], BAR[i]', SRC and DST shared-memory buffers");
+			"DST[stage], BAR[i]', SRC and DST shared-memory buffers, "
+			"or 'bulk_copy G[i, ...] -> DST[stage], BAR[i]' from a "
+			"global");
+		return;
+	}
+	const Res *src = arrow->a->kind == N_INDEX && arrow->a->a->kind ==
+		N_NAME ? kernel_find(g->k, arrow->a->a->name) : NULL;
+	if (src && src->kind == R_GLOBAL) {
+		/* a global's rows (issue #26) */
+		const Node *ca = sg_opattr(g, n, "cta", false);
+		if (ca) {
+			diag_error(g->ctx, ca->span, "'cta=' copies into a peer's "
+				"shared memory from this CTA's; a global's rows "
+				"load into this CTA's");
+			return;
+		}
+		gcopy(g, n, true);
 		return;
 	}
 	Res *s = sg_resource(g, arrow->a, R_SMEM, "a shared-memory buffer",

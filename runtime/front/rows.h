@@ -7,7 +7,8 @@
 #include "rt_front.h"
 
 enum {
-	MAXDEFS = 10,   /* N, DT, VEC, TPR, WARPS and the switches */
+	MAXDEFS = 12,   /* N, DT, VEC, TPR, WARPS, CL or WS and ST, and
+			 * the switches */
 };
 
 /* A kind's schedule and what it takes beyond N, DT, VEC, TPR, WARPS. */
@@ -24,6 +25,8 @@ typedef struct RowKindInfo {
 	int clhold;            /* rows wider than a CTA: bytes of a row a
 				* thread of a cluster's CTA holds at most (0:
 				* no clusters) */
+	bool ws;               /* takes the warp-specialized form (WSLO <
+				* row bytes <= WSHI) */
 } RowKindInfo;
 
 /* A switch, in the order of the -D list. */

@@ -20,6 +20,10 @@ defines(const RowCfg *g, char d[MAXDEFS][24])
 	snprintf(d[nd++], 24, "WARPS=%d", g->warps);
 	if (g->cl > 1)
 		snprintf(d[nd++], 24, "CL=%d", g->cl);
+	if (g->st) {
+		snprintf(d[nd++], 24, "WS=true");
+		snprintf(d[nd++], 24, "ST=%d", g->st);
+	}
 	for (int i = 0; i < row_nswitches; i++)
 		if (defs & row_switches[i].bit)
 			snprintf(d[nd++], 24, "%s=%s", row_switches[i].def,

@@ -227,6 +227,8 @@ typedef struct RowCfg {
 				  * WARPS */
 	int cl;                  /* -D CL: CTAs of a cluster sharing a row,
 				  * each N of its columns (1: none) */
+	int st;                  /* -D WS=true -D ST: the warp-specialized
+				  * form's stages (0: not it) */
 	unsigned flags;          /* the RF_ switches on */
 } RowCfg;
 

@@ -138,7 +138,9 @@ try_binds(Fix *f, const char *fn, const RowArgs *a, const char *kernel,
 		assert_int_equal(tiles[1], 1);
 	}
 	fg_kernel_info_get(k, &info);
-	assert_int_equal(info.threads, nm.cfg.warps * 32);
+	/* the warp-specialized form: and its loader warp */
+	assert_int_equal(info.threads, nm.cfg.warps * 32 + (nm.cfg.st ? 32 :
+		0));
 	assert_string_equal(info.name, kernel);
 	return k;
 }

@@ -394,16 +394,21 @@ same_config(const Rows *got, const Rows *want, RowKind kind,
 }
 
 /* The forward softmax: fg_rms_norm's VEC, up to 8 accesses a thread (not
- * 4), at least 8 warps and never two rows of 512 threads a CTA. */
+ * 4), at least 8 warps and never two rows of 512 threads a CTA; rows of
+ * 16 to 32 KiB with 16-byte accesses the warp-specialized form, 512
+ * threads a row and 2 stages (docs/API.md). */
 static void
 softmax_config(const Rows *got, const Rows *rms, int64_t n, fg_dtype dt,
 	const char *what)
 {
-	int vec = rms->cfg.vec, tpr = 4;
+	int vec = rms->cfg.vec, tpr = 4, esz = dt == FG_DTYPE_F32 ? 4 : 2;
 	int pair = dt != FG_DTYPE_F32 && vec == 1 ? 2 : 1;
+	bool ws = vec * esz == 16 && n * esz > 16384 && n * esz <= 32768;
 
 	while (tpr < 1024 && n > (int64_t)tpr * vec * 8)
 		tpr *= 2;
+	if (ws)
+		tpr = 512;
 	int warps = tpr / 32 > 8 ? tpr / 32 : 8;
 	int64_t w = (int64_t)tpr * vec * pair, wide = (n + w - 1) / w * w;
 	if (got->cfg.vec != vec || got->cfg.tpr != tpr ||
@@ -413,6 +418,9 @@ softmax_config(const Rows *got, const Rows *rms, int64_t n, fg_dtype dt,
 			"VEC=%d TPR=%d WARPS=%d N=%d", what, vec, tpr, warps,
 			(long long)wide, got->cfg.vec, got->cfg.tpr,
 			got->cfg.warps, got->cfg.n);
+	if (got->cfg.st != (ws ? 2 : 0))
+		fail_msg("%s: softmax: want ST=%d, got %d", what, ws ? 2 : 0,
+			got->cfg.st);
 	assert_int_equal(got->cfg.kind, ROW_SOFTMAX);
 	assert_int_equal(got->cfg.flags, 0);
 }
@@ -435,6 +443,12 @@ the_configuration_is_fg_rms_norms(void **state)
 		{FG_DTYPE_BF16, 16384, 0}, {FG_DTYPE_BF16, 32768, 0},
 		{FG_DTYPE_F16, 32767, 0}, {FG_DTYPE_F32, 7, 0},
 		{FG_DTYPE_F32, 4096, 0}, {FG_DTYPE_F32, 16384, 0},
+		/* the forward softmax's warp-specialized form: 16 to 32
+		 * KiB a row, 16-byte accesses */
+		{FG_DTYPE_BF16, 8192, 0}, {FG_DTYPE_BF16, 8200, 0},
+		{FG_DTYPE_F16, 12288, 0}, {FG_DTYPE_F32, 4100, 0},
+		{FG_DTYPE_F32, 8192, 0}, {FG_DTYPE_BF16, 16392, 0},
+		{FG_DTYPE_BF16, 12290, 0}, {FG_DTYPE_BF16, 12288, 4},
 		/* a misaligned second tensor narrows VEC */
 		{FG_DTYPE_BF16, 4096, 2}, {FG_DTYPE_BF16, 4096, 4},
 		{FG_DTYPE_BF16, 4096, 8}, {FG_DTYPE_F32, 4096, 4},

@@ -138,6 +138,21 @@ def slopes(h):
                         device=dev, dtype=torch.float32)
 
 
+def twice(out_shape, lse_shape, dtype, call):
+    """call(out, lse) twice, each time into outputs poisoned with NaN:
+    the first run's (out, lse) and whether the two are bitwise equal."""
+    runs = []
+    for _ in range(2):
+        out = torch.full(out_shape, math.nan, device=dev, dtype=dtype)
+        lse = torch.full(lse_shape, math.nan, device=dev)
+        call(out, lse)
+        runs.append((out, lse))
+    out, lse = runs[0]
+    same = torch.equal(out.view(torch.int16), runs[1][0].view(torch.int16)) \
+        and torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+    return out, lse, same
+
+
 def alibi_check(layout, b, h, sq, sk, d, dtype, causal, hk=None,
                 schedule=None, window=None, softcap=None):
     """fagen.attention(..., alibi_slopes=) and fagen.reference against the
@@ -148,15 +163,9 @@ def alibi_check(layout, b, h, sq, sk, d, dtype, causal, hk=None,
     sc = 1 / math.sqrt(d)
     kw = dict(causal=causal, window=window, softcap=softcap,
               alibi_slopes=al)
-    runs = []
-    for _ in range(2):
-        out = torch.full((b, h, sq, d), math.nan, device=dev, dtype=dtype)
-        lse = torch.full((b, h, sq), math.nan, device=dev)
-        fagen.attention(q, k, v, out=out, lse=lse, schedule=schedule, **kw)
-        runs.append((out, lse))
-    out, lse = runs[0]
-    same = torch.equal(out.view(torch.int16), runs[1][0].view(torch.int16)) \
-        and torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+    out, lse, same = twice((b, h, sq, d), (b, h, sq), dtype, lambda o, ls:
+                           fagen.attention(q, k, v, out=o, lse=ls,
+                                           schedule=schedule, **kw))
     rout, rlse = fagen.reference(q, k, v, **kw)
     ref, flse = f64_ref(q, k, v, causal, sc, window, softcap, al)
     seen = flse > -math.inf
@@ -201,16 +210,9 @@ def pack_check(b, h, hk, sq, sk, d, dtype, causal=False, window=None,
               alibi_slopes=al)
     ok, errs = True, []
     for pack in (True, False):
-        runs = []
-        for _ in range(2):
-            out = torch.full((b, h, sq, d), math.nan, device=dev, dtype=dtype)
-            lse = torch.full((b, h, sq), math.nan, device=dev)
-            fagen.attention(q, k, v, out=out, lse=lse, pack_gqa=pack, **kw)
-            runs.append((out, lse))
-        out, lse = runs[0]
-        same = torch.equal(out.view(torch.int16),
-                           runs[1][0].view(torch.int16)) and \
-            torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+        out, lse, same = twice(
+            (b, h, sq, d), (b, h, sq), dtype, lambda o, ls, pack=pack:
+            fagen.attention(q, k, v, out=o, lse=ls, pack_gqa=pack, **kw))
         e_fa = rel(out, ref)
         e_lse = (lse.double() - flse)[seen].abs().max().item() \
             if bool(seen.any()) else 0.0
@@ -329,16 +331,10 @@ def varlen_check(lq, lk, h, d, dtype, causal=False, hk=None, window=None,
     al = slopes(h) if alibi else None
     kw = dict(causal=causal, window=window, softcap=softcap, sinks=sk_,
               schedule=schedule, alibi_slopes=al)
-    runs = []
-    for _ in range(2):
-        out = torch.full_like(q, math.nan)
-        lse = torch.full((h, q.shape[0]), math.nan, device=dev)
-        fagen.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), out=out,
-                               lse=lse, **kw)
-        runs.append((out, lse))
-    out, lse = runs[0]
-    same = torch.equal(out.view(torch.int16), runs[1][0].view(torch.int16)) \
-        and torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+    out, lse, same = twice(q.shape, (h, q.shape[0]), q.dtype, lambda o, ls:
+                           fagen.attention_varlen(q, k, v, cq, ck, max(lq),
+                                                  max(lk), out=o, lse=ls,
+                                                  **kw))
     tol = 1e-2 if dtype == torch.bfloat16 else 3e-3
     worst, alone, lse_err, ok = 0.0, 0.0, 0.0, same
     # the unfused reference on the packed batch (fg_attention_reference
@@ -549,15 +545,8 @@ def headdim_check(layout, b, h, sq, sk, d, dv, dtype, causal, hk=None,
         v = torch.randn(b, sk, hk, dv, device=dev, dtype=dtype).transpose(1, 2)
     kw = dict(causal=causal, schedule=schedule, window=window,
               softcap=softcap)
-    runs = []
-    for _ in range(2):
-        out = torch.full((b, h, sq, dv), math.nan, device=dev, dtype=dtype)
-        lse = torch.full((b, h, sq), math.nan, device=dev)
-        fagen.attention(q, k, v, out=out, lse=lse, **kw)
-        runs.append((out, lse))
-    out, lse = runs[0]
-    same = torch.equal(out.view(torch.int16), runs[1][0].view(torch.int16)) \
-        and torch.equal(lse.view(torch.int32), runs[1][1].view(torch.int32))
+    out, lse, same = twice((b, h, sq, dv), (b, h, sq), dtype, lambda o, ls:
+                           fagen.attention(q, k, v, out=o, lse=ls, **kw))
     ref, rlse = f64_ref(q, k, v, causal, 1 / math.sqrt(d), window, softcap)
     seen = rlse > -math.inf
     e = rel(out, ref)

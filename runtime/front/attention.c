@@ -37,6 +37,7 @@ struct AttnVariant {
 	bool score_mod, mask_mod, blocks; /* -D SCORE_MOD, MASK_MOD, BLOCKS */
 	int pack;             /* -D PACK=N (1: none) */
 	bool single;          /* -D PERSIST=false: a CTA a causal tile */
+	bool nc3;             /* -D NC=3: three consumers, 192-row tiles */
 	char *mods;           /* the mod file (owned), or NULL */
 	bool plain;           /* only -D D and DT (the backward's pre and
 			       * post kernels) */
@@ -396,7 +397,9 @@ schedule_name(fg_ctx *c, const char *fn, const char *asked)
 
 /* The schedule for compute capability cc and the call a (a->schedule:
  * the caller's choice or NULL): FG_OK with its file, or why not.  On
- * sm_90 at d = 64 the non-specialized schedule, three 64-row CTAs per
+ * sm_90 at d = 64 (but for long grids without a mask, attn_nc3: the
+ * warp-specialized one with three consumers) the non-specialized
+ * schedule, three 64-row CTAs per
  * SM, measured 10 to 29 % faster than the warp-specialized one on an
  * H200 at every point of docs/PERF.md's grid; at d = 128 and 256 the
  * warp-specialized one is 1.3x to 1.7x the other.  Variable-length
@@ -417,7 +420,8 @@ pick(fg_ctx *c, const char *fn, int cc, const fg_attention_args *a,
 	bool pack = attn_pack(a, cc) > 1;
 
 	if (cc == 90) {
-		*file = a->schedule ? a->schedule : d == 64 && !pack ?
+		*file = a->schedule ? a->schedule : d == 64 && !pack &&
+			!attn_nc3(a, cc, "fa_fwd_sm90.fa", 1) ?
 			"fa_fwd_baseline_sm90.fa" : "fa_fwd_sm90.fa";
 		return FG_OK;
 	}
@@ -502,6 +506,8 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	}
 	if (v->single)
 		defs[nd++] = "PERSIST=false";
+	if (v->nc3)     /* its register estimate warns; ptxas fits it */
+		defs[nd++] = "NC=3";
 	return front_build(c, fn, v->cc, file, defs, nd, v->mods, out);
 }
 
@@ -570,6 +576,8 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 	}
 	want.pack = !plain && attn_packs(file) ? attn_pack(a, cc) : 1;
 	want.single = !plain && attn_single(a, cc, file, want.pack);
+	want.nc3 = !plain && !(how & AK_DETERMINISTIC) && attn_nc3(a, cc, file,
+		want.pack);
 	snprintf(want.file, sizeof want.file, "%s", file);
 	pthread_mutex_lock(&c->attn_mu);
 	for (v = c->attn; v; v = v->next)
@@ -581,7 +589,7 @@ attn_kernel(fg_ctx *c, const char *fn, const char *file, int cc,
 		    v->score_mod == want.score_mod &&
 		    v->mask_mod == want.mask_mod && v->blocks == want.blocks &&
 		    v->pack == want.pack && v->det == want.det &&
-		    v->single == want.single &&
+		    v->single == want.single && v->nc3 == want.nc3 &&
 		    same_mods(v->mods, want.mods) &&
 		    v->plain == want.plain && !strcmp(v->file, want.file))
 			break;
@@ -653,6 +661,24 @@ attn_single(const fg_attention_args *a, int cc, const char *file, int pack)
 		return false;
 	return a->seq_q >= 16384 || (a->seq_q >= 4096 &&
 		attn_heads_k(a) == a->heads);
+}
+
+/* Whether fa_fwd_sm90.fa on sm_90 runs three consumer warpgroups and
+ * 192-row tiles (-D NC=3, FA3's shape at head dim 64) for this call: at
+ * head dim 64 (V's too), not causal, seq_q 8192 or more, with no window,
+ * softcap, sinks, varlen, ALiBi, mods, block mask or packing (the
+ * variants the simulator checks).  On an H200 (docs/PERF.md) it ran 7 %
+ * faster than fa_fwd_baseline_sm90.fa, the schedule otherwise taken
+ * there, at 8k and 16k, with every head its own K/V and with GQA 4; 3 %
+ * slower at 2k; causal grids gained 1 % at most. */
+bool
+attn_nc3(const fg_attention_args *a, int cc, const char *file, int pack)
+{
+	return cc == 90 && !strcmp(file, "fa_fwd_sm90.fa") && pack == 1 &&
+		a->head_dim == 64 && attn_dv(a) == 64 && !a->causal &&
+		!a->window && a->softcap <= 0 && !a->sinks && !attn_varlen(a) &&
+		!a->alibi_slopes && !a->mods && !a->block_kv_num &&
+		a->seq_q >= 8192;
 }
 
 /* Whether the forward schedule file has -D PACK. */

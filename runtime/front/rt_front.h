@@ -93,6 +93,10 @@ int64_t attn_dv(const fg_attention_args *a);
  * schedule file and the packing chosen. */
 bool attn_single(const fg_attention_args *a, int cc, const char *file,
 	int pack);
+/* Whether it runs fa_fwd_sm90.fa with three consumer warpgroups (-D
+ * NC=3): head dim 64, long and without a mask or feature. */
+bool attn_nc3(const fg_attention_args *a, int cc, const char *file,
+	int pack);
 /* A shipped schedule's kernel for compute capability cc: file with -D D,
  * DT and CAUSAL, and WINDOW, SOFTCAP, SINKS, VARLEN, ALIBI=true as a asks
  * (how: 0, or AK_ flags), compiled on first use and kept in the context

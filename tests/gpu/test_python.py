@@ -812,6 +812,10 @@ def main():
         headdim_check("bshd", 1, 2, 16384, 16384, 128, 128, bf, True, hk=1)
         headdim_check("bshd", 1, 2, 4097, 5000, 256, 256, hf, True)
         headdim_check("bhsd", 1, 4, 8192, 8192, 192, 128, bf, True)
+        # head dim 64 from 8192 query rows, no mask: three consumers,
+        # 192-row tiles (-D NC=3; the last tile partial)
+        headdim_check("bshd", 1, 2, 8192, 8193, 64, 64, bf, False)
+        headdim_check("bhsd", 1, 4, 9001, 8192, 64, 64, hf, False, hk=2)
         headdim_varlen_check([0, 1, 333, 2049, 128], [5, 0, 1000, 2049, 129],
                              4, 192, 128, bf, causal=True)
         headdim_varlen_check([63, 300, 1], [63, 500, 700], 4, 96, 96, hf)

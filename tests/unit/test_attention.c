@@ -1007,6 +1007,49 @@ each_target_has_schedules(void **state)
 	assert_non_null(strstr(fg_errmsg(f->ctx), "block masks on sm_80"));
 }
 
+/* Long head-dim-64 grids without a mask on sm_90 take fa_fwd_sm90.fa
+ * with three consumer warpgroups (-D NC=3) instead of the baseline: at
+ * seq_q 8192, not causal, with no feature, packing, other arch or
+ * schedule (docs/API.md). */
+static void
+long_d64_grids_take_three_consumers(void **state)
+{
+	Fix *f = *state;
+	fg_attention_args a = problem();
+	const char *ws = "fa_fwd_sm90.fa";
+	fg_kernel_info info;
+	fg_kernel *base, *nc3;
+
+	a.head_dim = 64, a.seq_q = a.seq_k = 8192;
+	assert_true(attn_nc3(&a, 90, ws, 1));
+	assert_false(attn_nc3(&a, 90, ws, 2));                 /* packed */
+	assert_false(attn_nc3(&a, 100, ws, 1));
+	assert_false(attn_nc3(&a, 90, "fa_fwd_baseline_sm90.fa", 1));
+	a.seq_q = 8191;
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	a.seq_q = 8192, a.causal = 1;
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	a.causal = 0, a.softcap = 30;
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	a.softcap = 0, a.window = 1, a.window_left = 100;
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	a = problem();
+	a.head_dim = 128, a.seq_q = a.seq_k = 16384;
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	/* the baseline below 8192, the three consumers' kernel from it */
+	a = problem();
+	a.head_dim = 64, a.seq_q = a.seq_k = 4096;
+	assert_int_equal(attn_variant(f->ctx, FWD, 90, &a, &base, NULL), FG_OK);
+	fg_kernel_info_get(base, &info);
+	assert_int_equal(info.threads, 128);
+	a.seq_q = 8192;
+	if (attn_variant(f->ctx, FWD, 90, &a, &nc3, NULL) != FG_OK)
+		fail_msg("%s", fg_errmsg(f->ctx));
+	fg_kernel_info_get(nc3, &info);
+	assert_int_equal(info.threads, 512);
+	assert_ptr_not_equal(base, nc3);
+}
+
 /* A long causal grid on sm_90 runs a CTA a tile (-D PERSIST=false): at
  * seq_q 4096 with all heads, 16384 with GQA; not with a window, varlen,
  * packing, a block mask, another schedule or arch. */
@@ -1136,6 +1179,7 @@ main(void)
 		T(varlen_is_checked_and_bound),
 		T(the_fused_kernel_is_assembled_as_a_whole_program),
 		T(each_target_has_schedules),
+		T(long_d64_grids_take_three_consumers),
 		T(long_causal_grids_run_a_cta_a_tile),
 		T(schedule_must_be_a_shipped_file_name),
 		cmocka_unit_test(schedules_come_from_option_env_or_built_in_copy),

@@ -37,7 +37,9 @@ struct AttnVariant {
 	bool score_mod, mask_mod, blocks; /* -D SCORE_MOD, MASK_MOD, BLOCKS */
 	int pack;             /* -D PACK=N (1: none) */
 	bool single;          /* -D PERSIST=false: a CTA a causal tile */
-	bool nc3;             /* -D NC=3: three consumers, 192-row tiles */
+	bool nc3;             /* -D NC=3: three consumers, 192-row tiles
+			       * (at d = 96 with P through shared memory,
+			       * -D PVS=true) */
 	char *mods;           /* the mod file (owned), or NULL */
 	bool plain;           /* only -D D and DT (the backward's pre and
 			       * post kernels) */
@@ -506,8 +508,10 @@ build(fg_ctx *c, const char *fn, const char *file, const AttnVariant *v,
 	}
 	if (v->single)
 		defs[nd++] = "PERSIST=false";
-	if (v->nc3)     /* its register estimate warns; ptxas fits it */
+	if (v->nc3)     /* d = 64: its register estimate warns; ptxas fits */
 		defs[nd++] = "NC=3";
+	if (v->nc3 && v->d == 96)
+		defs[nd++] = "PVS=true";
 	return front_build(c, fn, v->cc, file, defs, nd, v->mods, out);
 }
 
@@ -664,21 +668,26 @@ attn_single(const fg_attention_args *a, int cc, const char *file, int pack)
 }
 
 /* Whether fa_fwd_sm90.fa on sm_90 runs three consumer warpgroups and
- * 192-row tiles (-D NC=3, FA3's shape at head dim 64) for this call: at
- * head dim 64 (V's too), not causal, seq_q 8192 or more, with no window,
- * softcap, sinks, varlen, ALiBi, mods, block mask or packing (the
- * variants the simulator checks).  On an H200 (docs/PERF.md) it ran 7 %
- * faster than fa_fwd_baseline_sm90.fa, the schedule otherwise taken
- * there, at 8k and 16k, with every head its own K/V and with GQA 4; 3 %
- * slower at 2k; causal grids gained 1 % at most. */
+ * 192-row tiles (-D NC=3, FA3's shape at head dims 64 and 96; at 96 with
+ * P V reading P from shared memory, -D PVS=true, as FA3's) for this
+ * call: at head dim 64 from seq_q 8192, at 96 from 2048 (V's head dim
+ * the same), not causal, with no window, softcap, sinks, varlen, ALiBi,
+ * mods, block mask or packing (the variants the simulator checks).  On
+ * an H200 (docs/PERF.md) it ran 7 % faster than fa_fwd_baseline_sm90.fa,
+ * the schedule otherwise taken at 64, at 8k and 16k (3 % slower at 2k),
+ * and 11 to 13 % faster than the two-consumer schedule at 96 from 2k to
+ * 16k (equal at 1k); causal grids gained 1 % at most at 64 and lost at
+ * 96. */
 bool
 attn_nc3(const fg_attention_args *a, int cc, const char *file, int pack)
 {
+	int64_t d = a->head_dim;
+
 	return cc == 90 && !strcmp(file, "fa_fwd_sm90.fa") && pack == 1 &&
-		a->head_dim == 64 && attn_dv(a) == 64 && !a->causal &&
+		(d == 64 || d == 96) && attn_dv(a) == d && !a->causal &&
 		!a->window && a->softcap <= 0 && !a->sinks && !attn_varlen(a) &&
 		!a->alibi_slopes && !a->mods && !a->block_kv_num &&
-		a->seq_q >= 8192;
+		a->seq_q >= (d == 64 ? 8192 : 2048);
 }
 
 /* Whether the forward schedule file has -D PACK. */

@@ -816,6 +816,9 @@ def main():
         # 192-row tiles (-D NC=3; the last tile partial)
         headdim_check("bshd", 1, 2, 8192, 8193, 64, 64, bf, False)
         headdim_check("bhsd", 1, 4, 9001, 8192, 64, 64, hf, False, hk=2)
+        # and head dim 96 from 4096, P V reading P from shared memory
+        headdim_check("bshd", 1, 4, 4096, 4097, 96, 96, bf, False)
+        headdim_check("bhsd", 2, 4, 5000, 3000, 96, 96, hf, False, hk=1)
         headdim_varlen_check([0, 1, 333, 2049, 128], [5, 0, 1000, 2049, 129],
                              4, 192, 128, bf, causal=True)
         headdim_varlen_check([63, 300, 1], [63, 500, 700], 4, 96, 96, hf)

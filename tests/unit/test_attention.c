@@ -1007,10 +1007,11 @@ each_target_has_schedules(void **state)
 	assert_non_null(strstr(fg_errmsg(f->ctx), "block masks on sm_80"));
 }
 
-/* Long head-dim-64 grids without a mask on sm_90 take fa_fwd_sm90.fa
- * with three consumer warpgroups (-D NC=3) instead of the baseline: at
- * seq_q 8192, not causal, with no feature, packing, other arch or
- * schedule (docs/API.md). */
+/* Long head-dim-64 and 96 grids without a mask on sm_90 take
+ * fa_fwd_sm90.fa with three consumer warpgroups (-D NC=3; at 96 -D
+ * PVS=true) instead of the baseline or two: at seq_q 8192 (64) or 2048
+ * (96), not causal, with no feature, packing, other arch or schedule
+ * (docs/API.md). */
 static void
 long_d64_grids_take_three_consumers(void **state)
 {
@@ -1036,6 +1037,13 @@ long_d64_grids_take_three_consumers(void **state)
 	a = problem();
 	a.head_dim = 128, a.seq_q = a.seq_k = 16384;
 	assert_false(attn_nc3(&a, 90, ws, 1));
+	/* head dim 96 from 2048, with P through shared memory */
+	a.head_dim = 96, a.seq_q = 2048;
+	assert_true(attn_nc3(&a, 90, ws, 1));
+	a.seq_q = 2047;
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	a.seq_q = 4096, a.head_dim_v = 64;
+	assert_false(attn_nc3(&a, 90, ws, 1));
 	/* the baseline below 8192, the three consumers' kernel from it */
 	a = problem();
 	a.head_dim = 64, a.seq_q = a.seq_k = 4096;
@@ -1048,6 +1056,11 @@ long_d64_grids_take_three_consumers(void **state)
 	fg_kernel_info_get(nc3, &info);
 	assert_int_equal(info.threads, 512);
 	assert_ptr_not_equal(base, nc3);
+	a.head_dim = 96, a.seq_q = 4096;
+	if (attn_variant(f->ctx, FWD, 90, &a, &nc3, NULL) != FG_OK)
+		fail_msg("%s", fg_errmsg(f->ctx));
+	fg_kernel_info_get(nc3, &info);
+	assert_int_equal(info.threads, 512);
 }
 
 /* A long causal grid on sm_90 runs a CTA a tile (-D PERSIST=false): at

@@ -1,5 +1,6 @@
 /* sim_kernel.h: what the modes of sim_kernel share (sim_kernel.c,
- * sim_decode.c for the decode kernels, sim_rows.c for the row kernels):
+ * sim_attn.c for attention, sim_decode.c for the decode kernels,
+ * sim_rows.c for the row kernels):
  * the simulator of the run, the module under test, buffers and
  * launches.  A launch the simulator refuses prints its error and exits
  * 1, so a mode only checks results. */
@@ -37,6 +38,9 @@ void launch_named(const SimMod *m, const Named *nv, int n);
 int decode(int argc, char **argv);
 int kv_append(int argc, char **argv);
 int combine_only(int argc, char **argv);
+/* sim_attn.c's modes (fa, bwd): argv as main's; 0 on a match, 2 for a
+ * mode not among them. */
+int attn_modes(int argc, char **argv);
 /* sim_rows.c's modes (rmsnorm, rmsnorm_bwd, layernorm, xent, xent_bwd,
  * softmax): argv as main's; 0 on a match, 2 for a mode not among them. */
 int row_modes(int argc, char **argv);

@@ -819,6 +819,7 @@ def main():
         # and head dim 96 from 4096, P V reading P from shared memory
         headdim_check("bshd", 1, 4, 4096, 4097, 96, 96, bf, False)
         headdim_check("bhsd", 2, 4, 5000, 3000, 96, 96, hf, False, hk=1)
+        headdim_check("bshd", 1, 4, 4097, 4500, 96, 96, bf, True)  # causal
         headdim_varlen_check([0, 1, 333, 2049, 128], [5, 0, 1000, 2049, 129],
                              4, 192, 128, bf, causal=True)
         headdim_varlen_check([63, 300, 1], [63, 500, 700], 4, 96, 96, hf)

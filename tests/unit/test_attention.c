@@ -1044,6 +1044,17 @@ long_d64_grids_take_three_consumers(void **state)
 	assert_false(attn_nc3(&a, 90, ws, 1));
 	a.seq_q = 4096, a.head_dim_v = 64;
 	assert_false(attn_nc3(&a, 90, ws, 1));
+	/* causal at 96 where the grid runs a CTA a tile */
+	a.head_dim_v = 0, a.causal = 1;
+	assert_true(attn_nc3(&a, 90, ws, 1));
+	a.seq_q = 2048;
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	a.seq_q = 4096, a.heads_k = 1;                          /* GQA */
+	assert_false(attn_nc3(&a, 90, ws, 1));
+	a.seq_q = 16384;
+	assert_true(attn_nc3(&a, 90, ws, 1));
+	a.head_dim = 64;
+	assert_false(attn_nc3(&a, 90, ws, 1));
 	/* the baseline below 8192, the three consumers' kernel from it */
 	a = problem();
 	a.head_dim = 64, a.seq_q = a.seq_k = 4096;

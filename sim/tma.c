@@ -150,30 +150,17 @@ copy_box(Cta *c, const Tmap *t, const int32_t *co, uint32_t sa, bool load,
 bool
 tma_complete(Cta *c, const Async *a)
 {
-	if (a->kind == AS_BULK_S2S) {   /* shared::cta into shared::cluster */
+	if (a->kind == AS_BULK_S2S || a->kind == AS_BULK_G2S) {
+		/* shared::cta (or global) into shared::cluster */
+		bool g = a->kind == AS_BULK_G2S;
 		Cta *p = &c->cl->cta[__builtin_ctz(a->ranks)];
-		if (p->exited || c->exited)
-			return sim_fail(c->sim, "a bulk copy from CTA rank %d into "
-				"CTA rank %d, one of which has exited", c->rank,
-				p->rank), false;
-		uint8_t *from = smem_at(c, a->src, a->bytes, "a bulk copy's "
-			"source"), *to = smem_at(p, a->smem, a->bytes, "a bulk "
-			"copy's destination");
-		if (!from || !to)
-			return false;
-		for (uint32_t i = 0; i < a->bytes; i += 8)
-			if (p->mbmark[(a->smem + i) / 8])
-				return sim_fail(c->sim, "a bulk copy writes over the "
-					"mbarrier at 0x%x", (a->smem + i) & ~7u), false;
-		memmove(to, from, a->bytes);
-		return mbar_complete_tx(p, a->mbar, a->bytes);
-	}
-	if (a->kind == AS_BULK_G2S) {   /* global into shared::cluster */
-		Cta *p = &c->cl->cta[__builtin_ctz(a->ranks)];
-		if (p->exited)
-			return sim_fail(c->sim, "a bulk copy into CTA rank %d, "
-				"which has exited", p->rank), false;
-		uint8_t *from = sim_gmem(c->sim, a->gsrc, a->bytes, "a bulk "
+		if (p->exited || (!g && c->exited))
+			return sim_fail(c->sim, g ? "a bulk copy into CTA rank %d, "
+				"which has exited" : "a bulk copy from CTA rank %d "
+				"into CTA rank %d, one of which has exited", g ?
+				p->rank : c->rank, p->rank), false;
+		uint8_t *from = g ? sim_gmem(c->sim, a->gsrc, a->bytes, "a bulk "
+			"copy's source") : smem_at(c, a->src, a->bytes, "a bulk "
 			"copy's source"), *to = smem_at(p, a->smem, a->bytes,
 			"a bulk copy's destination");
 		if (!from || !to)
@@ -182,7 +169,7 @@ tma_complete(Cta *c, const Async *a)
 			if (p->mbmark[(a->smem + i) / 8])
 				return sim_fail(c->sim, "a bulk copy writes over the "
 					"mbarrier at 0x%x", (a->smem + i) & ~7u), false;
-		memcpy(to, from, a->bytes);
+		memmove(to, from, a->bytes);
 		return mbar_complete_tx(p, a->mbar, a->bytes);
 	}
 	const Tmap *t = &c->tmaps[a->tmap];

@@ -130,6 +130,11 @@ def main():
     gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
     q, k, v = (torch.randn(1, h, s, d, device="cuda", dtype=torch.bfloat16,
                            generator=gen) for _ in range(3))
+    if tfa:     # one recompile per point (and per --bwd step): more
+        # than dynamo's default limit of 8, past which FlexAttention falls
+        # back to its unfused reference
+        from torch import _dynamo
+        _dynamo.config.recompile_limit = 64
     flex = torch.compile(tfa.flex_attention) if tfa else None
     only = set(args.only.split(",")) if args.only else None
     dense_ms = None

@@ -24,6 +24,7 @@ has imported it (its TorchFunctionMode during the trace).
 import math
 import numbers
 import sys
+import types
 
 SCORE_PARAMS = ("s", "b", "h", "q", "k")
 MASK_PARAMS = ("b", "h", "q", "k")
@@ -299,8 +300,18 @@ def _arith(tr, op, a, b):
 
 
 def _div(tr, a, b):
+    """a / b.  By a nonzero constant it is a * (1 / b), the reciprocal
+    rounded once: within an ulp of the quotient (exact where b is a power
+    of 2), without the IEEE division's reciprocal on the MUFU and its
+    correction steps, which a mod pays at every score (Triton, under
+    compiled FlexAttention, divides approximately too)."""
     a, b = _promote(tr, a, b, "'/'")
-    return _bin(tr, "/", _cvt_f32(tr, a), _cvt_f32(tr, b), "f32")
+    a, b = _cvt_f32(tr, a), _cvt_f32(tr, b)
+    if b.op == "const" and b.args[0] != 0 and math.isfinite(b.args[0]) \
+            and math.isfinite(1.0 / b.args[0]):
+        return _bin(tr, "*", a, tr.node("const", (1.0 / b.args[0],), "f32",
+                                        False), "f32")
+    return _bin(tr, "/", a, b, "f32")
 
 
 def _neg(tr, a):
@@ -473,6 +484,8 @@ def torch_call(func, args, kwargs):
     tr = _tr_of(*args, *kwargs.values())
     name = getattr(func, "__name__", "")
     if tr is None:
+        if name in _READS:      # a tensor's values become constants
+            _READ[0] += 1
         return func(*args, **kwargs)
     if name == "__getitem__" and not isinstance(args[0], Value):
         return index(args[0], args[1])
@@ -782,9 +795,96 @@ def _interval(v, env):
     return -inf, inf        # a loaded value: unknown
 
 
+# ---- the plan cache -------------------------------------------------------
+#
+# Tracing costs 50 to 300 us of Python a call, as much as a short kernel.
+# A plan is reused while its mods' fingerprint is the same: each mod's code
+# and, recursively, what it can read (its defaults, closure cells and the
+# globals its code names): numbers, strings, tensors (by identity, shape,
+# dtype and device: the kernel reads their values when it runs), torch and
+# math, and functions of those.  A mod that reads anything else (an
+# object's attributes, a user module) is traced at every call, and so is
+# one whose trace turned a tensor's values into constants (.item(),
+# float(t)), which the fingerprint does not see.
+
+_PLANS = {}             # fingerprint -> Plan, oldest first
+_PLANS_MAX = 64
+_READ = [0]             # tensor values read at trace time, so far
+_READS = frozenset(("item", "tolist", "numpy", "__bool__", "__float__",
+                    "__int__", "__index__", "__complex__", "__format__",
+                    "__repr__", "__str__", "__array__"))
+_STABLE = frozenset(("math", "torch", "operator", "builtins", "numbers"))
+
+
+class _NoKey(Exception):
+    """What a mod reads has no fingerprint: trace it at every call."""
+
+
+def _fingerprint(x, seen):
+    if x is None or isinstance(x, (bool, int, float, complex, str, bytes)):
+        return (type(x).__name__, x)
+    if _is_tensor(x):
+        return ("tensor", id(x), tuple(x.shape), str(x.dtype),
+                str(getattr(x, "device", "")))
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__,) + tuple(_fingerprint(y, seen) for y in x)
+    if isinstance(x, dict):
+        return ("dict",) + tuple((_fingerprint(k, seen),
+                                  _fingerprint(v, seen))
+                                 for k, v in x.items())
+    if isinstance(x, types.ModuleType):
+        if x.__name__.split(".")[0] in _STABLE:
+            return ("module", x.__name__)
+        raise _NoKey
+    lib = getattr(x, "__module__", None) if callable(x) else \
+        type(x).__module__
+    if isinstance(x, types.BuiltinFunctionType) or \
+            str(lib or "").split(".")[0] in _STABLE:
+        return ("lib", id(x)) if callable(x) else ("lib", repr(x))
+    if isinstance(x, types.FunctionType):
+        if id(x) in seen:
+            return ("again", id(x))
+        seen.add(id(x))
+        g = x.__globals__
+        return ("fn", x.__code__, _fingerprint(x.__defaults__, seen),
+                _fingerprint(x.__kwdefaults__, seen),
+                tuple(_fingerprint(c.cell_contents, seen)
+                      for c in x.__closure__ or ()),
+                tuple((n, _fingerprint(g[n], seen))
+                      for n in _names(x.__code__) if n in g))
+    raise _NoKey
+
+
+def _names(code):
+    """The global (and attribute) names code and its inner code use."""
+    out = list(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out += _names(c)
+    return out
+
+
 def make_plan(score_mod, mask_mod, who="fagen.flex_attention"):
-    """Traces score_mod and mask_mod (either may be None) into one mod
-    file: a Plan."""
+    """score_mod and mask_mod (either may be None) traced into one mod
+    file: a Plan, from the cache when the mods' fingerprint is known."""
+    try:
+        key = (who, _fingerprint(score_mod, set()),
+               _fingerprint(mask_mod, set()))
+        plan = _PLANS.get(key)
+    except (_NoKey, TypeError):     # TypeError: unhashable in the key
+        key = plan = None
+    if plan is not None:
+        return plan
+    read = _READ[0]
+    plan = _make_plan(score_mod, mask_mod, who)
+    if key is not None and _READ[0] == read:
+        if len(_PLANS) >= _PLANS_MAX:
+            del _PLANS[next(iter(_PLANS))]
+        _PLANS[key] = plan
+    return plan
+
+
+def _make_plan(score_mod, mask_mod, who):
     captures, loads, helpers, mods = [], [], [], []
     has = []
     for fn, kind, params in ((score_mod, "score_mod", SCORE_PARAMS),

@@ -326,6 +326,52 @@ def _is_noop(mask_mod):
         "noop_mask"
 
 
+# The kernel's block tables of the block masks used lately, and what the
+# backward derives from them: building them launches small kernels (the
+# expansion to every head, the classes) whose host time a short kernel
+# would wait for.  An entry holds its BlockMask, so its id stays its own;
+# it is used while the mask's tensors are the same and unmodified
+# (data_ptr and torch's in-place version counter).
+_BLOCK_CACHE = {}
+_BLOCK_CACHE_MAX = 8
+
+
+class _Untracked(Exception):
+    """A tensor whose in-place changes torch does not count."""
+
+
+def _state(t):
+    """What changes when tensor t is replaced or modified in place: an
+    inference tensor has no version counter (_Untracked)."""
+    if t.is_inference():
+        raise _Untracked
+    return (t.data_ptr(), t._version, tuple(t.shape), tuple(t.stride()),
+            str(t.device), str(t.dtype))
+
+
+def _blocks_cached(torch, bm, q, k):
+    """_blocks(torch, bm, q, k) and a dict for what is derived from it,
+    from the cache where bm is unchanged since."""
+    try:
+        key = (id(bm), id(bm.mask_mod), tuple(q.shape[:3]), k.shape[2],
+               str(q.device), repr(bm.BLOCK_SIZE), repr(bm.seq_lengths)) + \
+            tuple(None if t is None else _state(t)
+                  for t in (bm.kv_num_blocks, bm.kv_indices,
+                            bm.full_kv_num_blocks, bm.full_kv_indices))
+    except (AttributeError, _Untracked):    # _blocks says what it lacks
+        key = None
+    hit = _BLOCK_CACHE.get(key) if key is not None else None
+    if hit is not None and hit[0] is bm:
+        return hit[1], hit[2], hit[3]
+    blocks, mask_mod = _blocks(torch, bm, q, k)
+    derived = {}
+    if key is not None:
+        if len(_BLOCK_CACHE) >= _BLOCK_CACHE_MAX:
+            del _BLOCK_CACHE[next(iter(_BLOCK_CACHE))]
+        _BLOCK_CACHE[key] = (bm, blocks, mask_mod, derived)
+    return blocks, mask_mod, derived
+
+
 def _blocks(torch, bm, q, k):
     """block_mask as the kernel's int32 (num, indices, full_num,
     full_indices) on q's device, [B, H, nq(, nk)], and its mask_mod."""
@@ -386,15 +432,39 @@ def _bind(torch, plan, device, learn=None):
             learn.append((name, t, shape))
             t = t.detach()
         if convert:
-            if t.dtype == torch.int64 and t.numel():
-                lo, hi = torch.aminmax(t)
-                if lo.item() < -2 ** 31 or hi.item() >= 2 ** 31:
-                    raise ValueError("a mod reads a captured int64 tensor "
-                                     "with values outside int32 (%d..%d)"
-                                     % (lo.item(), hi.item()))
-            t = t.to(torch.int32)
+            t = _as_int32(torch, t)
         out.append((name, t.contiguous()))
     return out
+
+
+# int64 and bool tensors the mods read, converted to int32 lately: the
+# range check of an int64 one waits for the GPU, so it is done once while
+# the tensor is unmodified (the same storage and in-place version)
+_CONVERTED = {}
+_CONVERTED_MAX = 16
+
+
+def _as_int32(torch, t):
+    try:
+        key = (id(t),) + _state(t)
+    except _Untracked:
+        key = None
+    hit = _CONVERTED.get(key) if key is not None else None
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    if t.dtype == torch.int64 and t.numel():
+        lo, hi = torch.aminmax(t)
+        if lo.item() < -2 ** 31 or hi.item() >= 2 ** 31:
+            raise ValueError("a mod reads a captured int64 tensor "
+                             "with values outside int32 (%d..%d)"
+                             % (lo.item(), hi.item()))
+    c = t.to(torch.int32).contiguous()
+    if key is None:
+        return c
+    if len(_CONVERTED) >= _CONVERTED_MAX:
+        del _CONVERTED[next(iter(_CONVERTED))]
+    _CONVERTED[key] = (t, c)
+    return c
 
 
 def flex_attention(query, key, value, score_mod=None, block_mask=None,
@@ -418,8 +488,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
     elif not isinstance(scale, (int, float)) or not math.isfinite(scale):
         raise ValueError("scale is %r: a finite number (None: 1/sqrt(D))"
                          % (scale,))
-    blocks, mask_mod = (None, None) if block_mask is None else \
-        _blocks(torch, block_mask, query, key)
+    blocks, mask_mod, derived = (None, None, None) if block_mask is None \
+        else _blocks_cached(torch, block_mask, query, key)
     plan = make_plan(score_mod, mask_mod)
     plan.check_bounds(query.shape[0], query.shape[1])
     learn = []
@@ -438,8 +508,11 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
             t.requires_grad for t in (query, key, value))):
         cls = qr = None
         if blocks is not None:
+            cls, qr = derived.get(key.shape[1], (None, None))
+        if blocks is not None and cls is None:
             cls = _to_classes(torch, *blocks).to(torch.int32).contiguous()
             qr = _qrange(torch, cls, key.shape[1])
+            derived[key.shape[1]] = cls, qr
         grad = (_grad_text(plan.text, learn), learn)
         out, lse = _function(torch).apply(query, key, value, kw,
                                           (cls, qr), pkg, grad,

@@ -130,13 +130,15 @@ def pairs():
          "mod score_mod(s, b, h, q, k) = "
          "s - FX0[h] * cvt(abs(q - k), f32);\n"),
         ("softcap", softcap, None,
-         "mod score_mod(s, b, h, q, k) = 30.0 * tanh(s / 30.0);\n"),
+         "mod score_mod(s, b, h, q, k) = "
+         "30.0 * tanh(s * 0.03333333333333333);\n"),
         ("relative position", relpos, None,
          "global FX0 : f32[4, 1999];\n"
          "mod score_mod(s, b, h, q, k) = s + FX0[h, q - k + 999];\n"),
         ("softcap and document", softcap, document,
          "global FX0 : i32[2, 1000];\n"
-         "mod score_mod(s, b, h, q, k) = 30.0 * tanh(s / 30.0);\n"
+         "mod score_mod(s, b, h, q, k) = "
+         "30.0 * tanh(s * 0.03333333333333333);\n"
          "mod mask_mod(b, h, q, k) = FX0[b, q] == FX0[b, k] && q >= k;\n"),
         ("docs/API.md's example",
          lambda s, b, h, q, k: s - 0.5 * abs(q - k),
@@ -144,11 +146,15 @@ def pairs():
          "global FX0 : i32[4, 16384];\n"
          "mod score_mod(s, b, h, q, k) = s - 0.5 * cvt(abs(q - k), f32);\n"
          "mod mask_mod(b, h, q, k) = FX0[b, q] == FX0[b, k] && q >= k;\n"),
+        ("division by a traced value",
+         lambda s, b, h, q, k: s / (k + 1) + s / 0.0, None,
+         "mod score_mod(s, b, h, q, k) = "
+         "s / cvt(k + 1, f32) + s / 0.0;\n"),
         ("where and promotion",
          lambda s, b, h, q, k: torch.where(q >= k, s * (q / 2), -float("inf")),
          lambda b, h, q, k: ~(q < 3) & (h == 1),
          "mod score_mod(s, b, h, q, k) = "
-         "select(q >= k, s * (cvt(q, f32) / 2.0), -inf);\n"
+         "select(q >= k, s * (cvt(q, f32) * 0.5), -inf);\n"
          "mod mask_mod(b, h, q, k) = !(q < 3) && h == 1;\n"),
         ("exp, log, sigmoid",
          lambda s, b, h, q, k: torch.exp(s) + torch.log(s) - torch.sigmoid(s),
@@ -290,6 +296,61 @@ def errors():
     p = ft.make_plan(lambda s, b, h, q, k: s + SLOPES[DOC[b, h]], None)
     expect_error("scalar load through a load", IndexError,
                  lambda: p.check_bounds(1, 1), "in [-inf, inf]")
+
+
+def counted():
+    """Runs of the tracer (ft._make_plan) from now on: a one-element
+    list, counted by a wrapper put in place of the tracer."""
+    n = [0]
+    real = ft._make_plan
+
+    def wrap(*a):
+        n[0] += 1
+        return real(*a)
+    ft._make_plan = wrap
+    return n, lambda: setattr(ft, "_make_plan", real)
+
+
+def plan_cache():
+    """A plan is traced once while what its mods read is unchanged, and
+    again when it changes; mods reading what has no fingerprint are
+    traced at every call."""
+    n, undo = counted()
+    try:
+        def window(w):
+            return lambda b, h, q, k: (q >= k) & (q - k < w)
+        p = ft.make_plan(None, window(1000))
+        check("cache: hit", (ft.make_plan(None, window(1000)) is p, n[0]),
+              (True, 1))
+        check("cache: closure value", "< 77" in
+              ft.make_plan(None, window(77)).text, True)
+        lim = [5]
+        mod = lambda b, h, q, k: q - k < lim[0]   # noqa: E731
+        ft.make_plan(None, mod)
+        lim[0] = 6
+        check("cache: list element changed", "< 6" in
+              ft.make_plan(None, mod).text, True)
+        box = types.SimpleNamespace(w=3)
+        mod = lambda b, h, q, k: q - k < box.w    # noqa: E731
+        before = n[0]
+        ft.make_plan(None, mod)
+        box.w = 4
+        check("cache: an object's attribute is traced every call",
+              ("< 4" in ft.make_plan(None, mod).text, n[0] - before),
+              (True, 2))
+        bias = Tensor((4,), "float32")
+        mod = lambda s, b, h, q, k: s + bias[h]   # noqa: E731
+        p = ft.make_plan(mod, None)
+        check("cache: same tensor", ft.make_plan(mod, None) is p, True)
+        bias = Tensor((8,), "float32")
+        check("cache: tensor rebound", ft.make_plan(mod, None).text,
+              "global FX0 : f32[8];\n"
+              "mod score_mod(s, b, h, q, k) = s + FX0[h];\n")
+        for i in range(ft._PLANS_MAX + 6):
+            ft.make_plan(None, window(i))
+        check("cache: bounded", len(ft._PLANS), ft._PLANS_MAX)
+    finally:
+        undo()
 
 
 def expand(text):
@@ -446,12 +507,53 @@ def block_masks(torch):
         flex._CHUNK = saved
     check("chunked", torch.equal(bm2.kv_indices, flex.create_block_mask(
         mods[2][1], 2, 2, 333, 333, device="cpu").kv_indices), True)
+    caches(torch, mods[0][1])
+
+
+def caches(torch, causal):
+    """The plan cache with torch's tensors; the block-table cache."""
+    n, undo = counted()
+    try:
+        cap = torch.tensor(5)
+        mod = lambda b, h, q, k: q - k < cap.item()    # noqa: E731
+        ft.make_plan(None, mod)
+        cap.fill_(6)
+        check("cache: a value read while tracing is not cached",
+              ("< 6" in ft.make_plan(None, mod).text, n[0]), (True, 2))
+    finally:
+        undo()
+    q = torch.zeros(1, 2, 300, 64)
+    bm = flex.create_block_mask(causal, 1, 1, 300, 300, device="cpu")
+    b1 = flex._blocks_cached(torch, bm, q, q)
+    b2 = flex._blocks_cached(torch, bm, q, q)
+    check("block tables: expanded to every head",
+          tuple(b1[0][0].shape), (1, 2, 3))
+    check("block tables: cached", b2[0][0] is b1[0][0] and b2[2] is b1[2],
+          True)
+    bm.full_kv_num_blocks.zero_()       # in place: the version moves
+    b3 = flex._blocks_cached(torch, bm, q, q)
+    check("block tables: an in-place change rebuilds them",
+          (b3[0][0] is b1[0][0], int(b3[0][2].sum())), (False, 0))
+    with torch.inference_mode():
+        bi = flex.create_block_mask(causal, 1, 1, 300, 300, device="cpu")
+        c1 = flex._blocks_cached(torch, bi, q, q)
+        c2 = flex._blocks_cached(torch, bi, q, q)
+    check("block tables: inference tensors are not cached",
+          c1[0][0] is c2[0][0], False)
+    i64 = torch.arange(300)
+    a = flex._as_int32(torch, i64)
+    check("int64 capture: converted once", flex._as_int32(torch, i64) is a,
+          True)
+    i64[7] = 2 ** 40
+    expect_error("int64 capture: changed in place", ValueError,
+                 lambda: flex._as_int32(torch, i64), "outside int32")
 
 
 def main():
     texts()
     sharing()
     errors()
+    plan_cache()
     compiles()
     try:
         import torch as real_torch

@@ -1074,9 +1074,9 @@ long_d64_grids_take_three_consumers(void **state)
 	assert_int_equal(info.threads, 512);
 }
 
-/* A long causal grid on sm_90 runs a CTA a tile (-D PERSIST=false): at
- * seq_q 4096 with all heads, 16384 with GQA; not with a window, varlen,
- * packing, a block mask, another schedule or arch. */
+/* A long causal or block-masked grid on sm_90 runs a CTA a tile (-D
+ * PERSIST=false): at seq_q 4096 with all heads, 16384 with GQA; not with
+ * a window, varlen, packing, another schedule or arch. */
 static void
 long_causal_grids_run_a_cta_a_tile(void **state)
 {
@@ -1100,6 +1100,10 @@ long_causal_grids_run_a_cta_a_tile(void **state)
 	a.head_dim = 128, a.causal = 1, a.seq_q = 2048;
 	assert_false(attn_single(&a, 90, ws, 1));
 	a.causal = 0, a.seq_q = 16384;
+	assert_false(attn_single(&a, 90, ws, 1));
+	a.block_kv_num = 0x1000;                        /* a block mask */
+	assert_true(attn_single(&a, 90, ws, 1));
+	a.seq_q = 2048;
 	assert_false(attn_single(&a, 90, ws, 1));
 	/* its own variant, compiled with the const */
 	a = problem();

@@ -346,6 +346,16 @@ def plan_cache():
         check("cache: tensor rebound", ft.make_plan(mod, None).text,
               "global FX0 : f32[8];\n"
               "mod score_mod(s, b, h, q, k) = s + FX0[h];\n")
+        def later():
+            def mod(b, h, q, k):
+                return q - k < w
+            try:
+                ft.make_plan(None, mod)
+            except NameError as e:      # the trace's error, not the key's
+                return "w" in str(e)
+            w = 1   # noqa: F841 -- assigned after the call: an empty cell
+        check("cache: an empty closure cell is the trace's NameError",
+              later(), True)
         for i in range(ft._PLANS_MAX + 6):
             ft.make_plan(None, window(i))
         check("cache: bounded", len(ft._PLANS), ft._PLANS_MAX)

@@ -816,6 +816,14 @@ _READS = frozenset(("item", "tolist", "numpy", "__bool__", "__float__",
 _STABLE = frozenset(("math", "torch", "operator", "builtins", "numbers"))
 
 
+def remember(cache, most, key, value):
+    """cache[key] = value, the oldest entry out past most entries (the
+    plan, block-table and conversion caches)."""
+    if len(cache) >= most:
+        del cache[next(iter(cache))]
+    cache[key] = value
+
+
 class _NoKey(Exception):
     """What a mod reads has no fingerprint: trace it at every call."""
 
@@ -878,9 +886,7 @@ def make_plan(score_mod, mask_mod, who="fagen.flex_attention"):
     read = _READ[0]
     plan = _make_plan(score_mod, mask_mod, who)
     if key is not None and _READ[0] == read:
-        if len(_PLANS) >= _PLANS_MAX:
-            del _PLANS[next(iter(_PLANS))]
-        _PLANS[key] = plan
+        remember(_PLANS, _PLANS_MAX, key, plan)
     return plan
 
 

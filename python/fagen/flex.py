@@ -24,7 +24,7 @@ import math
 import re
 
 from . import _device
-from ._flextrace import TraceError, make_plan
+from ._flextrace import TraceError, make_plan, remember
 
 __all__ = ["flex_attention", "create_block_mask", "BlockMask", "TraceError"]
 
@@ -366,9 +366,8 @@ def _blocks_cached(torch, bm, q, k):
     blocks, mask_mod = _blocks(torch, bm, q, k)
     derived = {}
     if key is not None:
-        if len(_BLOCK_CACHE) >= _BLOCK_CACHE_MAX:
-            del _BLOCK_CACHE[next(iter(_BLOCK_CACHE))]
-        _BLOCK_CACHE[key] = (bm, blocks, mask_mod, derived)
+        remember(_BLOCK_CACHE, _BLOCK_CACHE_MAX, key,
+                 (bm, blocks, mask_mod, derived))
     return blocks, mask_mod, derived
 
 
@@ -461,9 +460,7 @@ def _as_int32(torch, t):
     c = t.to(torch.int32).contiguous()
     if key is None:
         return c
-    if len(_CONVERTED) >= _CONVERTED_MAX:
-        del _CONVERTED[next(iter(_CONVERTED))]
-    _CONVERTED[key] = (t, c)
+    remember(_CONVERTED, _CONVERTED_MAX, key, (t, c))
     return c
 
 

@@ -427,7 +427,8 @@ typedef struct fg_attention_args {
 	int nmod_args;
 	uint64_t block_kv_num;    /* nonzero: block sparsity, 128 x 128
 				   * blocks (head_dim 64, 128): int32
-				   * [batch, heads, cdiv(seq_q, 128)], key
+				   * [batch, heads, cdiv(seq_q, 128)] (or
+				   * block_batch, block_heads below), key
 				   * blocks query block m must mask */
 	uint64_t block_kv_idx;    /* int32 [batch, heads, cdiv(seq_q, 128),
 				   * cdiv(seq_k, 128)]: their indices */
@@ -453,6 +454,13 @@ typedef struct fg_attention_args {
 				   * head_dim, or 128 with head_dim 192
 				   * (DeepSeek's MLA prefill shape); the
 				   * reference any up to 512 */
+	int64_t block_batch;      /* the block mask's batch: batch, or 1
+				   * (one mask for every batch, as a
+				   * FlexAttention BlockMask made with B =
+				   * None); 0: batch */
+	int64_t block_heads;      /* its heads: heads, or 1 (one for every
+				   * head); 0: heads.  The four tensors are
+				   * [block_batch, block_heads, ...] */
 } fg_attention_args;
 
 /* Validate *a, pick the shipped schedule for the device (sm_90a:

@@ -131,6 +131,7 @@ class _Args(ctypes.Structure):      # fg_attention_args
         ("block_full_idx", ctypes.c_uint64),
         ("pack_gqa", ctypes.c_int),
         ("head_dim_v", ctypes.c_int64),
+        ("block_batch", ctypes.c_int64), ("block_heads", ctypes.c_int64),
     ]
 
 
@@ -393,16 +394,22 @@ def _flex_args(torch, q, k, v, out, lse, scale, mods_text, tensors, blocks,
               mod_args=ctypes.cast(args, ctypes.c_void_p) if tensors else
               None, nmod_args=len(tensors))
     if blocks is not None:
+        # B and H of the mask: the query's, or 1 (one mask for all)
         nq, nk = -(-sq // 128), -(-k.shape[2] // 128)
-        for t, shape in zip(blocks, ((b, h, nq), (b, h, nq, nk)) * 2):
+        mb, mh = (blocks[0].shape[:2] if isinstance(blocks[0], torch.Tensor)
+                  and blocks[0].dim() == 3 else (b, h))
+        mb, mh = (mb if mb in (1, b) else b), (mh if mh in (1, h) else h)
+        for t, shape in zip(blocks, ((mb, mh, nq), (mb, mh, nq, nk)) * 2):
             if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 \
                     or tuple(t.shape) != shape or t.device != q.device or \
                     not t.is_contiguous():
                 raise ValueError("block mask tensors must be contiguous "
-                                 "int32 %s and %s on q's device"
+                                 "int32 %s and %s on q's device (B and "
+                                 "H may be 1)"
                                  % ((b, h, nq), (b, h, nq, nk)))
         (a.block_kv_num, a.block_kv_idx, a.block_full_num,
          a.block_full_idx) = (t.data_ptr() for t in blocks)
+        a.block_batch, a.block_heads = mb, mh
     for name, t in (("q", q), ("k", k), ("v", v), ("o", out)):
         getattr(a, name + "_strides")[:] = t.stride()
     return a, (args, text)

@@ -393,7 +393,18 @@ def _blocks(torch, bm, q, k):
                          "(a mask's B and H are the query's, or 1)"
                          % (nb, nh, b, h))
     bs = _block_size(bm.BLOCK_SIZE)
-    mine = isinstance(bm, BlockMask)
+    nq, nk = _cdiv(sq, BLOCK), _cdiv(sk, BLOCK)
+    ts = (bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
+          bm.full_kv_indices)
+    # fagen's own masks, and torch's on 128 x 128 blocks that need no
+    # change: no full block past the keys' end, no padding
+    mine = isinstance(bm, BlockMask) or (
+        sk % BLOCK == 0 and bs == (BLOCK, BLOCK) and
+        all(t is not None and t.dtype == torch.int32 for t in ts) and
+        ts[0].shape[2] == ts[2].shape[2] == nq and
+        ts[1].shape[2:] == ts[3].shape[2:] == (nq, nk) and
+        ts[0].shape[:2] == ts[1].shape[:2] == ts[2].shape[:2] ==
+        ts[3].shape[:2])
     if bs != (BLOCK, BLOCK) or not mine:
         if not all(x % BLOCK == 0 or BLOCK % x == 0 for x in bs):
             raise ValueError("block_mask has BLOCK_SIZE %s: fagen re-blocks "
@@ -403,12 +414,9 @@ def _blocks(torch, bm, q, k):
                           bm.full_kv_num_blocks, bm.full_kv_indices)
         cls = _no_full_tail(_reblock(torch, cls, bs, (sq, sk)), sk)
         ts = _from_classes(torch, cls)[:4]
-    else:
-        ts = (bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,
-              bm.full_kv_indices)
+    # a B or H of 1 stays 1: the kernel reads one mask for all
     out = []
     for t in ts:
-        t = t.expand((b, h) + tuple(t.shape[2:]))
         out.append(t.to(device=q.device, dtype=torch.int32).contiguous())
     return tuple(out), None if _is_noop(bm.mask_mod) else bm.mask_mod
 
@@ -507,7 +515,9 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
         if blocks is not None:
             cls, qr = derived.get(key.shape[1], (None, None))
         if blocks is not None and cls is None:
-            cls = _to_classes(torch, *blocks).to(torch.int32).contiguous()
+            cls = _to_classes(torch, *blocks).expand(
+                query.shape[:2] + blocks[1].shape[2:]).to(
+                torch.int32).contiguous()
             qr = _qrange(torch, cls, key.shape[1])
             derived[key.shape[1]] = cls, qr
         grad = (_grad_text(plan.text, learn), learn)

@@ -56,6 +56,14 @@ blocks(fg_ctx *c, const char *fn, const fg_attention_args *a)
 				"int32 elements", t[i].name,
 				(unsigned long long)t[i].p);
 	}
+	if ((a->block_batch && a->block_batch != 1 &&
+	    a->block_batch != a->batch) || (a->block_heads &&
+	    a->block_heads != 1 && a->block_heads != a->heads))
+		return bad(c, fn, "the block mask's block_batch = %lld, "
+			"block_heads = %lld: each is 0, 1 or the query's (batch "
+			"%lld, heads %lld)", (long long)a->block_batch,
+			(long long)a->block_heads, (long long)a->batch,
+			(long long)a->heads);
 	if (a->causal || a->window)
 		return bad(c, fn, "a block mask with %s: write the %s as the "
 			"mask_mod (and its blocks in the block mask)",
@@ -123,6 +131,16 @@ flex_bind(const fg_attention_args *a, const Attn *t, fg_arg *args, int n)
 		args[n++] = FG_FLOAT("sm_scale", t->scale);
 	}
 	if (a->block_kv_num) {
+		/* the lists a batch and a head step over: none where one
+		 * mask serves all */
+		int64_t nq = (a->seq_q + 127) / 128;
+		int64_t bh = a->block_heads ? a->block_heads : a->heads;
+		int64_t lh = bh == 1 ? 0 : nq;
+		int64_t lz = (a->block_batch ? a->block_batch : a->batch) ==
+			1 ? 0 : bh * nq;
+
+		args[n++] = FG_INT("LZ", (int32_t)lz);
+		args[n++] = FG_INT("LH", (int32_t)lh);
 		args[n++] = FG_PTR("KNUM", a->block_kv_num);
 		args[n++] = FG_PTR("KIDX", a->block_kv_idx);
 		args[n++] = FG_PTR("FNUM", a->block_full_num);

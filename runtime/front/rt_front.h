@@ -120,8 +120,8 @@ void attn_free(fg_ctx *);
 bool flex_any(const fg_attention_args *);  /* any of them given */
 fg_status flex_check(fg_ctx *, const char *fn, const fg_attention_args *);
 /* Append sm_scale (and set scale_log2 to log2(e)) with a score_mod, the
- * block mask's KNUM, KIDX, FNUM, FIDX, then mod_args, after attn_bind's
- * n arguments; returns the new count. */
+ * block mask's LZ, LH, KNUM, KIDX, FNUM, FIDX, then mod_args, after
+ * attn_bind's n arguments; returns the new count. */
 int flex_bind(const fg_attention_args *, const Attn *, fg_arg *args, int n);
 
 /* ---------------------------------------------------------------- backward.c

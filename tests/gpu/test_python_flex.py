@@ -299,6 +299,18 @@ def torch_block_masks():
     bm = torch_cbm(causal, None, None, 333, 333, device=dev)
     run_case("torch BlockMask broadcast B, H", 2, 4, 4, 333, 333, 64,
              torch.float16, block_mask=bm)
+    # keys in whole 128-blocks: torch's tables go to the kernel as they
+    # are, B or H of 1 read for every batch or head
+    doc = documents(2, 768)
+    for mb, mh in ((None, None), (2, None), (None, 4), (2, 4)):
+        bm = torch_cbm(document_mask(doc) if mb else causal, mb, mh, 640,
+                       768, device=dev)
+        for inference in (False, True):
+            with torch.inference_mode(inference):
+                run_case("torch BlockMask B=%s H=%s, tables as they are%s"
+                         % (mb, mh, ", inference" if inference else ""),
+                         2, 4, 2, 640, 768, 128, torch.bfloat16,
+                         block_mask=bm)
 
 
 def expect(name, exc, fn, want):

@@ -61,7 +61,7 @@ def rel(x, r):
 
 
 def case(name, score_mod=None, mask_mod=None, b=1, h=4, hk=4,
-         sq=333, sk=333, d=128, dtype=torch.bfloat16):
+         sq=333, sk=333, d=128, dtype=torch.bfloat16, mb=None, mh=None):
     gen = torch.Generator(device=dev).manual_seed(int(time.time() * 1e3)
                                                   % 2 ** 31)
     q = torch.randn(b, h, sq, d, device=dev, dtype=dtype, generator=gen)
@@ -70,7 +70,8 @@ def case(name, score_mod=None, mask_mod=None, b=1, h=4, hk=4,
     do = torch.randn(b, h, sq, d, device=dev, dtype=dtype, generator=gen)
     scale = 1 / math.sqrt(d)
     # FlexAttention's convention: a mask_mod comes in a block mask
-    bm = fagen.create_block_mask(mask_mod, b, h, sq, sk) if mask_mod \
+    # (mb, mh: the mask's B and H; None: one mask for all)
+    bm = fagen.create_block_mask(mask_mod, mb, mh, sq, sk) if mask_mod \
         else None
 
     def run(q, k, v):
@@ -203,11 +204,13 @@ def main():
     def relbias(s, b, h, q, k):
         return s + relb[h, q - k + 699]
 
-    case("mask causal", mask_mod=causal)
+    case("mask causal", mask_mod=causal, mb=1, mh=4)
+    case("mask causal, one block mask for 2 batches and 4 heads",
+         mask_mod=causal, b=2)
     case("mask window", mask_mod=window, d=64,
          dtype=torch.float16)
     case("mask document, blocks, GQA", mask_mod=document, h=8,
-         hk=2, sq=700, sk=700)
+         hk=2, sq=700, sk=700, mb=1, mh=8)
     case("score alibi", score_mod=alibi, sq=200, sk=500, h=8, hk=2, d=64)
     case("score softcap", score_mod=softcap, d=64, sq=129, sk=63)
     case("score softcap D128", score_mod=softcap, sq=333, sk=600)

@@ -2,7 +2,8 @@
  * are called): the forward ('fa') and the backward ('bwd') of the shipped
  * attention schedules against float64 (gpu_ref.h, gpu_ref_bwd.h), with
  * their options (window=, cap=, alibi, sinks, g=, dv=, varlen=,
- * scoremod) and the block mask of the BLOCKS variants. */
+ * scoremod) and the block mask of the BLOCKS variants (bcast=B,H: the
+ * forward's mask has that batch and heads, 1 for one mask for all). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,9 @@ static bool sinks;                   /* sinks: per-head logits */
 static int groups = 1;               /* g=G */
 static int dval;                     /* dv=DV: V's and O's head dim (0: D) */
 static int nvl, vlq[16], vlk[16];     /* varlen=Q1,..:K1,.. lengths */
+static int bcb, bch;                 /* bcast=B,H: the block mask's
+				      * batch and heads (1: one mask for
+				      * all; 0: the problem's) */
 static bool smod;                    /* scoremod: the backward's
 				      * SCORE_MOD (the forward's metadata
 				      * says, with its param sm_scale) */
@@ -49,6 +53,14 @@ bclass(int z, int h, int m, int n)
 	return ((5 * m + 3 * n + 7 * h + z) % 5 + 1) / 2;
 }
 
+/* bclass of the mask bcast= gives: batch and head 0 for all where it
+ * has one. */
+static int
+bclass_of(int z, int h, int m, int n)
+{
+	return bclass(bcb == 1 ? 0 : z, bch == 1 ? 0 : h, m, n);
+}
+
 /* bclass's mask for gpu_ref.h (RefProb.blk): 1 where not skipped. */
 static uint8_t *
 block_seen(int z, int h, int sq, int sk)
@@ -57,22 +69,27 @@ block_seen(int z, int h, int sq, int sk)
 	uint8_t *b = malloc((size_t)z * h * nm * nn + 1);
 
 	for (int i = 0; i < z * h * nm * nn; i++)
-		b[i] = bclass(i / nn / nm / h, i / nn / nm % h, i / nn % nm,
-			i % nn) != 0;
+		b[i] = bclass_of(i / nn / nm / h, i / nn / nm % h, i / nn %
+			nm, i % nn) != 0;
 	return b;
 }
 
 /* The forward's lists of bclass (KNUM masked blocks in KIDX, FNUM whole
- * ones in FIDX, as runtime/front/flex.c binds them), the masked ones in
- * falling order for odd query blocks; the entries past a count are 0,
- * which the kernel must not read. */
+ * ones in FIDX, as runtime/front/flex.c binds them, with LZ and LH), the
+ * masked ones in falling order for odd query blocks; the entries past a
+ * count are 0, which the kernel must not read.  With bcast=, the lists
+ * of the mask's own batch and heads only. */
 static void
 block_lists(int z, int h, int sq, int sk, Named *a, int *na)
 {
 	int nm = (sq + 127) / 128, nn = (sk + 127) / 128;
-	size_t nb = (size_t)z * h * nm;
+	int mb = bcb ? bcb : z, mh = bch ? bch : h;
+	size_t nb = (size_t)mb * mh * nm;
 	int32_t *kn, *ki, *fn, *fi;
 
+	a[(*na)++] = (Named){"LZ", {.i = mb == 1 ? 0 : mh * nm}};
+	a[(*na)++] = (Named){"LH", {.i = mh == 1 ? 0 : nm}};
+	z = mb, h = mh;
 	a[(*na)++] = (Named){"KNUM", {.ptr = buffer(nb * 4, 0,
 		(void **)&kn)}};
 	a[(*na)++] = (Named){"KIDX", {.ptr = buffer(nb * nn * 4, 0,
@@ -150,7 +167,7 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 	bool blocks = has_arg(mod, "KNUM");
 
 	smod = has_arg(mod, "sm_scale");
-	Named a[32] = {{"Z", {.i = z}}, {"H", {.i = h}}, {"G", {.i = groups}},
+	Named a[34] = {{"Z", {.i = z}}, {"H", {.i = h}}, {"G", {.i = groups}},
 		{"SQ", {.i = sq}}, {"SK", {.i = sk}},
 		{"scale_log2", {.f = 1.4426950408889634 * (smod ? 1 : cap > 0 ?
 		cap : scale)}}, {"sc_in", {.f = scale / (cap > 0 ? cap : 1)}},
@@ -405,6 +422,8 @@ attn_modes(int argc, char **argv)
 			sinks = true;
 		else if (!strcmp(argv[i], "scoremod"))
 			smod = true;
+		else if (!strncmp(argv[i], "bcast=", 6))
+			sscanf(argv[i] + 6, "%d,%d", &bcb, &bch);
 		else if (!strncmp(argv[i], "g=", 2))
 			groups = atoi(argv[i] + 2);
 		else if (!strncmp(argv[i], "dv=", 3))

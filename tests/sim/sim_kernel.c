@@ -7,13 +7,14 @@
  *                                             epilogue) against float64
  *   sim_kernel fa PTX Z H SQ SK D causal|full [eager] [g=G] [window=L,R]
  *                  [cap=C] [alibi] [sinks] [varlen=Q1,..:K1,..]
- *                                             softmax(QK^T s) V, LSE
+ *                  [bcast=B,H]                softmax(QK^T s) V, LSE
  *                                             (varlen: Z, SQ and SK are
  *                                             the lists' count and sums;
  *                                             a SCORE_MOD or BLOCKS
  *                                             variant, as its metadata
  *                                             says: sm_scale, and the
- *                                             block mask of bclass)
+ *                                             block mask of bclass;
+ *                                             bcast: the mask's B, H)
  *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
  *                  [cap=C] [alibi] [varlen=Q1,Q2,..:K1,K2,..] [scoremod]
  *                  (varlen: Z, SQ and SK are the lists' count and sums;

@@ -566,7 +566,14 @@ mods_and_block_masks_are_checked_and_bound(void **state)
 	a.block_full_num = X0 + 0x72000000, a.causal = 1;
 	invalid(f, &a, "a block mask with causal: write the causal mask as "
 		"the mask_mod");
-	a.causal = 0;
+	a.causal = 0, a.block_heads = 3;
+	invalid(f, &a, "block_batch = 0, block_heads = 3: each is 0, 1 or the "
+		"query's (batch 2, heads 4)");
+	a.block_heads = 0, a.block_batch = -1;
+	invalid(f, &a, "block_batch = -1");
+	a.block_batch = 2;
+	valid(f, &a);
+	a.block_batch = 0;
 	valid(f, &a);
 	a.cu_seqlens_q = a.cu_seqlens_k = X0 + 0x74000000;
 	a.max_seqlen_q = a.max_seqlen_k = 10;
@@ -597,16 +604,33 @@ mods_and_block_masks_are_checked_and_bound(void **state)
 		assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true,
 			&t), FG_OK);
 		int n = attn_bind(&a, &t, attn_pack(&a, 90), args);
-		assert_int_equal(n, 11 + 1 + 4 + 1);
+		assert_int_equal(n, 11 + 1 + 2 + 4 + 1);
 		assert_string_equal(args[4].name, "scale_log2");
 		assert_true(fabs(args[4].f - 1.4426950408889634) < 1e-12);
 		assert_string_equal(args[11].name, "sm_scale");
 		assert_true(fabs(args[11].f - 1 / sqrt(d)) < 1e-12);
-		assert_string_equal(args[12].name, "KNUM");
-		assert_string_equal(args[15].name, "FIDX");
-		assert_string_equal(args[16].name, "BIAS");
+		/* a batch moves 4 heads of one query block's list, a head
+		 * one */
+		assert_string_equal(args[12].name, "LZ");
+		assert_int_equal(args[12].i, 4);
+		assert_string_equal(args[13].name, "LH");
+		assert_int_equal(args[13].i, 1);
+		assert_string_equal(args[14].name, "KNUM");
+		assert_string_equal(args[17].name, "FIDX");
+		assert_string_equal(args[18].name, "BIAS");
 		if (fg_kernel_check(flex, args, n, tiles) != FG_OK)
 			fail_msg("D=%d: %s", d, fg_errmsg(f->ctx));
+		/* one mask for every head: a head moves none */
+		a.block_heads = 1;
+		attn_bind(&a, &t, attn_pack(&a, 90), args);
+		assert_int_equal(args[12].i, 1);
+		assert_int_equal(args[13].i, 0);
+		/* and for every batch too: the one list of each block */
+		a.block_batch = 1;
+		attn_bind(&a, &t, attn_pack(&a, 90), args);
+		assert_int_equal(args[12].i, 0);
+		assert_int_equal(args[13].i, 0);
+		a.block_batch = a.block_heads = 0;
 		assert_int_not_equal(fg_kernel_check(plain, args, n, tiles),
 			FG_OK);
 	}
@@ -744,9 +768,10 @@ deterministic_backward_refuses_baseline_and_block_masks(void **state)
 
 /* The ABI Python's ctypes mirror (python/fagen) relies on: the fields
  * appended for variable-length batches sit after sinks. */
-_Static_assert(sizeof(fg_attention_args) == 400, "fg_attention_args size");
+_Static_assert(sizeof(fg_attention_args) == 416, "fg_attention_args size");
 _Static_assert(offsetof(fg_attention_args, pack_gqa) == 384, "pack_gqa");
 _Static_assert(offsetof(fg_attention_args, head_dim_v) == 392, "head_dim_v");
+_Static_assert(offsetof(fg_attention_args, block_heads) == 408, "block_heads");
 _Static_assert(offsetof(fg_attention_args, sinks) == 272, "sinks");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_q) == 280, "cuq");
 _Static_assert(offsetof(fg_attention_args, cu_seqlens_k) == 288, "cuk");
@@ -756,10 +781,10 @@ _Static_assert(offsetof(fg_attention_args, alibi_slopes) == 312, "alibi");
 _Static_assert(offsetof(fg_attention_args, mods) == 320, "mods");
 _Static_assert(offsetof(fg_attention_args, mod_args) == 336, "mod_args");
 _Static_assert(offsetof(fg_attention_args, block_full_idx) == 376, "blocks");
-_Static_assert(sizeof(fg_attention_bwd_args) == 592, "bwd args size");
-_Static_assert(offsetof(fg_attention_bwd_args, block_qrange) == 576,
+_Static_assert(sizeof(fg_attention_bwd_args) == 608, "bwd args size");
+_Static_assert(offsetof(fg_attention_bwd_args, block_qrange) == 592,
 	"block_qrange");
-_Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 584,
+_Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 600,
 	"deterministic");
 
 /* A packed batch of 3 sequences, 100 query and 300 key tokens in all. */

@@ -67,7 +67,7 @@ def layouts():
     import ctypes
     import fagen
     a, o = fagen._Args, fagen._Options
-    assert ctypes.sizeof(a) == 400, ctypes.sizeof(a)
+    assert ctypes.sizeof(a) == 416, ctypes.sizeof(a)
     assert a.dtype.offset == 208 and a.scale.offset == 216
     assert a.schedule.offset == 224 and a.heads_k.offset == 232
     assert a.window.offset == 240 and a.window_left.offset == 248
@@ -81,20 +81,21 @@ def layouts():
     assert a.block_kv_idx.offset == 360 and a.block_full_num.offset == 368
     assert a.block_full_idx.offset == 376
     assert a.pack_gqa.offset == 384             # issue #12
-    assert a.head_dim_v.offset == 392
+    assert a.head_dim_v.offset == 392 and a.block_batch.offset == 400
+    assert a.block_heads.offset == 408
     assert ctypes.sizeof(fagen._Arg) == 128 and fagen._Arg.t.offset == 32
     assert ctypes.sizeof(o) == 88 and o.schedule_dir.offset == 64
     assert o.sim.offset == 72                   # issue #18
     assert o.target.offset == 80                # issue #28
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 592, ctypes.sizeof(b)
-    assert b.fwd.offset == 0 and b.dout.offset == 400
-    assert b.dout_strides.offset == 408 and b.dq.offset == 440
-    assert b.dk.offset == 448 and b.dv.offset == 456
-    assert b.dq_strides.offset == 464 and b.dk_strides.offset == 496
-    assert b.dv_strides.offset == 528
-    assert b.schedule.offset == 560 and b.block_class.offset == 568
-    assert b.block_qrange.offset == 576 and b.deterministic.offset == 584
+    assert ctypes.sizeof(b) == 608, ctypes.sizeof(b)
+    assert b.fwd.offset == 0 and b.dout.offset == 416
+    assert b.dout_strides.offset == 424 and b.dq.offset == 456
+    assert b.dk.offset == 464 and b.dv.offset == 472
+    assert b.dq_strides.offset == 480 and b.dk_strides.offset == 512
+    assert b.dv_strides.offset == 544
+    assert b.schedule.offset == 576 and b.block_class.offset == 584
+    assert b.block_qrange.offset == 592 and b.deterministic.offset == 600
     n = fagen.norm._NormArgs    # issue #26
     assert ctypes.sizeof(n) == 504, ctypes.sizeof(n)
     assert n.weight.offset == 96 and n.out.offset == 288

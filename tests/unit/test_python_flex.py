@@ -536,20 +536,40 @@ def caches(torch, causal):
     bm = flex.create_block_mask(causal, 1, 1, 300, 300, device="cpu")
     b1 = flex._blocks_cached(torch, bm, q, q)
     b2 = flex._blocks_cached(torch, bm, q, q)
-    check("block tables: expanded to every head",
-          tuple(b1[0][0].shape), (1, 2, 3))
+    check("block tables: B and H of 1 stay 1 (the kernel broadcasts)",
+          tuple(b1[0][0].shape), (1, 1, 3))
+    check("block tables: fagen's own passed as they are",
+          b1[0][0] is bm.kv_num_blocks, True)
     check("block tables: cached", b2[0][0] is b1[0][0] and b2[2] is b1[2],
           True)
     bm.full_kv_num_blocks.zero_()       # in place: the version moves
     b3 = flex._blocks_cached(torch, bm, q, q)
     check("block tables: an in-place change rebuilds them",
-          (b3[0][0] is b1[0][0], int(b3[0][2].sum())), (False, 0))
+          (b3[2] is b1[2], int(b3[0][2].sum())), (False, 0))
     with torch.inference_mode():
         bi = flex.create_block_mask(causal, 1, 1, 300, 300, device="cpu")
         c1 = flex._blocks_cached(torch, bi, q, q)
         c2 = flex._blocks_cached(torch, bi, q, q)
     check("block tables: inference tensors are not cached",
-          c1[0][0] is c2[0][0], False)
+          c1[2] is c2[2], False)
+    # a mask of another kind (torch's BlockMask) on 128 x 128 blocks: as
+    # it is where the keys fill whole blocks, re-derived where the last
+    # key block is partial (it can never be whole)
+    import types
+    for sk, passed in ((384, True), (300, False)):
+        mb = flex.create_block_mask(lambda b, h, q, k: k <= q + 100, 1, 1,
+                                    256, sk, device="cpu")
+        other = types.SimpleNamespace(**{a: getattr(mb, a) for a in (
+            "kv_num_blocks", "kv_indices", "full_kv_num_blocks",
+            "full_kv_indices", "BLOCK_SIZE", "seq_lengths", "mask_mod")})
+        qq, kk = torch.zeros(2, 2, 256, 64), torch.zeros(2, 2, sk, 64)
+        t, _ = flex._blocks(torch, other, qq, kk)
+        check("torch's mask, Sk %d: passed as it is" % sk,
+              t[1] is mb.kv_indices, passed)
+        check("torch's mask, Sk %d: the same blocks as fagen's" % sk,
+              torch.equal(flex._to_classes(torch, *t),
+                          flex._to_classes(torch, *flex._blocks(
+                              torch, mb, qq, kk)[0])), True)
     i64 = torch.arange(300)
     a = flex._as_int32(torch, i64)
     check("int64 capture: converted once", flex._as_int32(torch, i64) is a,

@@ -4,14 +4,16 @@
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench_flex.py \
         [--reps N] [--seq 16384] [--heads 16] [--dim 128] [--only NAME,...]
+        [--bwd] [--torch-mask]
 
 Points (bf16, B=1, H=16, S=16k, D=128 by default, FlexAttention's own
 benchmark shape): causal, document mask (16 documents), sliding window
 1k and 4k (causal), prefix-LM (first 2k tokens see each other), ALiBi
 and a tanh softcap (score_mod), softcap + causal, and a random block
 mask with 25% of its blocks non-empty (compared with the dense time).
-fagen's block mask comes from fagen.create_block_mask; FlexAttention's
-from torch's create_block_mask on the same mask_mod (both 128 x 128).
+fagen's block mask comes from fagen.create_block_mask (--torch-mask:
+the one FlexAttention gets); FlexAttention's from torch's
+create_block_mask on the same mask_mod (both 128 x 128, B 1, H None).
 Before timing, each output is checked against float64 on the first 512
 query rows of head 0 (fagen's output buffer is fresh; FlexAttention's
 too); a method more than 4x FlexAttention's error (plus 2^-10) fails the
@@ -116,6 +118,9 @@ def main():
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--only", default=None)
+    ap.add_argument("--torch-mask", action="store_true",
+                    help="fagen takes torch's BlockMask (the one "
+                    "FlexAttention gets), not its own")
     ap.add_argument("--bwd", action="store_true",
                     help="time forward + backward (a training step's "
                     "attention) instead of the forward")
@@ -173,6 +178,8 @@ def point(args, name, smod, mmod, q, k, v, flex, s, h, dense_ms):
             else None
         tbm = tfa.create_block_mask(mmod, 1, None, s, s) if \
             mmod and tfa else None
+    if args.torch_mask and tbm is not None:
+        fbm = tbm
     fg = lambda: fagen.flex_attention(q, k, v, score_mod=smod,
                                       block_mask=fbm)
     out = fg()

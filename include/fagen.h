@@ -521,12 +521,16 @@ typedef struct fg_attention_bwd_args {
 				   * block_kv_idx: masked) or 2 (in
 				   * block_full_idx: whole); else 0.  Class 0
 				   * blocks are skipped */
-	uint64_t block_qrange;    /* with block_class: int32 [batch, heads_k,
-				   * cdiv(seq_k, 128), 2], per K/V head and
-				   * key block the query blocks lo .. hi - 1
-				   * (of 128 rows) outside which every class
-				   * of its query heads is 0: the range the
-				   * backward walks (clamped; lo = hi: none) */
+	uint64_t block_qlist;     /* with block_class: int32 [batch, heads_k,
+				   * cdiv(seq_k, 128), g * cdiv(seq_q, 128) +
+				   * 1], g = heads / heads_k: per K/V head hk
+				   * and key block n, the count c of the
+				   * 128-row query blocks whose class is not
+				   * 0 for a query head of hk, then c entries
+				   * i * cdiv(seq_q, 128) + m (query head
+				   * hk * g + i, block m): the blocks the
+				   * backward visits, in that order (counts
+				   * and entries clamped into range) */
 	int deterministic;        /* 0: fast, dQ summed in a varying order;
 				   * nonzero: dQ's partial sums added in a
 				   * fixed order, bitwise repeatable, slower

@@ -518,7 +518,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
             cls = _to_classes(torch, *blocks).expand(
                 query.shape[:2] + blocks[1].shape[2:]).to(
                 torch.int32).contiguous()
-            qr = _qrange(torch, cls, key.shape[1])
+            qr = _qlist(torch, cls, key.shape[1])
             derived[key.shape[1]] = cls, qr
         grad = (_grad_text(plan.text, learn), learn)
         out, lse = _function(torch).apply(query, key, value, kw,
@@ -546,17 +546,17 @@ def _grad_text(text, learn):
     return text
 
 
-def _qrange(torch, cls, hk):
-    """Per batch, K/V head and key block, the 128-row query blocks lo ..
-    hi - 1 outside which every class of the head group is 0 (lo = hi =
-    0: none), int32 [B, Hk, nk, 2]: the range the backward walks."""
+def _qlist(torch, cls, hk):
+    """Per batch, K/V head and key block, the 128-row query blocks of the
+    head group whose class is not 0: int32 [B, Hk, nk, G * nq + 1], the
+    count, then g * nq + m for query head hk * G + g and block m, head by
+    head, m ascending: the blocks the backward visits."""
     b, h, nq, nk = cls.shape
-    nz = (cls != 0).view(b, hk, h // hk, nq, nk).any(2)
-    idx = torch.arange(nq, device=cls.device).view(1, 1, nq, 1)
-    last = torch.where(nz, idx + 1, 0).amax(2)
-    first = torch.where(nz, idx, nq).amin(2)
-    first = torch.where(last > 0, first, 0)
-    return torch.stack([first, last], -1).to(torch.int32).contiguous()
+    g = h // hk
+    nz = (cls != 0).view(b, hk, g, nq, nk).permute(0, 1, 4, 2, 3).reshape(
+        b, hk, nk, g * nq)
+    num, idx = _indices(torch, nz)
+    return torch.cat([num[..., None], idx], -1).to(torch.int32).contiguous()
 
 
 _FN = []
@@ -594,7 +594,7 @@ def _function(torch):
                     ("D_" + name, g) for (name, _, _), g in zip(learn, dg)]
             dq, dk, dv = ctx.pkg._flex_backward(
                 q.detach(), k.detach(), v.detach(), out, lse, dout,
-                block_class=ctx.cls[0], block_qrange=ctx.cls[1], **kw)
+                block_class=ctx.cls[0], block_qlist=ctx.cls[1], **kw)
             return (dq, dk, dv, None, None, None, None) + tuple(
                 g.reshape(t.shape).to(t.dtype)
                 for (_, t, _), g in zip(learn, dg))

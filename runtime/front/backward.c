@@ -109,20 +109,20 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 	if (flex_any(f) && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with mods or "
 			"a block mask");
-	if (f->block_kv_num && (!a->block_class || !a->block_qrange))
+	if (f->block_kv_num && (!a->block_class || !a->block_qlist))
 		return rt_err(c, FG_ERR_INVALID, "%s: the forward has a block "
 			"mask but %s is 0: give each block's class and each key "
-			"block's query range", fn, a->block_class ? "block_qrange" :
+			"block's query blocks", fn, a->block_class ? "block_qlist" :
 			"block_class");
-	if (!f->block_kv_num && (a->block_class || a->block_qrange))
+	if (!f->block_kv_num && (a->block_class || a->block_qlist))
 		return rt_err(c, FG_ERR_INVALID, "%s: %s is given but the "
 			"forward has no block mask", fn, a->block_class ?
-			"block_class" : "block_qrange");
-	if (a->block_class % 4 || a->block_qrange % 4)
+			"block_class" : "block_qlist");
+	if (a->block_class % 4 || a->block_qlist % 4)
 		return rt_err(c, FG_ERR_INVALID, "%s: %s = 0x%llx is not "
 			"aligned to its int32 elements", fn, a->block_class % 4 ?
-			"block_class" : "block_qrange", (unsigned long long)(
-			a->block_class % 4 ? a->block_class : a->block_qrange));
+			"block_class" : "block_qlist", (unsigned long long)(
+			a->block_class % 4 ? a->block_class : a->block_qlist));
 	if (f->alibi_slopes && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
 	if (f->head_dim != 64 && f->head_dim != 96 && f->head_dim != 128)
@@ -336,7 +336,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	}
 	if (f->block_kv_num) {
 		ma[nm++] = FG_PTR("BCLS", a->block_class);
-		ma[nm++] = FG_PTR("QRNG", a->block_qrange);
+		ma[nm++] = FG_PTR("QLST", a->block_qlist);
 	}
 	if (nsem)
 		ma[nm++] = FG_PTR("DQSEM", sem);  /* i32 [Z, H, cdiv(SQ, 64)] */

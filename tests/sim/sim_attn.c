@@ -112,33 +112,32 @@ block_lists(int z, int h, int sq, int sk, Named *a, int *na)
 	}
 }
 
-/* The backward's bclass: BCLS [z, h, m, n], and QRNG [z, h / g, n]: the
- * query blocks from the first to the last not skipped by a head of the
- * group (0, 0 where all are). */
+/* The backward's bclass: BCLS [z, h, m, n], and QLST [z, h / g, n, g nm +
+ * 1]: the count of the blocks not skipped by a head of the group, then
+ * each as hh * nm + m (head k * g + hh), head by head; the entries past
+ * the count are -1, which the kernel must not read. */
 static void
 block_classes(int z, int h, int g, int sq, int sk, Named *a, int *na)
 {
 	int nm = (sq + 127) / 128, nn = (sk + 127) / 128, hk = h / g;
-	int32_t *cl, *qr;
+	int nl = g * nm + 1;
+	int32_t *cl, *ql;
 
 	a[(*na)++] = (Named){"BCLS", {.ptr = buffer((size_t)z * h * nm * nn *
 		4, 0, (void **)&cl)}};
-	a[(*na)++] = (Named){"QRNG", {.ptr = buffer((size_t)z * hk * nn * 8,
-		0, (void **)&qr)}};
+	a[(*na)++] = (Named){"QLST", {.ptr = buffer((size_t)z * hk * nn * nl *
+		4, 0xff, (void **)&ql)}};
 	for (int i = 0; i < z * h * nm * nn; i++)
 		cl[i] = bclass(i / nn / nm / h, i / nn / nm % h, i / nn % nm,
 			i % nn);
 	for (int i = 0; i < z * hk * nn; i++) {
-		int zz = i / nn / hk, k = i / nn % hk, n = i % nn, lo = nm;
-		int hi = 0;
-		for (int hh = k * g; hh < (k + 1) * g; hh++)
+		int zz = i / nn / hk, k = i / nn % hk, n = i % nn;
+		int32_t *l = ql + (size_t)i * nl;
+		l[0] = 0;
+		for (int hh = 0; hh < g; hh++)
 			for (int m = 0; m < nm; m++)
-				if (bclass(zz, hh, m, n)) {
-					lo = m < lo ? m : lo;
-					hi = m + 1 > hi ? m + 1 : hi;
-				}
-		qr[2 * i] = lo < hi ? lo : 0;
-		qr[2 * i + 1] = hi;
+				if (bclass(zz, k * g + hh, m, n))
+					l[1 + l[0]++] = hh * nm + m;
 	}
 }
 

@@ -677,13 +677,13 @@ backward_takes_sinks_mods_and_block_tables(void **state)
 	b.block_class = X0 + 0x74000000;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
 		FG_ERR_INVALID);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qrange is 0"));
-	b.block_qrange = X0 + 0x75000002;
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qlist is 0"));
+	b.block_qlist = X0 + 0x75000002;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
 		FG_ERR_INVALID);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qrange = "
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qlist = "
 		"0x7f0075000002 is not aligned"));
-	b.block_qrange = X0 + 0x75000000;
+	b.block_qlist = X0 + 0x75000000;
 	st = fg_attention_backward(f->ctx, &b, FAKE_STREAM);
 	if (st != FG_ERR_NO_DRIVER)
 		fail_msg("block mask: %s: %s", fg_status_name(st),
@@ -735,7 +735,7 @@ deterministic_backward_refuses_baseline_and_block_masks(void **state)
 	b.fwd.block_full_num = X0 + 0x72000000;
 	b.fwd.block_full_idx = X0 + 0x73000000;
 	b.block_class = X0 + 0x74000000;
-	b.block_qrange = X0 + 0x75000000;
+	b.block_qlist = X0 + 0x75000000;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
 		FG_ERR_UNSUPPORTED);
 	if (!strstr(fg_errmsg(f->ctx), "deterministic is set with a block "
@@ -782,8 +782,8 @@ _Static_assert(offsetof(fg_attention_args, mods) == 320, "mods");
 _Static_assert(offsetof(fg_attention_args, mod_args) == 336, "mod_args");
 _Static_assert(offsetof(fg_attention_args, block_full_idx) == 376, "blocks");
 _Static_assert(sizeof(fg_attention_bwd_args) == 608, "bwd args size");
-_Static_assert(offsetof(fg_attention_bwd_args, block_qrange) == 592,
-	"block_qrange");
+_Static_assert(offsetof(fg_attention_bwd_args, block_qlist) == 592,
+	"block_qlist");
 _Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 600,
 	"deterministic");
 

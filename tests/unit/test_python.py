@@ -95,7 +95,7 @@ def layouts():
     assert b.dq_strides.offset == 480 and b.dk_strides.offset == 512
     assert b.dv_strides.offset == 544
     assert b.schedule.offset == 576 and b.block_class.offset == 584
-    assert b.block_qrange.offset == 592 and b.deterministic.offset == 600
+    assert b.block_qlist.offset == 592 and b.deterministic.offset == 600
     n = fagen.norm._NormArgs    # issue #26
     assert ctypes.sizeof(n) == 504, ctypes.sizeof(n)
     assert n.weight.offset == 96 and n.out.offset == 288

@@ -491,7 +491,7 @@ FG_API fg_status fg_attention_reference(fg_ctx *, const fg_attention_args *a,
  * softcaps, ALiBi (no gradient for the slopes), variable-length
  * batches (dk, dv dense then) and mods (score_mod's derivative is
  * derived from its body; no gradient for the mods' globals) with the
- * forward's block mask given as block_class, and sinks (the sinks'
+ * forward's block mask given as block_qlist, and sinks (the sinks'
  * own gradient is not computed: it is -sum over rows of exp(sinks[h] -
  * lse) * rowsum(dout * o)); head_dim 192 and 256 give FG_ERR_UNSUPPORTED.
  * The kernels are fa_bwd_pre_sm90.fa (DELTA = rowsum(dO * O)),
@@ -514,23 +514,20 @@ typedef struct fg_attention_bwd_args {
 	const char *schedule;     /* NULL: fa_bwd_sm90.fa (warp-specialized;
 				   * sm_100: fa_bwd_sm100.fa);
 				   * or "fa_bwd_baseline_sm90.fa" */
-	uint64_t block_class;     /* with the forward's block mask: int32
-				   * [batch, heads, cdiv(seq_q, 128),
-				   * cdiv(seq_k, 128)], each 128 x 128 block
-				   * 0 (not in the mask's lists), 1 (in
-				   * block_kv_idx: masked) or 2 (in
-				   * block_full_idx: whole); else 0.  Class 0
-				   * blocks are skipped */
-	uint64_t block_qlist;     /* with block_class: int32 [batch, heads_k,
-				   * cdiv(seq_k, 128), g * cdiv(seq_q, 128) +
-				   * 1], g = heads / heads_k: per K/V head hk
-				   * and key block n, the count c of the
-				   * 128-row query blocks whose class is not
-				   * 0 for a query head of hk, then c entries
-				   * i * cdiv(seq_q, 128) + m (query head
-				   * hk * g + i, block m): the blocks the
-				   * backward visits, in that order (counts
-				   * and entries clamped into range) */
+	uint64_t block_qlist;     /* with the forward's block mask: int32
+				   * [batch, heads_k, cdiv(seq_k, 128), g *
+				   * cdiv(seq_q, 128) + 1], g = heads /
+				   * heads_k: per K/V head hk and key block
+				   * n, the count c of the 128 x 128 blocks
+				   * (m, n) of a query head of hk that the
+				   * mask's lists hold, then c entries 2 * (i
+				   * * cdiv(seq_q, 128) + m) + w (query head
+				   * hk * g + i, query block m; w = 1 where
+				   * the block is in block_full_idx, whole,
+				   * 0 where in block_kv_idx, masked): the
+				   * blocks the backward visits, in that
+				   * order (counts and entries clamped into
+				   * range); else 0 */
 	int deterministic;        /* 0: fast, dQ summed in a varying order;
 				   * nonzero: dQ's partial sums added in a
 				   * fixed order, bitwise repeatable, slower

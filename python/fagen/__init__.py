@@ -161,7 +161,6 @@ class _BwdArgs(ctypes.Structure):   # fg_attention_bwd_args
         ("dk_strides", ctypes.c_int64 * 4),
         ("dv_strides", ctypes.c_int64 * 4),
         ("schedule", ctypes.c_char_p),
-        ("block_class", ctypes.c_uint64),
         ("block_qlist", ctypes.c_uint64),
         ("deterministic", ctypes.c_int),
     ]
@@ -461,14 +460,13 @@ def _flex_launch(q, k, v, *, scale, mods_text, tensors, blocks, enable_gqa,
 
 
 def _flex_backward(q, k, v, out, lse, dout, *, scale, mods_text, tensors,
-                   blocks, block_class, block_qlist=None, score_mod=None,
+                   blocks, block_qlist=None, score_mod=None,
                    mask_mod=None):
     """fg_attention_backward of a _flex_launch call: dq, dk, dv (dense,
-    like q, k, v).  block_class: None, or with blocks the int32 [B, H,
-    cdiv(Sq, 128), cdiv(Sk, 128)] class of each block (0 empty, 1
-    masked, 2 whole), and block_qlist the int32 [B, Hk, cdiv(Sk, 128),
-    Hq // Hk * cdiv(Sq, 128) + 1] list of the query blocks each K/V
-    head's key block meets (flex._qlist)."""
+    like q, k, v).  block_qlist: None, or with blocks the int32 [B, Hk,
+    cdiv(Sk, 128), Hq // Hk * cdiv(Sq, 128) + 1] lists of the query
+    blocks each K/V head's key block meets, masked or whole
+    (flex._qlist)."""
     torch = _torch()
     dout = dout.contiguous() if dout.stride(-1) != 1 or \
         dout.data_ptr() % 16 else dout
@@ -479,8 +477,6 @@ def _flex_backward(q, k, v, out, lse, dout, *, scale, mods_text, tensors,
                          blocks, score_mod, mask_mod)
     ba = _BwdArgs(fwd=a, dout=dout.data_ptr(), dq=dq.data_ptr(),
                   dk=dk.data_ptr(), dv=dv.data_ptr(),
-                  block_class=0 if block_class is None else
-                  block_class.data_ptr(),
                   block_qlist=0 if block_qlist is None else
                   block_qlist.data_ptr())
     ba.dout_strides[:] = dout.stride()

@@ -511,18 +511,17 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
               mask_mod=plan.has_mask_mod)
     if learn or (torch.is_grad_enabled() and any(
             t.requires_grad for t in (query, key, value))):
-        cls = qr = None
+        ql = None
         if blocks is not None:
-            cls, qr = derived.get(key.shape[1], (None, None))
-        if blocks is not None and cls is None:
+            ql = derived.get(key.shape[1])
+        if blocks is not None and ql is None:
             cls = _to_classes(torch, *blocks).expand(
-                query.shape[:2] + blocks[1].shape[2:]).to(
-                torch.int32).contiguous()
-            qr = _qlist(torch, cls, key.shape[1])
-            derived[key.shape[1]] = cls, qr
+                query.shape[:2] + blocks[1].shape[2:])
+            ql = _qlist(torch, cls, key.shape[1])
+            derived[key.shape[1]] = ql
         grad = (_grad_text(plan.text, learn), learn)
         out, lse = _function(torch).apply(query, key, value, kw,
-                                          (cls, qr), pkg, grad,
+                                          ql, pkg, grad,
                                           *(t for _, t, _ in learn))
         return (out, lse) if return_lse else out
     return launch(query, key, value, enable_gqa=enable_gqa,
@@ -548,15 +547,18 @@ def _grad_text(text, learn):
 
 def _qlist(torch, cls, hk):
     """Per batch, K/V head and key block, the 128-row query blocks of the
-    head group whose class is not 0: int32 [B, Hk, nk, G * nq + 1], the
-    count, then g * nq + m for query head hk * G + g and block m, head by
+    head group whose class cls [B, H, nq, nk] is not 0: int32 [B, Hk, nk,
+    G * nq + 1], the count, then 2 * (g * nq + m) + w for query head hk *
+    G + g and block m (w 1 where the block is whole, class 2), head by
     head, m ascending: the blocks the backward visits."""
     b, h, nq, nk = cls.shape
     g = h // hk
-    nz = (cls != 0).view(b, hk, g, nq, nk).permute(0, 1, 4, 2, 3).reshape(
+    c = cls.reshape(b, hk, g, nq, nk).permute(0, 1, 4, 2, 3).reshape(
         b, hk, nk, g * nq)
-    num, idx = _indices(torch, nz)
-    return torch.cat([num[..., None], idx], -1).to(torch.int32).contiguous()
+    num, idx = _indices(torch, c != 0)
+    whole = torch.gather(c, -1, idx.long()) == 2
+    return torch.cat([num[..., None], idx * 2 + whole], -1).to(
+        torch.int32).contiguous()
 
 
 _FN = []
@@ -570,12 +572,12 @@ def _function(torch):
 
     class FlexAttention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, kw, cls, pkg, grad, *learned):
+        def forward(ctx, q, k, v, kw, ql, pkg, grad, *learned):
             out, lse = pkg._flex_launch(q.detach(), k.detach(), v.detach(),
                                         enable_gqa=True, return_lse=True,
                                         **kw)
             ctx.save_for_backward(q, k, v, out, lse)
-            ctx.kw, ctx.cls, ctx.pkg, ctx.grad = kw, cls, pkg, grad
+            ctx.kw, ctx.ql, ctx.pkg, ctx.grad = kw, ql, pkg, grad
             ctx.mark_non_differentiable(lse)
             return out, lse
 
@@ -594,7 +596,7 @@ def _function(torch):
                     ("D_" + name, g) for (name, _, _), g in zip(learn, dg)]
             dq, dk, dv = ctx.pkg._flex_backward(
                 q.detach(), k.detach(), v.detach(), out, lse, dout,
-                block_class=ctx.cls[0], block_qlist=ctx.cls[1], **kw)
+                block_qlist=ctx.ql, **kw)
             return (dq, dk, dv, None, None, None, None) + tuple(
                 g.reshape(t.shape).to(t.dtype)
                 for (_, t, _), g in zip(learn, dg))

@@ -109,20 +109,17 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 	if (flex_any(f) && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with mods or "
 			"a block mask");
-	if (f->block_kv_num && (!a->block_class || !a->block_qlist))
+	if (f->block_kv_num && !a->block_qlist)
 		return rt_err(c, FG_ERR_INVALID, "%s: the forward has a block "
-			"mask but %s is 0: give each block's class and each key "
-			"block's query blocks", fn, a->block_class ? "block_qlist" :
-			"block_class");
-	if (!f->block_kv_num && (a->block_class || a->block_qlist))
-		return rt_err(c, FG_ERR_INVALID, "%s: %s is given but the "
-			"forward has no block mask", fn, a->block_class ?
-			"block_class" : "block_qlist");
-	if (a->block_class % 4 || a->block_qlist % 4)
-		return rt_err(c, FG_ERR_INVALID, "%s: %s = 0x%llx is not "
-			"aligned to its int32 elements", fn, a->block_class % 4 ?
-			"block_class" : "block_qlist", (unsigned long long)(
-			a->block_class % 4 ? a->block_class : a->block_qlist));
+			"mask but block_qlist is 0: give each key block's list "
+			"of query blocks", fn);
+	if (!f->block_kv_num && a->block_qlist)
+		return rt_err(c, FG_ERR_INVALID, "%s: block_qlist is given but "
+			"the forward has no block mask", fn);
+	if (a->block_qlist % 4)
+		return rt_err(c, FG_ERR_INVALID, "%s: block_qlist = 0x%llx is "
+			"not aligned to its int32 elements", fn,
+			(unsigned long long)a->block_qlist);
 	if (f->alibi_slopes && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
 	if (f->head_dim != 64 && f->head_dim != 96 && f->head_dim != 128)
@@ -335,7 +332,6 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		ma[nm++] = FG_PTR("CUK", f->cu_seqlens_k);
 	}
 	if (f->block_kv_num) {
-		ma[nm++] = FG_PTR("BCLS", a->block_class);
 		ma[nm++] = FG_PTR("QLST", a->block_qlist);
 	}
 	if (nsem)

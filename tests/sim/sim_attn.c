@@ -43,7 +43,8 @@ has_arg(const SimMod *m, const char *name)
 
 /* The block mask of the BLOCKS variants (FlexAttention's, 128 x 128
  * blocks): the class of block (m, n) of head h, batch z, as the
- * backward's BCLS: 0 skipped, 1 masked (by the mask_mod), 2 whole.
+ * backward's lists say it: 0 skipped, 1 masked (by the mask_mod), 2
+ * whole.
  * Query block 1 of head 0 sees no key; elsewhere a mix of the three. */
 static int
 bclass(int z, int h, int m, int n)
@@ -112,32 +113,30 @@ block_lists(int z, int h, int sq, int sk, Named *a, int *na)
 	}
 }
 
-/* The backward's bclass: BCLS [z, h, m, n], and QLST [z, h / g, n, g nm +
- * 1]: the count of the blocks not skipped by a head of the group, then
- * each as hh * nm + m (head k * g + hh), head by head; the entries past
- * the count are -1, which the kernel must not read. */
+/* The backward's bclass as QLST [z, h / g, n, g nm + 1]: the count of
+ * the blocks not skipped by a head of the group, then each as 2 (hh nm +
+ * m) + w (head k * g + hh; w 1 where whole), head by head; the entries
+ * past the count are -1, which the kernel must not read. */
 static void
-block_classes(int z, int h, int g, int sq, int sk, Named *a, int *na)
+block_qlists(int z, int h, int g, int sq, int sk, Named *a, int *na)
 {
 	int nm = (sq + 127) / 128, nn = (sk + 127) / 128, hk = h / g;
 	int nl = g * nm + 1;
-	int32_t *cl, *ql;
+	int32_t *ql;
 
-	a[(*na)++] = (Named){"BCLS", {.ptr = buffer((size_t)z * h * nm * nn *
-		4, 0, (void **)&cl)}};
 	a[(*na)++] = (Named){"QLST", {.ptr = buffer((size_t)z * hk * nn * nl *
 		4, 0xff, (void **)&ql)}};
-	for (int i = 0; i < z * h * nm * nn; i++)
-		cl[i] = bclass(i / nn / nm / h, i / nn / nm % h, i / nn % nm,
-			i % nn);
 	for (int i = 0; i < z * hk * nn; i++) {
 		int zz = i / nn / hk, k = i / nn % hk, n = i % nn;
 		int32_t *l = ql + (size_t)i * nl;
 		l[0] = 0;
 		for (int hh = 0; hh < g; hh++)
-			for (int m = 0; m < nm; m++)
-				if (bclass(zz, k * g + hh, m, n))
-					l[1 + l[0]++] = hh * nm + m;
+			for (int m = 0; m < nm; m++) {
+				int c = bclass(zz, k * g + hh, m, n);
+				if (c)
+					l[1 + l[0]++] = 2 * (hh * nm + m) +
+						(c == 2);
+			}
 	}
 }
 
@@ -276,7 +275,7 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	float *slopes = NULL;
 	uint64_t asl = 0;
 
-	bool blocks = has_arg(mod, "BCLS");
+	bool blocks = has_arg(mod, "QLST");
 
 	if (blocks)
 		p.blk = block_seen(z, h, sq, sk);
@@ -368,7 +367,7 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		{"CUQ", {.ptr = acuq}}, {"CUK", {.ptr = acuk}}};
 	int na = 23;
 	if (blocks)
-		block_classes(z, h, g, sq, sk, a2, &na);
+		block_qlists(z, h, g, sq, sk, a2, &na);
 	/* DETERMINISTIC: the dQ adds' counters, zero at the start */
 	int32_t *sem = NULL;
 	if (has_arg(mod, "DQSEM"))

@@ -18,7 +18,7 @@
  *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
  *                  [cap=C] [alibi] [varlen=Q1,Q2,..:K1,K2,..] [scoremod]
  *                  (varlen: Z, SQ and SK are the lists' count and sums;
- *                  scoremod: a SCORE_MOD variant; BLOCKS from BCLS)
+ *                  scoremod: a SCORE_MOD variant; BLOCKS from QLST)
  *                                             dQ, dK, dV against float64:
  *                                             PTX the main loop, with the
  *                                             pre and post kernels of the

@@ -673,10 +673,6 @@ backward_takes_sinks_mods_and_block_tables(void **state)
 	b.fwd.block_full_idx = X0 + 0x73000000;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
 		FG_ERR_INVALID);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "block_class is 0"));
-	b.block_class = X0 + 0x74000000;
-	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
-		FG_ERR_INVALID);
 	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qlist is 0"));
 	b.block_qlist = X0 + 0x75000002;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
@@ -692,7 +688,7 @@ backward_takes_sinks_mods_and_block_tables(void **state)
 	b.fwd.block_full_num = b.fwd.block_full_idx = 0;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
 		FG_ERR_INVALID);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "block_class is given but "
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qlist is given but "
 		"the forward has no block mask"));
 }
 
@@ -734,7 +730,6 @@ deterministic_backward_refuses_baseline_and_block_masks(void **state)
 	b.fwd.block_kv_idx = X0 + 0x71000000;
 	b.fwd.block_full_num = X0 + 0x72000000;
 	b.fwd.block_full_idx = X0 + 0x73000000;
-	b.block_class = X0 + 0x74000000;
 	b.block_qlist = X0 + 0x75000000;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
 		FG_ERR_UNSUPPORTED);
@@ -742,10 +737,10 @@ deterministic_backward_refuses_baseline_and_block_masks(void **state)
 	    "mask"))
 		fail_msg("%s", fg_errmsg(f->ctx));
 	/* without the mask's tables the mask is refused first, as ever */
-	b.block_class = 0;
+	b.block_qlist = 0;
 	assert_int_equal(fg_attention_backward(f->ctx, &b, FAKE_STREAM),
 		FG_ERR_INVALID);
-	assert_non_null(strstr(fg_errmsg(f->ctx), "block_class is 0"));
+	assert_non_null(strstr(fg_errmsg(f->ctx), "block_qlist is 0"));
 
 	fg_attention_args a = problem();
 	if (attn_kernel(f->ctx, BWD, "fa_bwd_sm90.fa", 90, &a, 0, &fast) ||
@@ -781,10 +776,10 @@ _Static_assert(offsetof(fg_attention_args, alibi_slopes) == 312, "alibi");
 _Static_assert(offsetof(fg_attention_args, mods) == 320, "mods");
 _Static_assert(offsetof(fg_attention_args, mod_args) == 336, "mod_args");
 _Static_assert(offsetof(fg_attention_args, block_full_idx) == 376, "blocks");
-_Static_assert(sizeof(fg_attention_bwd_args) == 608, "bwd args size");
-_Static_assert(offsetof(fg_attention_bwd_args, block_qlist) == 592,
+_Static_assert(sizeof(fg_attention_bwd_args) == 600, "bwd args size");
+_Static_assert(offsetof(fg_attention_bwd_args, block_qlist) == 584,
 	"block_qlist");
-_Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 600,
+_Static_assert(offsetof(fg_attention_bwd_args, deterministic) == 592,
 	"deterministic");
 
 /* A packed batch of 3 sequences, 100 query and 300 key tokens in all. */

@@ -88,14 +88,14 @@ def layouts():
     assert o.sim.offset == 72                   # issue #18
     assert o.target.offset == 80                # issue #28
     b = fagen._BwdArgs      # issue #13
-    assert ctypes.sizeof(b) == 608, ctypes.sizeof(b)
+    assert ctypes.sizeof(b) == 600, ctypes.sizeof(b)
     assert b.fwd.offset == 0 and b.dout.offset == 416
     assert b.dout_strides.offset == 424 and b.dq.offset == 456
     assert b.dk.offset == 464 and b.dv.offset == 472
     assert b.dq_strides.offset == 480 and b.dk_strides.offset == 512
     assert b.dv_strides.offset == 544
-    assert b.schedule.offset == 576 and b.block_class.offset == 584
-    assert b.block_qlist.offset == 592 and b.deterministic.offset == 600
+    assert b.schedule.offset == 576 and b.block_qlist.offset == 584
+    assert b.deterministic.offset == 592
     n = fagen.norm._NormArgs    # issue #26
     assert ctypes.sizeof(n) == 504, ctypes.sizeof(n)
     assert n.weight.offset == 96 and n.out.offset == 288

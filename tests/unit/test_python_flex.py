@@ -571,7 +571,8 @@ def caches(torch, causal):
                           flex._to_classes(torch, *flex._blocks(
                               torch, mb, qq, kk)[0])), True)
     # the backward's lists: per K/V head and key block, the count, then
-    # g * nq + m of each block of the group not empty, head by head
+    # 2 (g nq + m) + whole of each block of the group not empty, head by
+    # head
     gen = torch.Generator().manual_seed(5)
     cls = torch.randint(0, 3, (2, 4, 3, 5), generator=gen) * \
         torch.randint(0, 2, (2, 4, 3, 5), generator=gen)
@@ -580,7 +581,8 @@ def caches(torch, causal):
     for z in range(2):
         for hk in range(2):
             for n in range(5):
-                e = [g * 3 + m for g in range(2) for m in range(3)
+                e = [2 * (g * 3 + m) + int(cls[z, hk * 2 + g, m, n] == 2)
+                     for g in range(2) for m in range(3)
                      if cls[z, hk * 2 + g, m, n] != 0]
                 want.append([len(e)] + e)
     got = [ql[z, hk, n, :1 + int(ql[z, hk, n, 0])].tolist()

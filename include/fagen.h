@@ -515,16 +515,16 @@ typedef struct fg_attention_bwd_args {
 				   * sm_100: fa_bwd_sm100.fa);
 				   * or "fa_bwd_baseline_sm90.fa" */
 	uint64_t block_qlist;     /* with the forward's block mask: int32
-				   * [batch, heads_k, cdiv(seq_k, 128), g *
-				   * cdiv(seq_q, 128) + 1], g = heads /
+				   * [batch, heads_k, cdiv(seq_k, 128), 2 * g
+				   * * cdiv(seq_q, 128) + 1], g = heads /
 				   * heads_k: per K/V head hk and key block
 				   * n, the count c of the 128 x 128 blocks
 				   * (m, n) of a query head of hk that the
-				   * mask's lists hold, then c entries 2 * (i
-				   * * cdiv(seq_q, 128) + m) + w (query head
-				   * hk * g + i, query block m; w = 1 where
-				   * the block is in block_full_idx, whole,
-				   * 0 where in block_kv_idx, masked): the
+				   * mask's lists hold, then c pairs i, 2 * m
+				   * + w (query head hk * g + i, query block
+				   * m; w = 1 where the block is in
+				   * block_full_idx, whole, 0 where in
+				   * block_kv_idx, masked): the
 				   * blocks the backward visits, in that
 				   * order (counts and entries clamped into
 				   * range); else 0 */

@@ -548,16 +548,17 @@ def _grad_text(text, learn):
 def _qlist(torch, cls, hk):
     """Per batch, K/V head and key block, the 128-row query blocks of the
     head group whose class cls [B, H, nq, nk] is not 0: int32 [B, Hk, nk,
-    G * nq + 1], the count, then 2 * (g * nq + m) + w for query head hk *
-    G + g and block m (w 1 where the block is whole, class 2), head by
-    head, m ascending: the blocks the backward visits."""
+    2 * G * nq + 1], the count, then pairs g, 2 * m + w for query head
+    hk * G + g and block m (w 1 where the block is whole, class 2), head
+    by head, m ascending: the blocks the backward visits."""
     b, h, nq, nk = cls.shape
     g = h // hk
     c = cls.reshape(b, hk, g, nq, nk).permute(0, 1, 4, 2, 3).reshape(
         b, hk, nk, g * nq)
     num, idx = _indices(torch, c != 0)
     whole = torch.gather(c, -1, idx.long()) == 2
-    return torch.cat([num[..., None], idx * 2 + whole], -1).to(
+    pairs = torch.stack([idx // nq, idx % nq * 2 + whole], -1)
+    return torch.cat([num[..., None], pairs.flatten(-2)], -1).to(
         torch.int32).contiguous()
 
 

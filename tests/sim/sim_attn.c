@@ -113,15 +113,15 @@ block_lists(int z, int h, int sq, int sk, Named *a, int *na)
 	}
 }
 
-/* The backward's bclass as QLST [z, h / g, n, g nm + 1]: the count of
- * the blocks not skipped by a head of the group, then each as 2 (hh nm +
- * m) + w (head k * g + hh; w 1 where whole), head by head; the entries
- * past the count are -1, which the kernel must not read. */
+/* The backward's bclass as QLST [z, h / g, n, 2 g nm + 1]: the count of
+ * the blocks not skipped by a head of the group, then each as the pair
+ * hh, 2 m + w (head k * g + hh; w 1 where whole), head by head; the
+ * entries past the count are -1, which the kernel must not read. */
 static void
 block_qlists(int z, int h, int g, int sq, int sk, Named *a, int *na)
 {
 	int nm = (sq + 127) / 128, nn = (sk + 127) / 128, hk = h / g;
-	int nl = g * nm + 1;
+	int nl = 2 * g * nm + 1;
 	int32_t *ql;
 
 	a[(*na)++] = (Named){"QLST", {.ptr = buffer((size_t)z * hk * nn * nl *
@@ -133,9 +133,10 @@ block_qlists(int z, int h, int g, int sq, int sk, Named *a, int *na)
 		for (int hh = 0; hh < g; hh++)
 			for (int m = 0; m < nm; m++) {
 				int c = bclass(zz, k * g + hh, m, n);
-				if (c)
-					l[1 + l[0]++] = 2 * (hh * nm + m) +
-						(c == 2);
+				if (c) {
+					l[1 + 2 * l[0]] = hh;
+					l[2 + 2 * l[0]++] = 2 * m + (c == 2);
+				}
 			}
 	}
 }

@@ -571,8 +571,8 @@ def caches(torch, causal):
                           flex._to_classes(torch, *flex._blocks(
                               torch, mb, qq, kk)[0])), True)
     # the backward's lists: per K/V head and key block, the count, then
-    # 2 (g nq + m) + whole of each block of the group not empty, head by
-    # head
+    # the pair g, 2 m + whole of each block of the group not empty, head
+    # by head
     gen = torch.Generator().manual_seed(5)
     cls = torch.randint(0, 3, (2, 4, 3, 5), generator=gen) * \
         torch.randint(0, 2, (2, 4, 3, 5), generator=gen)
@@ -581,14 +581,14 @@ def caches(torch, causal):
     for z in range(2):
         for hk in range(2):
             for n in range(5):
-                e = [2 * (g * 3 + m) + int(cls[z, hk * 2 + g, m, n] == 2)
-                     for g in range(2) for m in range(3)
-                     if cls[z, hk * 2 + g, m, n] != 0]
-                want.append([len(e)] + e)
-    got = [ql[z, hk, n, :1 + int(ql[z, hk, n, 0])].tolist()
+                e = [x for g in range(2) for m in range(3)
+                     if cls[z, hk * 2 + g, m, n] != 0
+                     for x in (g, 2 * m + int(cls[z, hk * 2 + g, m, n] == 2))]
+                want.append([len(e) // 2] + e)
+    got = [ql[z, hk, n, :1 + 2 * int(ql[z, hk, n, 0])].tolist()
            for z in range(2) for hk in range(2) for n in range(5)]
     check("backward's query-block lists", (tuple(ql.shape), str(ql.dtype),
-          got == want), ((2, 2, 5, 7), "torch.int32", True))
+          got == want), ((2, 2, 5, 13), "torch.int32", True))
     i64 = torch.arange(300)
     a = flex._as_int32(torch, i64)
     check("int64 capture: converted once", flex._as_int32(torch, i64) is a,

@@ -393,7 +393,8 @@ def _flex_args(torch, q, k, v, out, lse, scale, mods_text, tensors, blocks,
               mod_args=ctypes.cast(args, ctypes.c_void_p) if tensors else
               None, nmod_args=len(tensors))
     if blocks is not None:
-        # B and H of the mask: the query's, or 1 (one mask for all)
+        # B and H of the mask: the query's, or 1 (one mask for all);
+        # any other shape fails the check below
         nq, nk = -(-sq // 128), -(-k.shape[2] // 128)
         mb, mh = (blocks[0].shape[:2] if isinstance(blocks[0], torch.Tensor)
                   and blocks[0].dim() == 3 else (b, h))
@@ -464,7 +465,7 @@ def _flex_backward(q, k, v, out, lse, dout, *, scale, mods_text, tensors,
                    mask_mod=None):
     """fg_attention_backward of a _flex_launch call: dq, dk, dv (dense,
     like q, k, v).  block_qlist: None, or with blocks the int32 [B, Hk,
-    cdiv(Sk, 128), Hq // Hk * cdiv(Sq, 128) + 1] lists of the query
+    cdiv(Sk, 128), 2 * Hq // Hk * cdiv(Sq, 128) + 1] lists of the query
     blocks each K/V head's key block meets, masked or whole
     (flex._qlist)."""
     torch = _torch()

@@ -331,10 +331,13 @@ index_tile(PG *g, const SirIns *in)
 		return;
 	}
 	coords(g, &row, &col);
-	for (int i = 0; i < n; i++)
+	int64_t *off = NEWARR(&g->ctx->scratch, int64_t, (size_t)n);
+	for (int i = 0; i < n; i++) {
+		off[i] = in->op == SOP_rowid ? 8 * slot_of(i) : col_of(i);
 		ptx_emit(g->f, "add.s32 %R, %R, %I;", d[i], in->op == SOP_rowid ?
-			row : col, (int64_t)(in->op == SOP_rowid ? 8 * slot_of(i) :
-			col_of(i)));
+			row : col, off[i]);
+	}
+	pg_affine(g, in->dst, off, n);
 }
 
 /* The byte offset of (row, col) of a tile stored the way TMA stores a

@@ -416,15 +416,15 @@ index_tile(PG *g, const SirIns *in)
 	if (in->op == SOP_colid)
 		ptx_emit(g->f, "shl.b32 %R, %R, %I;", pl, pl,
 			(int64_t)__builtin_ctz((unsigned)b.V));
+	int64_t *off = NEWARR(&g->ctx->scratch, int64_t, (size_t)n);
 	for (int j = 0; j < n; j++) {
 		int k = j / (b.C * b.V), c = j / b.V % b.C, e = j % b.V;
-		if (in->op == SOP_rowid)
-			ptx_emit(g->f, "add.s32 %R, %R, %I;", d[j], grp,
-				(int64_t)k * (b.P / b.T));
-		else
-			ptx_emit(g->f, "add.s32 %R, %R, %I;", d[j], pl,
-				(int64_t)c * b.T * b.V + e);
+		off[j] = in->op == SOP_rowid ? (int64_t)k * (b.P / b.T) :
+			(int64_t)c * b.T * b.V + e;
+		ptx_emit(g->f, "add.s32 %R, %R, %I;", d[j], in->op == SOP_rowid ?
+			grp : pl, off[j]);
 	}
+	pg_affine(g, in->dst, off, n);
 }
 
 /* The pieces of one chunk of V elements of esz bytes in memory: at most

@@ -252,6 +252,9 @@ partition(PG *g, const SirPart *sp, int end)
 	for (uint32_t i = 0; i < sp->nvals; i++)
 		g->map[i].id = UINT32_MAX;
 	g->frag = NEWARR(&g->ctx->scratch, PReg *, sp->nvals ? sp->nvals : 1);
+	g->aff = NEWARR(&g->ctx->scratch, int64_t *, sp->nvals ? sp->nvals :
+		1);
+	g->absof = NEWARR(&g->ctx->scratch, Ref, sp->nvals ? sp->nvals : 1);
 	memset(g->tileref, 0, sizeof g->tileref);
 	pg_body(g, &sp->body);
 	ptx_emit(g->f, "bra.uni %L;", end);

@@ -18,6 +18,9 @@ struct PG {
 	const SirPart *sp;   /* the partition being generated */
 	PReg *map;           /* Ref -> register, id UINT32_MAX = none yet */
 	PReg **frag;         /* Ref -> a register tile's registers */
+	int64_t **aff;       /* Ref -> an i32 tile's offsets: register j is
+				register 0 plus aff[j] (ptxtile.c), or NULL */
+	Ref *absof;          /* Ref -> the affine tile it is abs of, or 0 */
 	PReg tid, warp, lane, smem;  /* CTA-wide */
 	PReg tmap[16];       /* generic addresses of the tensor maps */
 	bool has_tmap[16];
@@ -42,6 +45,9 @@ void pg_sync(PG *, const SirIns *);   /* ptxsync.c */
 int pg_tma_blocks(const Res *view, int64_t *inner, int64_t *blockbytes);
 
 bool pg_tile_elem(PG *, const SirIns *);  /* ptxtile.c: i32, bool tiles */
+/* ptxtile.c: index tile dst's register j is register 0 plus off[j]
+ * (rowid, colid: the targets' and blocked layouts' index_tile) */
+void pg_affine(PG *, Ref dst, const int64_t *off, int n);
 
 /* ptxblock.c: blocked tiles, the same on every target */
 int pg_blocked_regs(const SirVal *, RKind *);  /* -1: not blocked */

@@ -10,6 +10,8 @@
  * registers.  The element indices (rowid, colid) are the targets'.
  * Requires: tiles whose types sirtile.c checked.  Ensures: the ops this
  * file takes (pg_tile_elem returns true) are lowered or diagnosed. */
+#include <string.h>
+
 #include "base/base.h"
 #include "front/front.h"
 #include "sir/sir.h"
@@ -248,6 +250,154 @@ scatter(PG *g, const SirIns *in)
 	}
 }
 
+/* ------------------------------------------------------------ affine tiles
+ *
+ * rowid and colid give register j of a thread its register 0's value
+ * plus a constant (frag.c, ptxblock.c, sm100/ptx_tmem.c), and sums,
+ * differences, negations and constant multiples of such tiles and of
+ * scalars keep the form: x_j = X + c_j, X in register 0.  ALiBi's
+ * distance is one (q - k: rowid - colid plus scalars).  A cvt to f32 of
+ * such a tile, or of its abs, then converts two registers a thread, not
+ * one a register: with A = X & ~1023 (a multiple of 1024, exact in f32)
+ * and B = X & 1023, X + c_j = A + (B + c_j) where B + c_j is exact in f32
+ * while |c_j| <= 2^24 - 1024, so f32(A) + (f32(B) + c_j) rounds once, as
+ * cvt.rn.f32.s32 does: two FADDs on the FMA pipe for a conversion on the
+ * XU pipe, which exp2 needs (issue #22, docs/PERF.md).  It is X + c_j
+ * unwrapped: where element j's i32 arithmetic overflows, it differs
+ * from the wrapped value (docs/LANGUAGE.md 8.3 says so).  No branch to
+ * a conversion a register there: the join would keep all n results
+ * live at once (a 128-column tmem_rows tile spilled). */
+
+void
+pg_affine(PG *g, Ref dst, const int64_t *off, int n)
+{
+	if (g->sp->vals[dst].mut)
+		return;
+	int64_t *a = NEWARR(&g->ctx->scratch, int64_t, (size_t)n);
+	for (int j = 0; j < n; j++)
+		a[j] = off[j] - off[0];
+	g->aff[dst] = a;
+}
+
+/* Operand k's offsets (NULL: not affine; a scalar's are all 0), into
+ * o[0..n); *c: a compile-time scalar's value (else it stays as it was). */
+static bool
+aff_opnd(const PG *g, const SirIns *in, int k, int n, int64_t *o,
+	int64_t *c)
+{
+	const SirVal *v = &g->sp->vals[in->a[k]];
+
+	if (v->ty != TY_FRAG) {
+		if (v->ty != TY_I32)
+			return false;
+		if (v->isconst)
+			*c = v->ci;
+		memset(o, 0, (size_t)n * sizeof *o);
+		return true;
+	}
+	if (!g->aff[in->a[k]])
+		return false;
+	memcpy(o, g->aff[in->a[k]], (size_t)n * sizeof *o);
+	return true;
+}
+
+/* After an i32 tile operation: its result's offsets, where they are
+ * constants; abs of an affine tile is noted for cvt. */
+static void
+aff_note(PG *g, const SirIns *in, int n)
+{
+	int64_t *o[2], c[2] = { 0, 0 };
+	bool ok[2] = { false, false };
+	const int64_t lim = (int64_t)1 << 40;  /* far past any use */
+
+	if (g->sp->vals[in->dst].mut || g->sp->vals[in->dst].ety != TY_I32)
+		return;
+	for (int k = 0; k < in->na && k < 2; k++) {
+		o[k] = NEWARR(&g->ctx->scratch, int64_t, (size_t)n);
+		c[k] = INT64_MIN;
+		ok[k] = aff_opnd(g, in, k, n, o[k], &c[k]);
+	}
+	switch (in->op) {
+	case SOP_abs:
+		if (ok[0] && g->sp->vals[in->a[0]].ty == TY_FRAG)
+			g->absof[in->dst] = in->a[0];
+		return;
+	case SOP_mov: case SOP_convert: case SOP_cvt:
+		if (ok[0] && g->sp->vals[in->a[0]].ty == TY_FRAG)
+			pg_affine(g, in->dst, o[0], n);
+		return;
+	case SOP_neg:
+		if (!ok[0])
+			return;
+		for (int j = 0; j < n; j++)
+			o[0][j] = -o[0][j];
+		pg_affine(g, in->dst, o[0], n);
+		return;
+	case SOP_add: case SOP_sub:
+		if (!ok[0] || !ok[1])
+			return;
+		for (int j = 0; j < n; j++)
+			o[0][j] += in->op == SOP_add ? o[1][j] : -o[1][j];
+		pg_affine(g, in->dst, o[0], n);
+		return;
+	case SOP_mul:
+		if (!ok[0] || !ok[1] || (c[0] == INT64_MIN && c[1] == INT64_MIN))
+			return;
+		int64_t m = c[1] != INT64_MIN ? c[1] : c[0];
+		int64_t *t = c[1] != INT64_MIN ? o[0] : o[1];
+		if (m <= -lim || m >= lim)
+			return;
+		for (int j = 0; j < n; j++) {
+			if (t[j] <= -lim || t[j] >= lim)
+				return;
+			t[j] *= m;
+		}
+		pg_affine(g, in->dst, t, n);
+		return;
+	default:
+		return;
+	}
+}
+
+/* cvt(x, f32) or cvt(abs(x), f32) of an affine i32 tile x (above); false
+ * when x is not affine or its offsets are too wide. */
+static bool
+aff_cvt(PG *g, const SirIns *in, PReg *d, int n)
+{
+	Ref x = in->a[0];
+	bool ab = false;
+
+	if (!g->aff[x] && g->absof[x]) {
+		x = g->absof[x];
+		ab = true;
+	}
+	const int64_t *c = g->aff[x];
+	int m0;
+	PReg *xr = c ? pg_frag(g, x, &m0) : NULL;
+	if (!xr || m0 != n)
+		return false;
+	int64_t big = 0;
+	for (int j = 0; j < n; j++)
+		big = c[j] > big ? c[j] : -c[j] > big ? -c[j] : big;
+	if (big > ((int64_t)1 << 24) - 1024)
+		return false;
+	PReg a = ptx_reg(g->f, RB32), b = ptx_reg(g->f, RB32);
+	PReg af = ptx_reg(g->f, RF32), bf = ptx_reg(g->f, RF32);
+	ptx_comment(g->f, "cvt of an affine i32 tile: offsets within %lld",
+		(long long)big);
+	ptx_emit(g->f, "and.b32 %R, %R, -1024;", a, xr[0]);
+	ptx_emit(g->f, "and.b32 %R, %R, 1023;", b, xr[0]);
+	ptx_emit(g->f, "cvt.rn.f32.s32 %R, %R;", af, a);
+	ptx_emit(g->f, "cvt.rn.f32.s32 %R, %R;", bf, b);
+	for (int j = 0; j < n; j++) {
+		ptx_emit(g->f, "add.f32 %R, %R, %F;", d[j], bf, (double)c[j]);
+		ptx_emit(g->f, "add.f32 %R, %R, %R;", d[j], af, d[j]);
+		if (ab)
+			ptx_emit(g->f, "abs.f32 %R, %R;", d[j], d[j]);
+	}
+	return true;
+}
+
 bool
 pg_tile_elem(PG *g, const SirIns *in)
 {
@@ -269,8 +419,11 @@ pg_tile_elem(PG *g, const SirIns *in)
 	int n;
 	PReg *d = pg_frag(g, in->dst, &n);
 
-	if (in->op == SOP_cvt && av->ety == TY_I32 && dv->ety == TY_F32)
+	if (in->op == SOP_cvt && av->ety == TY_I32 && dv->ety == TY_F32) {
 		o = "cvt.rn.f32.s32";
+		if (d && aff_cvt(g, in, d, n))
+			return true;
+	}
 	if (!d || !o) {
 		pg_unsupported(g, in);
 		return true;
@@ -293,5 +446,6 @@ pg_tile_elem(PG *g, const SirIns *in)
 			ptx_emit(g->f, "%S %R, %R;", o, d[j],
 				opnd(g, in, 0, j, n));
 	}
+	aff_note(g, in, n);
 	return true;
 }

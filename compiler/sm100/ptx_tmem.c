@@ -267,11 +267,15 @@ index_tile(PG *g, const SirIns *in)
 		return;
 	}
 	PReg row = in->op == SOP_rowid ? my_row(g) : (PReg){0};
-	for (int j = 0; j < n; j++)
+	int64_t *off = NEWARR(&g->ctx->scratch, int64_t, (size_t)n);
+	for (int j = 0; j < n; j++) {
+		off[j] = in->op == SOP_rowid ? 0 : j;
 		if (in->op == SOP_rowid)
 			ptx_emit(g->f, "mov.b32 %R, %R;", d[j], row);
 		else
 			ptx_emit(g->f, "mov.b32 %R, %I;", d[j], (int64_t)j);
+	}
+	pg_affine(g, in->dst, off, n);
 }
 
 /* The TMEM address of 32-bit column 'col' of element idx of region r,

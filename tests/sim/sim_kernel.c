@@ -42,6 +42,10 @@
  *                                             scatters into Y (f32), Z
  *                                             (bf16), A (reduce=add) and
  *                                             R (a row vector), against C
+ *   sim_kernel affine PTX SQ P                tests/golden/ptx/affine_cvt.fa
+ *                                             (and _sm100): cvt of an
+ *                                             affine i32 tile, rounded
+ *                                             as cvt.rn, bit for bit
  *
  *   sim_kernel rmsnorm|rmsnorm_bwd|layernorm|xent|softmax PTX M NC ..
  *                                             the row kernels of 16-bit
@@ -340,6 +344,31 @@ dsmem(int m)
 	return bad != 0;
 }
 
+/* tests/golden/ptx/affine_cvt.fa (issue #22): Y[r, c] = f32(r + P - 3c)
+ * and W[r, c] = |Y[r, c]|, rounded once from the exact integer (double
+ * holds it exactly), for r < SQ; both poisoned first. */
+static int
+affine(int sq, int p)
+{
+	float *y, *w;
+	SimVal v[4] = {{.i = sq}, {.i = p}};
+	long bad = 0;
+
+	v[2].ptr = buffer((size_t)sq * 16 * 4, 0xff, (void **)&y);
+	v[3].ptr = buffer((size_t)sq * 16 * 4, 0xff, (void **)&w);
+	launch(v, 4);
+	for (int r = 0; r < sq; r++)
+		for (int c = 0; c < 16; c++) {
+			float want = (float)((double)r + p - 3.0 * c);
+			float wabs = fabsf(want);
+			bad += memcmp(&want, &y[r * 16 + c], 4) != 0;
+			bad += memcmp(&wabs, &w[r * 16 + c], 4) != 0;
+		}
+	printf("affine SQ=%d P=%d: %ld of %d values differ -> %s\n", sq, p,
+		bad, sq * 32, bad ? "FAIL" : "ok");
+	return bad != 0;
+}
+
 static int
 gather(int sq, int l)
 {
@@ -481,6 +510,8 @@ main(int argc, char **argv)
 		rc = dsmem(atoi(argv[3]));
 	else if (!strcmp(argv[1], "scatter"))
 		rc = scatter(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[1], "affine"))
+		rc = affine(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "dscatter"))
 		rc = dscatter(atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(argv[1], "decode"))

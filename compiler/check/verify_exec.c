@@ -813,6 +813,11 @@ exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			FOR_BITS(i, s->rwrite, RECW, true)
 				if (s->rec[i].kind == A_GENW && s->rec[i].proc == self)
 					s->rec[i].dirty = false;
+		if (in->imm == FENCE_ASYNC_SMEM)  /* and its reads */
+			FOR_BITS(i, s->rlive, RECW, true)
+				if (s->rec[i].kind == A_READ && s->rec[i].bulk == 3 &&
+				    s->rec[i].proc == self)
+					s->rec[i].dirty = false;
 		return true;
 	default:
 		if (dv && dv->ty != TY_FRAG && in->na == 2) {

@@ -325,6 +325,9 @@ vf_acc_gread(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		r->r1 = r1;
 		r->pending = false;
 		r->bulk = 3;  /* threads: race() says so */
+		/* an async-proxy write after it needs 'fence async_smem' by
+		 * the readers first (vf_acc_write); sm_80 has no such proxy */
+		r->dirty = s->k->target != TGT_SM80;
 	}
 }
 
@@ -347,6 +350,23 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 			race(s, p, in, r, in->op == SOP_bulk_copy || in->op ==
 				SOP_bulk_load ? "a bulk_copy overwrites" : tma && in->op != SOP_cp_async ?
 				"a TMA load overwrites" : "this overwrites");
+		else if (tma && in->op != SOP_cp_async && r->kind == A_READ &&
+		    r->bulk == 3 && r->dirty) {
+			/* write after read across proxies: threads' loads, then
+			 * the async proxy's copy (measured: without the fence an
+			 * H200 let a bulk copy land under softmax.fa's reads) */
+			s->other = &s->p[r->proc];
+			s->other_at = r->at;
+			vf_fail(s, in->span, "proxy-fence", "%s overwrites shared "
+				"memory that '%s' read with ordinary loads and no "
+				"'fence async_smem' between those reads and the "
+				"barrier that hands it over", in->op == SOP_tma_load ?
+				"a TMA load" : "a bulk_copy",
+				vf_pname(s, &s->p[r->proc]));
+			if (r->at)
+				diag_note(s->ctx, r->at->span, "the read");
+			return NULL;
+		}
 		/* another warp's cp.async in flight stays: its threads'
 		 * chunks land at its own 'cp_async_wait' */
 		bool keep = r->pending && r->bulk == CP_GROUP &&

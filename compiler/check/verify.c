@@ -34,8 +34,9 @@
  *                 bulk-store reads last until their group retires)
  *   proxy-fence   a generic-proxy write read by TMA or wgmma without
  *                 'fence async_smem' by the writer, or a generic read
- *                 (smem_load, mma.sync) overwritten by a TMA load or
- *                 bulk copy without 'fence async_smem' by the reader
+ *                 (smem_load, mma.sync) or write overwritten by a TMA
+ *                 load or bulk copy without 'fence async_smem' by the
+ *                 reader or writer
  *   wgmma-hazard  a register tile used while a wgmma that reads or
  *                 writes it is in flight
  *   cluster-exit  a CTA of a cluster exited (every warp finished) before

@@ -350,21 +350,32 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 			race(s, p, in, r, in->op == SOP_bulk_copy || in->op ==
 				SOP_bulk_load ? "a bulk_copy overwrites" : tma && in->op != SOP_cp_async ?
 				"a TMA load overwrites" : "this overwrites");
-		else if (tma && in->op != SOP_cp_async && r->kind == A_READ &&
-		    r->bulk == 3 && r->dirty) {
-			/* write after read across proxies: threads' loads, then
-			 * the async proxy's copy (measured: without the fence an
-			 * H200 let a bulk copy land under softmax.fa's reads) */
+		else if (tma && in->op != SOP_cp_async && r->dirty &&
+		    ((r->kind == A_READ && r->bulk == 3) || r->kind == A_GENW)) {
+			/* write after read (or write) across proxies: threads'
+			 * loads or stores, then the async proxy's copy
+			 * (measured: without the fence an H200 let a bulk copy
+			 * land under softmax.fa's reads) */
 			s->other = &s->p[r->proc];
 			s->other_at = r->at;
-			vf_fail(s, in->span, "proxy-fence", "%s overwrites shared "
-				"memory that '%s' read with ordinary loads and no "
-				"'fence async_smem' between those reads and the "
-				"barrier that hands it over", in->op == SOP_tma_load ?
-				"a TMA load" : "a bulk_copy",
-				vf_pname(s, &s->p[r->proc]));
+			bool rd = r->kind == A_READ;
+			const char *who = in->op == SOP_tma_load ? "a TMA load" :
+				"a bulk_copy";
+			if (rd)
+				vf_fail(s, in->span, "proxy-fence", "%s overwrites "
+					"shared memory that '%s' read with ordinary loads "
+					"and no 'fence async_smem' between those reads and "
+					"the barrier that hands it over", who,
+					vf_pname(s, &s->p[r->proc]));
+			else
+				vf_fail(s, in->span, "proxy-fence", "%s overwrites "
+					"shared memory that '%s' wrote with ordinary stores "
+					"and no 'fence async_smem' between those writes "
+					"and the barrier that hands it over", who,
+					vf_pname(s, &s->p[r->proc]));
 			if (r->at)
-				diag_note(s->ctx, r->at->span, "the read");
+				diag_note(s->ctx, r->at->span, rd ? "the read" :
+					"the write");
 			return NULL;
 		}
 		/* another warp's cp.async in flight stays: its threads'

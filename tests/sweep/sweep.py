@@ -75,10 +75,14 @@ BAD = {
 # Schedules whose consts take other values: the backward pre- and
 # postprocessing
 # works for any head dim whose tiles fit (a multiple of 8 up to 256, or
-# of 128), so 8, 96 and 512 are good there.
+# of 128), so 8, 96 and 512 are good there; their blocked tiles take any
+# multiple of the rows the threads hold at once (8 and 4), so BM = 48 is
+# good too.
 BAD_FOR = {
     ("schedules/fa_bwd_pre_sm90.fa", "D"): ["0", "-1", "7", "1.5", "264"],
     ("schedules/fa_bwd_post_sm90.fa", "D"): ["0", "-1", "7", "1.5", "264"],
+    ("schedules/fa_bwd_pre_sm90.fa", "BM"): ["0", "-1", "7", "512"],
+    ("schedules/fa_bwd_post_sm90.fa", "BM"): ["0", "-1", "7", "512"],
 }
 HOSTILE = ["", "x y", "1e999", "0x", "-", "1..2", "\u00e9"]
 HOSTILE_INT = ["9223372036854775807", "-9223372036854775808",

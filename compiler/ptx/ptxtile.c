@@ -268,14 +268,22 @@ scatter(PG *g, const SirIns *in)
  * a conversion a register there: the join would keep all n results
  * live at once (a 128-column tmem_rows tile spilled). */
 
+/* Offsets past AFF_LIM are of no use (a cvt takes them within 2^24)
+ * and are not kept, so that sums and products of kept ones stay far
+ * inside int64_t. */
+#define AFF_LIM ((int64_t)1 << 40)
+
 void
 pg_affine(PG *g, Ref dst, const int64_t *off, int n)
 {
 	if (g->sp->vals[dst].mut)
 		return;
 	int64_t *a = NEWARR(&g->ctx->scratch, int64_t, (size_t)n);
-	for (int j = 0; j < n; j++)
+	for (int j = 0; j < n; j++) {
 		a[j] = off[j] - off[0];
+		if (a[j] <= -AFF_LIM || a[j] >= AFF_LIM)
+			return;
+	}
 	g->aff[dst] = a;
 }
 
@@ -308,7 +316,6 @@ aff_note(PG *g, const SirIns *in, int n)
 {
 	int64_t *o[2], c[2] = { 0, 0 };
 	bool ok[2] = { false, false };
-	const int64_t lim = (int64_t)1 << 40;  /* far past any use */
 
 	if (g->sp->vals[in->dst].mut || g->sp->vals[in->dst].ety != TY_I32)
 		return;
@@ -345,13 +352,12 @@ aff_note(PG *g, const SirIns *in, int n)
 			return;
 		int64_t m = c[1] != INT64_MIN ? c[1] : c[0];
 		int64_t *t = c[1] != INT64_MIN ? o[0] : o[1];
-		if (m <= -lim || m >= lim)
+		/* kept offsets are below 2^40 (operands' sums below 2^41):
+		 * a factor below 2^20 keeps the product inside 2^61 */
+		if (m <= -((int64_t)1 << 20) || m >= (int64_t)1 << 20)
 			return;
-		for (int j = 0; j < n; j++) {
-			if (t[j] <= -lim || t[j] >= lim)
-				return;
+		for (int j = 0; j < n; j++)
 			t[j] *= m;
-		}
 		pg_affine(g, in->dst, t, n);
 		return;
 	default:

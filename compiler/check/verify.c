@@ -46,8 +46,8 @@
  * A cluster runs as all its CTAs: processes, barriers and shared memory
  * (offsets CTA_OFF apart) per CTA.
  * This file holds a run and its scheduler; verify_runs.c decides which
- * runs there are and runs them, on threads; verify_exec.c steps a
- * process, verify_vc.c keeps the clocks and the race checks, and
+ * runs there are and runs them, on threads; verify_step.c steps a
+ * process through the instructions verify_exec.c executes, verify_vc.c keeps the clocks and the race checks, and
  * verify_skip.c finds the instructions a run steps over (verify.h).
  * Requires: a SirMod after the pass pipeline.  Ensures: diagnostics. */
 #include <stddef.h>

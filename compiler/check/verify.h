@@ -1,6 +1,6 @@
 /* verify.h: state shared by the schedule verifier's files (verify.c:
- * the runs, the scheduler and the shape classes; verify_exec.c: a
- * process's steps; verify_vc.c: vector clocks and the shared-memory race
+ * the runs, the scheduler and the shape classes; verify_step.c: a
+ * process's steps; verify_exec.c: its instructions; verify_vc.c: vector clocks and the shared-memory race
  * checks; verify_skip.c: the pure instructions a run steps over;
  * verify_load.c: where values loaded from global memory may go). */
 #ifndef VERIFY_H
@@ -338,6 +338,12 @@ void vf_fail(Sim *, Span, const char *check, const char *fmt,
 void vf_note_traces(Sim *, const Proc *);
 /* verify_exec.c's helpers for the instructions verify_copy.c runs */
 int64_t vf_val(Proc *, Ref);
+/* verify_exec.c: scalar arithmetic as the kernel's types wrap it, and
+ * one instruction of a process (false: it blocks there); verify_step.c
+ * steps through a process's blocks with them */
+int64_t vf_arith(int op, int64_t a, int64_t b, Ty);
+int64_t vf_wrap(int64_t x, Ty);
+bool vf_exec(Sim *, Proc *, const SirIns *, bool elect);
 void vf_srange(const Proc *, const Res *, int64_t st, int64_t *lo,
 	int64_t *hi);
 bool vf_rank_ok(Sim *, Proc *, const SirIns *, int64_t r, const char *what);
@@ -359,7 +365,7 @@ bool vf_cta_gone(const Sim *, int cta);
 void vf_cluster_bar(Sim *);
 void vf_wake_bar(Sim *, int state, int bar);
 
-/* verify_exec.c */
+/* verify_exec.c: vf_push; verify_step.c: vf_step */
 bool vf_push(Proc *, const SirBlock *, const SirIns *loop);
 void vf_step(Sim *, Proc *);
 

@@ -488,8 +488,8 @@ op_check(const Ins *in)
 		    in->aux <= 256)
 			return NULL;
 		return "only wgmma m64nNk16 with f32 += bf16 or f16 is modelled";
-	case OP_TMA_LOAD: case OP_TMA_LOAD_MC:
-		if (in->nopnd != (in->op == OP_TMA_LOAD ? 4 : 5) ||
+	case OP_TMA_LOAD: case OP_TMA_LOAD_MC: case OP_TMA_LOAD2:
+		if (in->nopnd != (in->op == OP_TMA_LOAD_MC ? 5 : 4) ||
 		    in->o[0].k != OK_ADDR || in->o[1].k != OK_ADDR ||
 		    in->o[2].k != OK_VEC || in->o[3].k != OK_ADDR)
 			return "expected [smem], [tmap, {coords}], [mbar] (and "
@@ -526,22 +526,28 @@ op_check(const Ins *in)
 				"registers and [taddr]";
 		return NULL;
 	}
-	case OP_TC_MMA:
+	case OP_TC_MMA: case OP_TC_MMA2:
 		if (in->nopnd != 5 || in->o[0].k != OK_ADDR ||
-		    in->o[2].k != OK_REG || in->o[3].k != OK_IMM ||
+		    in->o[2].k != OK_REG || (in->o[3].k != OK_IMM &&
+		    in->o[3].k != OK_REG) ||
 		    (in->o[1].k != OK_ADDR && in->o[1].k != OK_REG))
 			return "expected [d], a-desc or [a], b-desc, idesc, "
 				"enable-input-d (no scale or disable masks)";
 		return NULL;
 	case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_COMMIT:
-	case OP_TC_COMMIT_MC:
-		if (in->nopnd != (in->op == OP_TC_COMMIT ? 1 : 2) ||
-		    in->o[0].k != (in->op == OP_TC_DEALLOC ? OK_REG : OK_ADDR))
-			return in->op == OP_TC_ALLOC ? "expected [slot], ncols" :
-				in->op == OP_TC_DEALLOC ? "expected taddr, ncols" :
+	case OP_TC_COMMIT_MC: case OP_TC_ALLOC2: case OP_TC_DEALLOC2:
+	case OP_TC_COMMIT2: case OP_TC_COMMIT2_MC: {
+		bool al = in->op == OP_TC_ALLOC || in->op == OP_TC_ALLOC2;
+		bool de = in->op == OP_TC_DEALLOC || in->op == OP_TC_DEALLOC2;
+		if (in->nopnd != (in->op == OP_TC_COMMIT ||
+		    in->op == OP_TC_COMMIT2 ? 1 : 2) ||
+		    in->o[0].k != (de ? OK_REG : OK_ADDR))
+			return al ? "expected [slot], ncols" :
+				de ? "expected taddr, ncols" :
 				"expected [mbar] (and a ctaMask with "
 				".multicast::cluster)";
 		return NULL;
+	}
 	default:
 		return NULL;
 	}

@@ -120,6 +120,7 @@
 	X(SETMAXNREG_INC, "setmaxnreg.inc.sync.aligned.T",           TM_U32) \
 	X(SETMAXNREG_DEC, "setmaxnreg.dec.sync.aligned.T",           TM_U32) \
 	X(TMA_LOAD,      "cp.async.bulk.tensor.D.shared::cluster.global.mbarrier::complete_tx::bytes", 0) \
+	X(TMA_LOAD2,     "cp.async.bulk.tensor.D.shared::cluster.global.mbarrier::complete_tx::bytes.cta_group::2", 0) \
 	X(TMA_LOAD_MC,   "cp.async.bulk.tensor.D.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster", 0) \
 	X(TMA_STORE,     "cp.async.bulk.tensor.D.global.shared::cta.bulk_group", 0) \
 	X(TMA_REDUCE,    "cp.reduce.async.bulk.tensor.D.global.shared::cta.add.tile.bulk_group", 0) \
@@ -153,4 +154,10 @@
 	X(TC_WAIT_ST,    "tcgen05.wait::st.sync.aligned",            0) \
 	X(TC_MMA,        "tcgen05.mma.cta_group::1.kind::f16",       0) \
 	X(TC_COMMIT,     "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.T", TM_B64) \
-	X(TC_COMMIT_MC,  "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.T", TM_B64)
+	X(TC_COMMIT_MC,  "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.T", TM_B64) \
+	X(TC_ALLOC2,     "tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.T", TM_B32) \
+	X(TC_DEALLOC2,   "tcgen05.dealloc.cta_group::2.sync.aligned.T", TM_B32) \
+	X(TC_RELINQUISH2, "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned", 0) \
+	X(TC_MMA2,       "tcgen05.mma.cta_group::2.kind::f16",       0) \
+	X(TC_COMMIT2,    "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.T", TM_B64) \
+	X(TC_COMMIT2_MC, "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.T", TM_B64)

@@ -82,6 +82,8 @@ ready(const Cta *c, const Warp *w)
 		return bulk_pending(c, w) <= t->id;
 	case WT_CLUSTER:
 		return cluster_ready(c->cl) && c->cl->gen != t->gen;
+	case WT_PAIR:
+		return c->pair.gen != t->gen;
 	default:
 		return true;
 	}
@@ -163,7 +165,7 @@ step(Cta *c, Warp *w)
 			break;
 		case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE:
 		case OP_TMA_LOAD_MC: case OP_BULK_S2S: case OP_BULK_G2S:
-		case OP_BULK_COMMIT:
+		case OP_BULK_COMMIT: case OP_TMA_LOAD2:
 			st = tma_op(c, w, in, run);
 			break;
 		case OP_WG_FENCE: case OP_WG_COMMIT: case OP_WG_WAIT:
@@ -174,6 +176,8 @@ step(Cta *c, Warp *w)
 		case OP_TC_FENCE_BEFORE: case OP_TC_FENCE_AFTER: case OP_TC_LD:
 		case OP_TC_ST: case OP_TC_WAIT_LD: case OP_TC_WAIT_ST:
 		case OP_TC_MMA: case OP_TC_COMMIT: case OP_TC_COMMIT_MC:
+		case OP_TC_ALLOC2: case OP_TC_DEALLOC2: case OP_TC_RELINQUISH2:
+		case OP_TC_MMA2: case OP_TC_COMMIT2: case OP_TC_COMMIT2_MC:
 			st = tc_op(c, w, in, run);
 			break;
 		default:
@@ -238,6 +242,7 @@ hang_cta(Cta *c)
 		for (int l = 0; l < 32; l++)
 			if (w->live >> l & 1 && w->pc[l] < pc)
 				pc = w->pc[l];
+		pc -= t->kind == WT_PAIR;   /* past the alloc: name it */
 		const Ins *in = &c->m->ins[pc < c->m->nins ? pc : 0];
 		line_text(c->m, in->line, &txt, &n);
 		sim_append(s, "  warp %d: pc %d, PTX line %d '%.*s'", w->id, pc,
@@ -258,6 +263,10 @@ hang_cta(Cta *c)
 		} else if (t->kind == WT_CLUSTER) {
 			sim_append(s, ": waits on the cluster's barrier (%d "
 				"threads arrived)\n", c->cl->arrived);
+		} else if (t->kind == WT_PAIR) {
+			sim_append(s, ": waits for the pair's tcgen05.%s"
+				".cta_group::2 in CTA rank %d\n", c->pair.op ==
+				OP_TC_ALLOC2 ? "alloc" : "dealloc", c->rank ^ 1);
 		} else {
 			sim_append(s, ": waits on its bulk groups\n");
 		}

@@ -7,7 +7,8 @@
  *          asynchronous queue and the hang report
  * tma.c    tensor maps and cp.async.bulk.tensor
  * wgmma.c  wgmma.mma_async and its shared-memory descriptors
- * tcgen05.c tensor memory and tcgen05 (alloc, ld/st, mma, commit)
+ * tcgen05.c tensor memory and tcgen05 (alloc, ld/st, mma, commit),
+ *          .cta_group::1 and the CTA pair's ::2
  * mma_sync.c ldmatrix and mma.sync (sm_80 and later)
  * cpasync.c cp.async, its groups and cp.async.mbarrier.arrive
  * fp.c     bf16/f16 conversions and the approximate functions */
@@ -151,14 +152,15 @@ typedef struct Tmap {
 enum { ST_OK, ST_BLOCK, ST_WAIT, ST_ERR };
 
 /* What a blocked warp waits on. */
-enum { WT_NONE, WT_MBAR, WT_BAR, WT_BULK, WT_CLUSTER };
+enum { WT_NONE, WT_MBAR, WT_BAR, WT_BULK, WT_CLUSTER, WT_PAIR };
 
 typedef struct Wait {
 	int kind;
 	uint32_t addr;      /* WT_MBAR */
 	int parity;         /* WT_MBAR */
 	int id;             /* WT_BAR: barrier; WT_BULK: groups allowed */
-	uint64_t gen;       /* WT_BAR, WT_CLUSTER: generation arrived in */
+	uint64_t gen;       /* WT_BAR, WT_CLUSTER, WT_PAIR: generation
+			     * arrived in */
 } Wait;
 
 typedef struct Warp {
@@ -197,6 +199,8 @@ typedef struct TcMma {
 	uint32_t idesc;
 	uint64_t da, db;             /* shared-memory descriptors */
 	bool a_tmem, acc;            /* A in tensor memory; D += A B */
+	bool pair;                   /* .cta_group::2: M = 256 over the
+				      * issuing CTA and its peer */
 } TcMma;
 typedef struct Async {
 	int kind, warp, group, line;
@@ -207,6 +211,9 @@ typedef struct Async {
 	uint16_t ranks;              /* TMA loads, commits: the CTAs of the
 				      * cluster whose smem and mbar they
 				      * reach (a multicast's mask) */
+	int mcta;                    /* TMA loads with .cta_group::2: the
+				      * mbarrier's CTA rank + 1 (0: each
+				      * destination's own) */
 	struct WgOp *wg;             /* AS_WGMMA */
 	TcMma tc;                    /* AS_TC_MMA */
 	int lane;                    /* AS_CP_ARRIVE: the thread's lane */
@@ -257,6 +264,12 @@ typedef struct Cta {
 	struct { int col, n; } talloc[8];
 	int ntalloc;
 	bool relinquished;
+	int tcgroup;                 /* its tcgen05 ops' .cta_group (0:
+				      * none yet): 1 and 2 do not mix */
+	/* A .cta_group::2 alloc or dealloc waiting for the pair's other
+	 * CTA: its op (0: none), slot or address and columns; gen counts
+	 * the completed ones. */
+	struct { int op; uint32_t a, n; uint64_t gen; } pair;
 	struct Cluster *cl;          /* the CTA's cluster (of one, without) */
 	int rank;                    /* %cluster_ctarank */
 	bool exited;                 /* every warp has exited */
@@ -349,6 +362,9 @@ bool cpa_exit(Cta *);   /* at the CTA's end: every copy has landed */
 int tc_op(Cta *, Warp *, const Ins *, uint32_t mask);
 bool tc_complete(Cta *, const Async *);
 bool tc_exit(Cta *);   /* at the CTA's end: every column deallocated */
+/* The other CTA of c's pair (rank ^ 1) for a .cta_group::2 op, or NULL
+ * after an error (a cluster of an odd number of CTAs). */
+Cta *tc_peer(Cta *, const char *what);
 
 int sim_fail(Sim *, const char *fmt, ...) FMT(2, 3);
 void sim_append(Sim *, const char *fmt, ...) FMT(2, 3);  /* to the error */

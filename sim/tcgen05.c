@@ -35,6 +35,26 @@
  *   behind them (in each CTA of its ctaMask with .multicast::cluster, at
  *   the same address); the queue completes in order, so the arrival
  *   follows every earlier MMA, of the issuing thread and of any other.
+ * - The CTA pair (.cta_group::2, PTX ISA 9.7.16.5): cluster ranks 2k
+ *   and 2k + 1, the even one the leader, so the cluster must have an
+ *   even number of CTAs; a CTA's tcgen05 ops are all ::1 or all ::2
+ *   (ptxas rejects the mix).  alloc and dealloc ::2 are collective: one
+ *   warp in each CTA of the pair runs them, the first waits until the
+ *   other comes (a hang names the pair), then the same columns, the
+ *   lowest range aligned to the count free in both, are allocated in
+ *   both, each CTA's slot getting the address (dealloc frees them in
+ *   both); the counts, and dealloc's addresses, must agree.
+ *   relinquish_alloc_permit ::2 is per CTA, as ::1.  mma ::2 is issued
+ *   by one thread of the leader with M = 256: rows 0..127 of A and D in
+ *   the leader (A from its shared memory at the descriptor's address or
+ *   from its tensor memory at [a], D at [d], lane m row m), rows
+ *   128..255 in the peer at the same addresses (lane m - 128); B's
+ *   columns n < N/2 from the leader's shared memory, the others from
+ *   the peer's, each half laid out as an N/2-wide ::1 B (n mod N/2).
+ *   It waits in the leader's queue and reaches both CTAs when it
+ *   completes.  commit ::2, with or without .multicast::cluster, is
+ *   ::1's: its arrival follows the issuing CTA's queue.  The
+ *   instruction descriptor may be an immediate or a register.
  * - The fences order nothing here: every tcgen05 operation but the MMA
  *   is complete when the next instruction runs. */
 #include <stdio.h>
@@ -86,48 +106,86 @@ uniform(Cta *c, const Warp *w, const Opnd *o, uint32_t mask, uint32_t *v)
 	return true;
 }
 
+/* An alloc of n columns into slot in c, checked: the slot's bytes, or
+ * NULL after an error. */
+static uint8_t *
+alloc_check(Cta *c, uint32_t slot, uint32_t n)
+{
+	if (n < 32 || n > COLS || (n & (n - 1)))
+		return sim_fail(c->sim, "tcgen05.alloc of %u columns (a power "
+			"of two from 32 to 512)", n), NULL;
+	if (c->relinquished)
+		return sim_fail(c->sim, "tcgen05.alloc after "
+			"tcgen05.relinquish_alloc_permit"), NULL;
+	if (c->ntalloc == (int)COUNT(c->talloc))
+		return sim_fail(c->sim, "more than %d tensor-memory "
+			"allocations", (int)COUNT(c->talloc)), NULL;
+	uint8_t *p = smem_at(c, slot, 4, "tcgen05.alloc's address slot");
+	if (p && !c->tmem) {
+		c->tmem = malloc((size_t)LANES * COLS * 4);
+		if (!c->tmem)
+			return sim_fail(c->sim, "out of memory"), NULL;
+		memset(c->tmem, 0xff, (size_t)LANES * COLS * 4);
+	}
+	return p;
+}
+
+/* The lowest n columns aligned to n free in c and in p (c itself, or
+ * its pair's other CTA): the first, or -1. */
+static int
+free_cols(const Cta *c, const Cta *p, int n)
+{
+	for (int col = 0; col + n <= COLS; col += n) {
+		bool fits = true;
+		for (int k = 0; k < 2; k++) {
+			const Cta *x = k ? p : c;
+			for (int i = 0; i < x->ntalloc; i++)
+				fits &= col + n <= x->talloc[i].col || col >=
+					x->talloc[i].col + x->talloc[i].n;
+		}
+		if (fits)
+			return col;
+	}
+	return -1;
+}
+
+static void
+take(Cta *c, uint8_t *slot, int col, int n)
+{
+	uint32_t a = (uint32_t)col;
+
+	c->talloc[c->ntalloc].col = col;
+	c->talloc[c->ntalloc++].n = n;
+	memcpy(slot, &a, 4);
+}
+
+/* The allocation of n columns at a in c: its index, or -1. */
+static int
+find(const Cta *c, uint32_t a, uint32_t n)
+{
+	for (int i = 0; i < c->ntalloc; i++)
+		if (c->talloc[i].col == (int)a && c->talloc[i].n == (int)n)
+			return i;
+	return -1;
+}
+
 static int
 alloc(Cta *c, Warp *w, const Ins *in)
 {
 	uint32_t slot, n;
+	uint8_t *p;
 
 	if (!uniform(c, w, &in->o[0], w->live, &slot) ||
-	    !uniform(c, w, &in->o[1], w->live, &n))
+	    !uniform(c, w, &in->o[1], w->live, &n) ||
+	    !(p = alloc_check(c, slot, n)))
 		return ST_ERR;
-	if (n < 32 || n > COLS || (n & (n - 1)))
-		return sim_fail(c->sim, "tcgen05.alloc of %u columns (a power "
-			"of two from 32 to 512)", n), ST_ERR;
-	if (c->relinquished)
-		return sim_fail(c->sim, "tcgen05.alloc after "
-			"tcgen05.relinquish_alloc_permit"), ST_ERR;
-	if (c->ntalloc == (int)COUNT(c->talloc))
-		return sim_fail(c->sim, "more than %d tensor-memory "
-			"allocations", (int)COUNT(c->talloc)), ST_ERR;
-	uint8_t *p = smem_at(c, slot, 4, "tcgen05.alloc's address slot");
-	if (!p)
-		return ST_ERR;
-	if (!c->tmem) {
-		c->tmem = malloc((size_t)LANES * COLS * 4);
-		if (!c->tmem)
-			return sim_fail(c->sim, "out of memory"), ST_ERR;
-		memset(c->tmem, 0xff, (size_t)LANES * COLS * 4);
-	}
-	for (int col = 0; col + (int)n <= COLS; col += (int)n) {
-		bool fits = true;
-		for (int i = 0; i < c->ntalloc; i++)
-			fits &= col + (int)n <= c->talloc[i].col ||
-				col >= c->talloc[i].col + c->talloc[i].n;
-		if (!fits)
-			continue;
-		c->talloc[c->ntalloc].col = col;
-		c->talloc[c->ntalloc++].n = (int)n;
-		uint32_t a = (uint32_t)col;
-		memcpy(p, &a, 4);
-		return ST_OK;
-	}
-	return sim_fail(c->sim, "tcgen05.alloc of %u columns, more than this "
-		"CTA has free: it would wait for a dealloc that never comes",
-		n), ST_ERR;
+	int col = free_cols(c, c, (int)n);
+	if (col < 0)
+		return sim_fail(c->sim, "tcgen05.alloc of %u columns, more "
+			"than this CTA has free: it would wait for a dealloc that "
+			"never comes", n), ST_ERR;
+	take(c, p, col, (int)n);
+	return ST_OK;
 }
 
 static int
@@ -138,13 +196,91 @@ dealloc(Cta *c, Warp *w, const Ins *in)
 	if (!uniform(c, w, &in->o[0], w->live, &a) ||
 	    !uniform(c, w, &in->o[1], w->live, &n))
 		return ST_ERR;
-	for (int i = 0; i < c->ntalloc; i++)
-		if (c->talloc[i].col == (int)a && c->talloc[i].n == (int)n) {
-			c->talloc[i] = c->talloc[--c->ntalloc];
-			return ST_OK;
-		}
-	return sim_fail(c->sim, "tcgen05.dealloc of %u columns at 0x%x, "
-		"which is not an allocation", n, a), ST_ERR;
+	int i = find(c, a, n);
+	if (i < 0)
+		return sim_fail(c->sim, "tcgen05.dealloc of %u columns at 0x%x, "
+			"which is not an allocation", n, a), ST_ERR;
+	c->talloc[i] = c->talloc[--c->ntalloc];
+	return ST_OK;
+}
+
+Cta *
+tc_peer(Cta *c, const char *what)
+{
+	if (c->cl->n % 2)
+		return sim_fail(c->sim, "%s needs a cluster of an even number "
+			"of CTAs (a pair is ranks 2k and 2k + 1), not a cluster "
+			"of %d", what, c->cl->n), NULL;
+	return &c->cl->cta[c->rank ^ 1];
+}
+
+/* alloc and dealloc .cta_group::2: the first of the pair's two warps
+ * waits (ST_WAIT: done once the other comes); the second does the work
+ * of both. */
+static int
+collective(Cta *c, Warp *w, const Ins *in)
+{
+	bool al = in->op == OP_TC_ALLOC2;
+	const char *what = al ? "tcgen05.alloc.cta_group::2" :
+		"tcgen05.dealloc.cta_group::2";
+	Cta *p = tc_peer(c, what);
+	uint32_t a, n;
+	uint8_t *s = NULL, *ps;
+
+	if (!p || !uniform(c, w, &in->o[0], w->live, &a) ||
+	    !uniform(c, w, &in->o[1], w->live, &n))
+		return ST_ERR;
+	if (c->pair.op)
+		return sim_fail(c->sim, "a second .cta_group::2 alloc or dealloc "
+			"in CTA rank %d before CTA rank %d has joined the first "
+			"(not modelled)", c->rank, p->rank), ST_ERR;
+	if (p->exited)
+		return sim_fail(c->sim, "%s: the pair's CTA rank %d has exited",
+			what, p->rank), ST_ERR;
+	if (al && !(s = alloc_check(c, a, n)))
+		return ST_ERR;
+	if (!p->pair.op) {   /* the first: wait for the other */
+		c->pair.op = in->op;
+		c->pair.a = a;
+		c->pair.n = n;
+		w->wait = (Wait){WT_PAIR, 0, 0, p->rank, c->pair.gen};
+		return ST_WAIT;
+	}
+	if (p->pair.op != in->op)
+		return sim_fail(c->sim, "%s in CTA rank %d meets a tcgen05.%s in "
+			"CTA rank %d", what, c->rank, al ? "dealloc" : "alloc",
+			p->rank), ST_ERR;
+	if (p->pair.n != n)
+		return sim_fail(c->sim, "%s of %u columns in CTA rank %d, of %u "
+			"in CTA rank %d: the pair's must agree", what, n, c->rank,
+			p->pair.n, p->rank), ST_ERR;
+	if (!al && p->pair.a != a)
+		return sim_fail(c->sim, "%s at 0x%x in CTA rank %d, at 0x%x in "
+			"CTA rank %d: the pair's must agree", what, a, c->rank,
+			p->pair.a, p->rank), ST_ERR;
+	if (al) {
+		int col = free_cols(c, p, (int)n);
+		if (!(ps = alloc_check(p, p->pair.a, n)))
+			return ST_ERR;
+		if (col < 0)
+			return sim_fail(c->sim, "%s of %u columns, more than CTA "
+				"ranks %d and %d have free in common: it would wait "
+				"for a dealloc that never comes", what, n, c->rank,
+				p->rank), ST_ERR;
+		take(c, s, col, (int)n);
+		take(p, ps, col, (int)n);
+	} else {
+		int i = find(c, a, n), j = find(p, a, n);
+		if (i < 0 || j < 0)
+			return sim_fail(c->sim, "%s of %u columns at 0x%x, which is "
+				"not an allocation of CTA rank %d", what, n, a,
+				i < 0 ? c->rank : p->rank), ST_ERR;
+		c->talloc[i] = c->talloc[--c->ntalloc];
+		p->talloc[j] = p->talloc[--p->ntalloc];
+	}
+	p->pair.op = 0;
+	p->pair.gen++;
+	return ST_OK;
 }
 
 bool
@@ -216,6 +352,9 @@ mma(Cta *c, const TcMma *op)
 {
 	uint32_t id = op->idesc;
 	int n = (int)(id >> 17 & 0x3f) * 8, m = (int)(id >> 24 & 0x1f) * 16;
+	int half = op->pair ? n / 2 : n, want = op->pair ? 256 : 128;
+	const char *g = op->pair ? ".cta_group::2" : "";
+	Cta *peer = op->pair ? &c->cl->cta[c->rank + 1] : c;
 	int ta = (int)(id >> 7 & 7), tb = (int)(id >> 10 & 7);
 	int ty = ta == 1 ? TY_BF16 : TY_F16;
 	bool amn = id >> 15 & 1, bmn = id >> 16 & 1;
@@ -227,38 +366,48 @@ mma(Cta *c, const TcMma *op)
 		return sim_fail(c->sim, "tcgen05 instruction descriptor 0x%x: "
 			"only f32 += f16 or bf16, dense, without saturation or "
 			"shift, is modelled", id), false;
-	if (m != 128 || n < 16 || n > 256 || n % 16)
-		return sim_fail(c->sim, "tcgen05.mma M = %d, N = %d: only M = "
-			"128 with N a multiple of 16 up to 256 is modelled", m, n),
-			false;
+	if (m != want || n < 16 || n > 256 || n % 16)
+		return sim_fail(c->sim, "tcgen05.mma%s M = %d, N = %d: only M = "
+			"%d with N a multiple of 16 up to 256 is modelled", g, m, n,
+			want), false;
+	if (peer->exited)
+		return sim_fail(c->sim, "tcgen05.mma.cta_group::2 reaches the "
+			"pair's CTA rank %d, which has exited", peer->rank), false;
 	if ((!op->a_tmem && !decode(c, op->da, &da)) || !decode(c, op->db,
 	    &db))
 		return false;
 	if (op->d >> 16 || (op->a_tmem && op->a >> 16))
-		return sim_fail(c->sim, "a cta_group::1 M = 128 tcgen05.mma "
-			"starts at lane 0, not lane %u", op->d >> 16 ?
-			op->d >> 16 : op->a >> 16), false;
-	float (*A)[16] = malloc(sizeof(float[128][16]));
+		return sim_fail(c->sim, "a cta_group::%d M = %d tcgen05.mma "
+			"starts at lane 0, not lane %u", op->pair ? 2 : 1, want,
+			op->d >> 16 ? op->d >> 16 : op->a >> 16), false;
+	float (*A)[16] = malloc(sizeof(float[256][16]));
 	float (*B)[256] = malloc(sizeof(float[16][256]));
 	bool ok = A && B;
 	if (!ok)
 		sim_fail(c->sim, "out of memory");
+	/* rows 128.. (A, D) and columns half.. (B) are the peer's */
 	for (int r = 0; ok && r < m; r++) {
-		const uint32_t *t = op->a_tmem ? tmem_at(c, r, (int)op->a, 8,
-			"tcgen05.mma's A") : NULL;
+		Cta *x = r < 128 ? c : peer;
+		const uint32_t *t = op->a_tmem ? tmem_at(x, r % 128, (int)op->a,
+			8, x == c ? "tcgen05.mma's A" : "tcgen05.mma's A in the "
+			"pair's peer") : NULL;
 		ok = !op->a_tmem || t;
 		for (int k = 0; ok && k < 16; k++) {
 			if (op->a_tmem)   /* 16-bit pairs, the even k low */
 				A[r][k] = sim_half(t[k / 2], k % 2, ty);
 			else
-				ok = smem_operand(c, &da, amn, r, k, ty, &A[r][k]);
+				ok = smem_operand(x, &da, amn, r % 128, k, ty,
+					&A[r][k]);
 		}
 	}
 	for (int k = 0; ok && k < 16; k++)
 		for (int j = 0; ok && j < n; j++)
-			ok = smem_operand(c, &db, bmn, j, k, ty, &B[k][j]);
+			ok = smem_operand(j < half ? c : peer, &db, bmn, j % half,
+				k, ty, &B[k][j]);
 	for (int r = 0; ok && r < m; r++) {
-		uint32_t *d = tmem_at(c, r, (int)op->d, n, "tcgen05.mma's D");
+		Cta *x = r < 128 ? c : peer;
+		uint32_t *d = tmem_at(x, r % 128, (int)op->d, n, x == c ?
+			"tcgen05.mma's D" : "tcgen05.mma's D in the pair's peer");
 		if (!(ok = d != NULL))
 			break;
 		for (int j = 0; j < n; j++) {
@@ -297,11 +446,17 @@ tc_complete(Cta *c, const Async *a)
 static int
 issue(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
+	bool mma_op = in->op == OP_TC_MMA || in->op == OP_TC_MMA2;
+
+	if (in->op == OP_TC_MMA2 && c->rank % 2)
+		return sim_fail(c->sim, "tcgen05.mma.cta_group::2 issued by CTA "
+			"rank %d, not the pair's leader (even rank)", c->rank),
+			ST_ERR;
 	for (int l = 0; l < 32; l++) {
 		if (!(mask >> l & 1))
 			continue;
 		Async a = {.kind = AS_TC_COMMIT, .warp = w->id, .line = in->line};
-		if (in->op != OP_TC_MMA) {
+		if (!mma_op) {
 			Cta *p = cluster_cta(c, addr_of(c, w, &in->o[0], l),
 				&a.mbar, "tcgen05.commit");
 			if (!p)
@@ -311,7 +466,8 @@ issue(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 					"misaligned mbarrier address 0x%x", a.mbar),
 					ST_ERR;
 			a.ranks = (uint16_t)(1u << p->rank);
-			if (in->op == OP_TC_COMMIT_MC) {   /* ctaMask */
+			if (in->op == OP_TC_COMMIT_MC ||
+			    in->op == OP_TC_COMMIT2_MC) {   /* ctaMask */
 				uint64_t m = opnd_u(c, w, &in->o[1], l) & 0xffff;
 				if (!m || m >> c->cl->n || p != c)
 					return sim_fail(c->sim, "a multicast "
@@ -325,9 +481,10 @@ issue(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 			a.kind = AS_TC_MMA;
 			a.tc = (TcMma){.d = addr_of(c, w, &o[0], l),
 				.a_tmem = o[1].k == OK_ADDR,
-				.idesc = (uint32_t)o[3].imm,
+				.idesc = (uint32_t)opnd_u(c, w, &o[3], l),
 				.db = opnd_u(c, w, &o[2], l),
-				.acc = opnd_u(c, w, &o[4], l) & 1};
+				.acc = opnd_u(c, w, &o[4], l) & 1,
+				.pair = in->op == OP_TC_MMA2};
 			if (a.tc.a_tmem)
 				a.tc.a = addr_of(c, w, &o[1], l);
 			else
@@ -340,28 +497,57 @@ issue(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	return ST_OK;
 }
 
+/* The .cta_group of a tcgen05 op: 1, 2, or 0 (ld/st, waits, fences). */
+static int
+group_of(int op)
+{
+	switch (op) {
+	case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_RELINQUISH:
+	case OP_TC_MMA: case OP_TC_COMMIT: case OP_TC_COMMIT_MC:
+		return 1;
+	case OP_TC_ALLOC2: case OP_TC_DEALLOC2: case OP_TC_RELINQUISH2:
+	case OP_TC_MMA2: case OP_TC_COMMIT2: case OP_TC_COMMIT2_MC:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
 int
 tc_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
-	bool aligned = in->op != OP_TC_MMA && in->op != OP_TC_COMMIT &&
-		in->op != OP_TC_COMMIT_MC && in->op != OP_TC_FENCE_BEFORE &&
-		in->op != OP_TC_FENCE_AFTER;
+	int g = group_of(in->op);
+	bool aligned = in->op != OP_TC_MMA && in->op != OP_TC_MMA2 &&
+		in->op != OP_TC_COMMIT && in->op != OP_TC_COMMIT_MC &&
+		in->op != OP_TC_COMMIT2 && in->op != OP_TC_COMMIT2_MC &&
+		in->op != OP_TC_FENCE_BEFORE && in->op != OP_TC_FENCE_AFTER;
 
 	if (aligned && mask != w->live)
 		return sim_fail(c->sim, "a .sync.aligned tcgen05 instruction "
 			"reached by lanes 0x%08x of live 0x%08x", mask, w->live),
 			ST_ERR;
+	if (g && c->tcgroup && g != c->tcgroup)
+		return sim_fail(c->sim, "tcgen05 .cta_group::%d after "
+			".cta_group::%d: a kernel's tcgen05 ops use one (ptxas "
+			"rejects the mix)", g, c->tcgroup), ST_ERR;
+	if (g)
+		c->tcgroup = g;
+	if (g == 2 && !tc_peer(c, "tcgen05 .cta_group::2"))
+		return ST_ERR;
 	switch (in->op) {
 	case OP_TC_ALLOC:
 		return alloc(c, w, in);
 	case OP_TC_DEALLOC:
 		return dealloc(c, w, in);
-	case OP_TC_RELINQUISH:
+	case OP_TC_ALLOC2: case OP_TC_DEALLOC2:
+		return collective(c, w, in);
+	case OP_TC_RELINQUISH: case OP_TC_RELINQUISH2:
 		c->relinquished = true;
 		return ST_OK;
 	case OP_TC_LD: case OP_TC_ST:
 		return move(c, w, in, in->op == OP_TC_LD);
 	case OP_TC_MMA: case OP_TC_COMMIT: case OP_TC_COMMIT_MC:
+	case OP_TC_MMA2: case OP_TC_COMMIT2: case OP_TC_COMMIT2_MC:
 		return issue(c, w, in, mask);
 	default:   /* the fences, wait::ld, wait::st */
 		return ST_OK;

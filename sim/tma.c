@@ -17,7 +17,14 @@
  * <2,4,3>, <1,4,3>).  The destination must be aligned to the pattern's
  * repeat (1024, 512, 256 bytes; 128 without a swizzle).  Elements outside
  * the tensor read as zero (NaN with oob=nan) and still count towards the
- * transaction bytes; a store skips them. */
+ * transaction bytes; a store skips them.
+ *
+ * A load with .cta_group::2 (the CTA pair, tcgen05.c) lands in the
+ * issuing CTA's own shared memory and completes its bytes on [mbar] in
+ * that CTA or in the other of its pair (mapa's address of the leader's
+ * barrier, as the pair's loads are counted there); a barrier outside
+ * the pair is an error.  .multicast::cluster with .cta_group::2 is not
+ * modelled (a load-time error: no such row in ops.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -182,8 +189,12 @@ tma_complete(Cta *c, const Async *a)
 		if (p->exited)
 			return sim_fail(c->sim, "a TMA load into CTA rank %d of "
 				"the cluster, which has exited", r), false;
+		Cta *q = a->mcta ? &c->cl->cta[a->mcta - 1] : p;
+		if (q->exited)
+			return sim_fail(c->sim, "a TMA load completes on CTA rank "
+				"%d's mbarrier, which has exited", q->rank), false;
 		if (!copy_box(p, t, a->coord, a->smem, true, false) ||
-		    !mbar_complete_tx(p, a->mbar, box_bytes(t)))
+		    !mbar_complete_tx(q, a->mbar, box_bytes(t)))
 			return false;
 	}
 	return true;
@@ -243,12 +254,33 @@ bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	return ST_OK;
 }
 
+/* A .cta_group::2 load from c into p's shared memory, completing on
+ * [mb] in q: p must be c, and q c or its peer. */
+static bool
+pair_bar(Cta *c, const Cta *p, Cta *q, const Cta *peer, uint32_t mb)
+{
+	if (p != c)
+		return sim_fail(c->sim, "a .cta_group::2 TMA load into CTA rank "
+			"%d's shared memory from CTA rank %d: only into the "
+			"issuing CTA's is modelled", p->rank, c->rank), false;
+	if (q != c && q != peer)
+		return sim_fail(c->sim, "a .cta_group::2 TMA load completes on "
+			"CTA rank %d's mbarrier, outside the pair of CTA ranks %d "
+			"and %d", q->rank, c->rank & ~1, c->rank | 1), false;
+	if (!mbar_find(q, mb))
+		return sim_fail(c->sim, "TMA load completes on 0x%x in CTA rank "
+			"%d, where no mbarrier was initialized", mb, q->rank),
+			false;
+	return true;
+}
+
 int
 tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 {
 	const Opnd *o = in->o;
-	bool mc = in->op == OP_TMA_LOAD_MC;
-	bool load = in->op == OP_TMA_LOAD || mc;
+	bool mc = in->op == OP_TMA_LOAD_MC, pair = in->op == OP_TMA_LOAD2;
+	bool load = in->op == OP_TMA_LOAD || mc || pair;
+	Cta *peer = NULL;
 
 	if (in->op == OP_BULK_COMMIT) {
 		w->bulk_open++;
@@ -256,6 +288,8 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	}
 	if (in->op == OP_BULK_S2S || in->op == OP_BULK_G2S)
 		return bulk_s2s(c, w, in, mask);
+	if (pair && !(peer = tc_peer(c, "a .cta_group::2 TMA load")))
+		return ST_ERR;
 	for (int l = 0; l < 32; l++) {
 		if (!(mask >> l & 1))
 			continue;
@@ -301,11 +335,15 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 			uint32_t mb;
 			Cta *q = cluster_cta(c, addr(w, &o[3], l), &mb,
 				"a TMA load's mbarrier");
-			if (!q || q != p)
-				return q ? sim_fail(c->sim, "a TMA load into CTA "
-					"rank %d completing on CTA rank %d's "
-					"mbarrier", p->rank, q->rank), ST_ERR : ST_ERR;
-			for (int r = 0; r < c->cl->n; r++)
+			if (!q || (pair && !pair_bar(c, p, q, peer, mb)))
+				return ST_ERR;
+			if (pair)
+				a.mcta = q->rank + 1;
+			else if (q != p)
+				return sim_fail(c->sim, "a TMA load into CTA rank %d "
+					"completing on CTA rank %d's mbarrier", p->rank,
+					q->rank), ST_ERR;
+			for (int r = 0; !pair && r < c->cl->n; r++)
 				if (a.ranks >> r & 1 && !mbar_find(&c->cl->cta[r],
 				    mb))
 					return sim_fail(c->sim, "TMA load completes "

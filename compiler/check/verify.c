@@ -43,6 +43,9 @@
  *                 a peer's arrival on its barrier or multicast into it
  *   cluster-rank  a run computes a rank or multicast mask outside the
  *                 cluster
+ *   cta-pair      in a CTA pair ('cta ... pair'), an MMA issued by the
+ *                 pair's odd CTA, or a TMA load completing on a barrier
+ *                 of a CTA outside this CTA's pair
  * A cluster runs as all its CTAs: processes, barriers and shared memory
  * (offsets CTA_OFF apart) per CTA.
  * This file holds a run and its scheduler; verify_runs.c decides which
@@ -469,6 +472,11 @@ deadlock(Sim *s)
 				"cluster's barrier, which every warp of the cluster "
 				"that has not finished must reach (%d %s not)",
 				vf_pname(s, p), left, left == 1 ? "has" : "have");
+		} else if (p->state == B_NBAR && p->bar > CLB(s)) {
+			snprintf(note, sizeof note, "'%s' waits here for the "
+				"other CTA of its pair (CTA %d) to run 'tmem_alloc' "
+				"too: a pair allocates tensor memory together, a warp "
+				"of each CTA", vf_pname(s, p), p->cta ^ 1);
 		} else if (p->state == B_SEM) {
 			const Sem *m = &s->sem[p->bar];
 			snprintf(note, sizeof note, "'%s' waits here for '%s' "
@@ -579,6 +587,8 @@ setup(Sim *s, const SirMod *m)
 		for (int g = 0; g < 8; g++)
 			s->nb[NNB * c + 16 + g] = (Nbar){0, 0, 0, 0};
 	s->nb[CLB(s)] = (Nbar){0, 0, 0, 0};
+	for (int c = 0; c < s->ncta; c += 2)  /* a warp of each CTA */
+		s->nb[PAIRB(s, c)] = (Nbar){64, 0, 0, 0};
 	for (int i = 0; i < s->np; i++) {
 		const Part *pt = s->p[i].sp->part;
 		s->nb[NNB * s->p[i].cta + 16 + (pt->warp_lo + s->p[i].warp) / 4 %

@@ -227,9 +227,10 @@ typedef struct Sim {
 	int np;
 	Mbar mb[MAXBAR];
 	int nmb;
-	Nbar nb[NNB * MAXCTA + 1];  /* by CTA: 0..15 named barriers, 16..
-				     * warpgroup wgmma; then the cluster's
-				     * barrier (CLB) */
+	Nbar nb[NNB * MAXCTA + 1 + MAXCTA / 2];  /* by CTA: 0..15 named
+				     * barriers, 16.. warpgroup wgmma; then
+				     * the cluster's barrier (CLB), then each
+				     * CTA pair's tmem_alloc (PAIRB) */
 	int ncta;             /* CTAs modelled: the cluster's */
 	int nmb1;             /* mbarrier elements of one CTA; CTA c's
 			       * are mb[c * nmb1 ..] */
@@ -248,8 +249,8 @@ typedef struct Sim {
 	uint64_t rpend[MAXPROC][RECW];  /* by process: its live pending reads */
 	Clk *acc[MAXBAR];         /* clocks of this phase's arrivers */
 	Clk *done[MAXBAR][2];     /* of the last completed phases */
-	Clk *nbvc[NNB * MAXCTA + 1][2];  /* named barriers: accumulating,
-					  * released */
+	Clk *nbvc[NNB * MAXCTA + 1 + MAXCTA / 2][2];  /* named barriers:
+					  * accumulating, released */
 	bool capped;              /* a capacity limit was hit: warned */
 	int nvc;                  /* clock entries: np processes, then the
 				   * mbarriers' (VB) and tcgen05 commits'
@@ -293,6 +294,11 @@ typedef struct Sim {
 #define VB(s, b) ((s)->vbslot[b])
 /* The cluster's barrier (barrier.cluster), after the CTAs' named ones */
 #define CLB(s) (NNB * (s)->ncta)
+/* A CTA pair's collective tmem_alloc (cta 'pair'): the rendezvous of
+ * its two allocating warps, one a CTA, CTA c's pair's */
+#define PAIRB(s, c) (CLB(s) + 1 + (c) / 2)
+/* The named barriers and rendezvous with clocks: CLB and PAIRB too */
+#define NBVC(s) (NNB * (s)->ncta + 1 + (s)->ncta / 2)
 /* CTA c's shared memory: its byte offsets, apart from every other's */
 #define CTA_OFF(c) ((int64_t)(c) << 32)
 /* The clock entry of process i's tcgen05 commits: how many of them are

@@ -15,6 +15,26 @@
 #include "check/check.h"
 #include "check/verify.h"
 
+/* A pair's TMA load completes on a barrier of this CTA or of the other
+ * CTA of its pair (ranks 2k, 2k + 1); false after a failure. */
+static bool
+pair_peer(Sim *s, Proc *p, const SirIns *in, int64_t c)
+{
+	if (c / 2 == p->cta / 2)
+		return true;
+	char w[300], a[64];
+	Iter it;
+	vf_iter(p, &it);
+	snprintf(w, sizeof w, "%s completes a TMA load on a barrier of CTA "
+		"%lld", vf_who(s, p, &it), (long long)c);
+	snprintf(a, sizeof a, "CTAs %d and %d", p->cta & ~1, (p->cta & ~1) + 1);
+	vf_fail(s, in->span, "cta-pair", "%s, outside its pair (%s): TMA's "
+		".cta_group::2 reaches the barriers of this CTA or of the other "
+		"CTA of its pair only", w, a);
+	vf_note_traces(s, p);
+	return false;
+}
+
 bool
 vf_exec_copy(Sim *s, Proc *p, const SirIns *in)
 {
@@ -52,11 +72,19 @@ vf_exec_copy(Sim *s, Proc *p, const SirIns *in)
 				"fill %s", w, a);
 			return true;
 		}
+		/* a pair's load (cta=R): here, its bytes on CTA R's barrier */
+		int64_t bc = in->peer ? vf_val(p, in->peer) : -1;
+		if (in->peer && (!vf_rank_ok(s, p, in, bc, "completes a TMA "
+		    "load on a barrier of") || !pair_peer(s, p, in, bc) ||
+		    !vf_peer_alive(s, p, in, (int)bc, "completes a TMA load on "
+		    "a barrier of")))
+			return true;
 		for (int c = 0; c < s->ncta && !s->failed; c++) {
 			if (!(mask >> c & 1) || !vf_peer_alive(s, p, in, c,
 			    "multicasts into"))
 				continue;
-			b = vf_mbar_in(s, p, in, in->r[2], vf_val(p, in->ri[2]), c);
+			b = vf_mbar_in(s, p, in, in->r[2], vf_val(p, in->ri[2]),
+				bc >= 0 ? (int)bc : c);
 			if (b < 0)
 				return true;
 			vf_range_of(x, vf_val(p, in->ri[1]), &lo, &hi);

@@ -101,6 +101,58 @@ vf_peer_alive(Sim *s, Proc *p, const SirIns *in, int c, const char *what)
 	return false;
 }
 
+/* A CTA pair's MMA is issued by its leader, the even CTA; false (after
+ * a failure) in the other. */
+static bool
+pair_leader(Sim *s, Proc *p, const SirIns *in)
+{
+	if (p->cta % 2 == 0)
+		return true;
+	char w[300];
+	Iter it;
+	vf_iter(p, &it);
+	snprintf(w, sizeof w, "%s issues a tcgen05.mma in CTA %d", vf_who(s,
+		p, &it), p->cta);
+	vf_fail(s, in->span, "cta-pair", "%s, the odd CTA of its pair: a "
+		"pair's MMA (M = 256, both CTAs' operands and tensor memory) is "
+		"issued by the pair's leader, the even CTA only; guard it with "
+		"'if cluster_rank %% 2 == 0'", w, "");
+	vf_note_traces(s, p);
+	return false;
+}
+
+/* A CTA pair's tmem_alloc (tcgen05.alloc.cta_group::2) is collective:
+ * the allocating warp of each CTA of the pair, a rendezvous like
+ * bar.sync's (the first waits for the other). */
+static void
+pair_alloc(Sim *s, Proc *p, const SirIns *in)
+{
+	int self = (int)(p - s->p), id = PAIRB(s, p->cta);
+	Nbar *n = &s->nb[id];
+	int64_t gen = n->gen;
+
+	if (s->failed)
+		return;
+	n->who |= PBIT(self);
+	n->arrived += 32;
+	vf_join(s, s->nbvc[id][0], p->vc);
+	p->vc[self]++;
+	if (n->arrived >= n->count) {
+		n->arrived = 0;
+		n->who = 0;
+		n->gen++;
+		vf_wake_bar(s, B_NBAR, id);
+		memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(Clk));
+		memset(s->nbvc[id][0], 0, s->nvc * sizeof(Clk));
+		vf_join(s, p->vc, s->nbvc[id][1]);
+		return;
+	}
+	p->state = B_NBAR;
+	p->bar = id;
+	p->want = gen;
+	p->at = in;
+}
+
 int
 vf_mbar_at(Sim *s, Proc *p, const SirIns *in, const Res *r, int64_t idx)
 {
@@ -461,6 +513,8 @@ vf_exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	case SOP_tmem_load: case SOP_tmem_store: case SOP_tmem_alloc:
 	case SOP_tmem_free:
 		vf_tmem(s, p, in);
+		if (in->op == SOP_tmem_alloc && s->k->pair)
+			pair_alloc(s, p, in);
 		return true;
 	case SOP_param:
 		p->v[in->dst] = s->params[in->r[0]->index];
@@ -757,13 +811,20 @@ vf_exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 	}
 	case SOP_tc_mma:
 		/* shared-memory operands are read until a commit after the
-		 * MMA arrives; tensor memory in verify_tmem.c */
+		 * MMA arrives; tensor memory in verify_tmem.c.  A pair's MMA
+		 * is the leader's, and reads the other CTA's buffers too */
+		if (s->k->pair && !pair_leader(s, p, in))
+			return true;
+		for (int c = 0; c < (s->k->pair ? 2 : 1) && !s->failed; c++)
 		for (int k = 1; k <= 2; k++)
 			if (in->r[k] && in->r[k]->kind == R_SMEM) {
 				const Res *x = in->r[k];
 				vf_srange(p, x, vf_val(p, in->ri[k]), &lo, &hi);
-				vf_acc_read(s, p, in, lo, hi, 2, vf_geometry(x), 0,
-					x->shape[0]);
+				if (c && !vf_peer_alive(s, p, in, p->cta + 1,
+				    "reads the shared memory of"))
+					return true;
+				vf_acc_read(s, p, in, lo + CTA_OFF(c), hi +
+					CTA_OFF(c), 2, vf_geometry(x), 0, x->shape[0]);
 			}
 		vf_tmem(s, p, in);
 		p->tc_inflight++;

@@ -92,6 +92,8 @@ role(const SirIns *in, int k, char *buf, size_t n)
 			"'bulk_copy'" : "the cluster rank of an 'arrive'";
 	if (k == 10)
 		return "the row of a 'tma_load'";
+	if (k == 11)
+		return "the cluster rank of a 'tma_load' barrier";
 	if (k >= 6) {
 		snprintf(buf, n, "the index of '%s'", in->r[k - 6]->name);
 		return buf;
@@ -132,6 +134,8 @@ check(Ctx *ctx, const SirPart *sp, const SirBlock *b, const SirIns **src,
 				k = 9;
 			if (!from && in->row && (from = src[in->row]))
 				k = 10;
+			if (!from && in->peer && (from = src[in->peer]))
+				k = 11;
 		}
 		if (from) {
 			diag_error(ctx, in->span, "%s depends on '%s', loaded "

@@ -59,6 +59,7 @@ mark_roots(const SirBlock *b, const SirPart *sp, bool *rel, bool *wg)
 			for (int k = 0; k < 3; k++)
 				rel[in->ri[k]] = true;
 			rel[in->cta] = rel[in->row] = true;  /* a peer, a row */
+			rel[in->peer] = true;
 		}
 		if (in->body)
 			mark_roots(in->body, sp, rel, wg);

@@ -420,9 +420,13 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 	case SOP_tmem_free:
 		if (!alloc_ok(s, p, in))
 			return;
+		/* a pair frees together: every access in either CTA's tensor
+		 * memory must be ordered before each CTA's free */
+		for (int c = 0; c < (s->k->pair ? 2 : 1) && !s->failed; c++) {
+		TmState *tm = &s->tms[s->k->pair ? (p->cta & ~1) + c : p->cta];
 		for (int k = 0; k <= TQ_MMA && !s->failed; k++)
-		FOR_BITS(i, &s->tm->tlive[k], 1, !s->failed) {
-			const TRec *r = &s->tm->trec[k][i];
+		FOR_BITS(i, &tm->tlive[k], 1, !s->failed) {
+			const TRec *r = &tm->trec[k][i];
 			bool bf;
 			if (ordered(s, r, p, false))
 				continue;
@@ -437,14 +441,17 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 			s->other = &s->p[r->proc];
 			s->other_at = r->at;
 			vf_fail(s, in->span, "tmem-alloc", "%s frees tensor memory "
-				"that %s, not ordered before the free", vf_who(s, p, &it),
-				verbs[r->kind]);
+				"that %s, not ordered before the free", vf_who(s, p,
+				&it), s->k->pair && tm != s->tm ? "a tcgen05.mma or "
+				"a warp of the pair's other CTA accesses (a pair frees "
+				"both CTAs' tensor memory together)" : verbs[r->kind]);
 			diag_note(s->ctx, r->at->span, "the access, by %s: %s",
 				vf_who(s, &s->p[r->proc], &r->it), is_mma(r) ?
 				"wait on the phase a 'commit' after that MMA arrives "
 				"on before the free" : "an arrive or bsync after it "
 				"that the freeing warp waits on before the free");
 			vf_note_traces(s, p);
+		}
 		}
 		s->tm->tm_state = 2;
 		s->tm->tm_proc = self;
@@ -468,13 +475,29 @@ vf_tmem(Sim *s, Proc *p, const SirIns *in)
 	case SOP_tc_mma:
 		if (!alloc_ok(s, p, in))
 			return;
-		if (in->r[1] && in->r[1]->kind == R_TMEM) {
-			region(p, in->r[1], in->ri[1], &c0, &c1);
-			access(s, p, in, T_MMAR, in->r[1], in->ri[1], c0, c1,
-				0xf);
+		/* a pair's MMA (the leader's) reads and writes the other
+		 * CTA's tensor memory too, allocated with this CTA's */
+		for (int c = 0; c < (s->k->pair ? 2 : 1) && !s->failed; c++) {
+			s->tm = &s->tms[p->cta + c];
+			if (c && s->tm->tm_state != 1) {
+				char w[200];
+				snprintf(w, sizeof w, "'%s' issues a pair's "
+					"tcgen05.mma into the tensor memory of CTA %d",
+					vf_pname(s, p), p->cta + c);
+				vf_fail(s, in->span, "tmem-alloc", "%s%s", w,
+					s->tm->tm_state ? " after its 'tmem_free'" :
+					", which has not allocated it");
+				return;
+			}
+			if (in->r[1] && in->r[1]->kind == R_TMEM) {
+				region(p, in->r[1], in->ri[1], &c0, &c1);
+				access(s, p, in, T_MMAR, in->r[1], in->ri[1], c0, c1,
+					0xf);
+			}
+			region(p, in->r[0], in->ri[0], &c0, &c1);
+			access(s, p, in, T_MMAW, in->r[0], in->ri[0], c0, c1, 0xf);
 		}
-		region(p, in->r[0], in->ri[0], &c0, &c1);
-		access(s, p, in, T_MMAW, in->r[0], in->ri[0], c0, c1, 0xf);
+		s->tm = &s->tms[p->cta];
 		return;
 	}
 }
@@ -509,12 +532,16 @@ vf_tc_commit(Sim *s, Proc *p)
 {
 	int self = (int)(p - s->p), n = ++p->tc_commits;
 
-	s->tm = &s->tms[p->cta];
-	FOR_BITS(i, &s->tm->tlive[TQ_MMA], 1, true) {
-		TRec *r = &s->tm->trec[TQ_MMA][i];
-		if (r->proc == self && r->clock == CLK_NEVER)
-			r->clock = n;
+	/* a pair's MMAs: in both CTAs' tensor memory */
+	for (int c = 0; c < (s->k->pair && p->cta % 2 == 0 ? 2 : 1); c++) {
+		TmState *tm = &s->tms[p->cta + c];
+		FOR_BITS(i, &tm->tlive[TQ_MMA], 1, true) {
+			TRec *r = &tm->trec[TQ_MMA][i];
+			if (r->proc == self && r->clock == CLK_NEVER)
+				r->clock = n;
+		}
 	}
+	s->tm = &s->tms[p->cta];
 	for (int w = 0; w < RECW; w++)  /* pending until a commit */
 		for (uint64_t m = s->rpend[self][w]; m; m &= m - 1) {
 			Rec *r = &s->rec[w * 64 + __builtin_ctzll(m)];

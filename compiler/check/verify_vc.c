@@ -67,11 +67,11 @@ vf_clocks(Sim *s)
 
 	if (!s->clocks) {
 		slots(s);
-		s->nclocks = 2 * s->np + 3 * s->nmb + 2 * (NNB * s->ncta + 1);
+		s->nclocks = 2 * s->np + 3 * s->nmb + 2 * NBVC(s);
 		s->clocks = NEWARR(&s->ctx->scratch, Clk, (size_t)s->nclocks *
 			s->nvc);
 	}
-	memset(s->clocks, 0, (size_t)(2 * s->np + s->nmb + NNB * s->ncta + 1) *
+	memset(s->clocks, 0, (size_t)(2 * s->np + s->nmb + NBVC(s)) *
 		s->nvc *
 		sizeof(Clk));
 	c = s->clocks;
@@ -84,13 +84,13 @@ vf_clocks(Sim *s)
 		s->p[i].tvc = c;
 	for (int b = 0; b < s->nmb; b++, c += s->nvc)
 		s->acc[b] = c;
-	for (int i = 0; i <= NNB * s->ncta; i++, c += s->nvc)
+	for (int i = 0; i < NBVC(s); i++, c += s->nvc)
 		s->nbvc[i][0] = c;
 	for (int b = 0; b < s->nmb; b++, c += 2 * s->nvc) {
 		s->done[b][0] = c;
 		s->done[b][1] = c + s->nvc;
 	}
-	for (int i = 0; i <= NNB * s->ncta; i++, c += s->nvc)
+	for (int i = 0; i < NBVC(s); i++, c += s->nvc)
 		s->nbvc[i][1] = c;
 	for (int e = 0; e < s->nev; e++)  /* left by a failed run */
 		if (s->ev[e].vc)

@@ -95,9 +95,9 @@ decl_tma(S *s, const Node *d)
 void
 decl_cta(S *s, const Node *d)
 {
-	static const char *const ok[] = {"threads", "cluster", NULL};
-	const Node *c = attr(d, "cluster");
-	int64_t t = 0;
+	static const char *const ok[] = {"threads", "cluster", "pair", NULL};
+	const Node *c = attr(d, "cluster"), *pr = attr(d, "pair");
+	int64_t t = 0, prod = 1;
 
 	attrs_allowed(s, d, ok);
 	if (s->k->threads) {
@@ -111,7 +111,7 @@ decl_cta(S *s, const Node *d)
 	s->k->cluster[0] = s->k->cluster[1] = s->k->cluster[2] = 1;
 	if (c && c->a) {
 		int n = c->a->kind == N_TUPLE ? c->a->kids.n : 1;
-		int64_t v, prod = 1;
+		int64_t v;
 		if (n > 3)
 			diag_error(s->ctx, c->a->span, "'cluster' has at most "
 				"3 extents");
@@ -132,6 +132,24 @@ decl_cta(S *s, const Node *d)
 		else if (prod > 1)
 			need_hopper(s, c->a->span, "a thread block cluster", "");
 	}
+	/* pair: Blackwell's CTA pair (tcgen05 .cta_group::2), ranks 2k and
+	 * 2k + 1 of the cluster; the even one is the pair's leader */
+	if (!pr)
+		return;
+	if (pr->a)
+		diag_error(s->ctx, pr->span, "'pair' is a flag; it takes no "
+			"value");
+	else if (s->k->target != TGT_SM100A)
+		diag_error(s->ctx, pr->span, "'pair' (the CTA pair of the "
+			"tensor cores, tcgen05 .cta_group::2) needs "
+			"target=sm_100a; this kernel is for %s",
+			target_get(s->k->target)->name);
+	else if (prod % 2)
+		diag_error(s->ctx, pr->span, "'pair' needs a cluster of an "
+			"even number of CTAs (the pairs are ranks 2k and 2k + "
+			"1), found %lld: declare 'cluster=(2)'", (long long)prod);
+	else
+		s->k->pair = true;
 }
 
 void

@@ -263,6 +263,9 @@ typedef struct Kernel {
 	TargetId target;
 	int threads;
 	int cluster[3];
+	bool pair;           /* 'cta ... pair' (sm_100a): the cluster's CTAs
+			      * work in pairs (ranks 2k, 2k + 1) on the
+			      * tensor cores, every tcgen05 op cta_group::2 */
 	int tmem_cols;       /* sm_100a allocation, 0 = none */
 	const char *tmem_owner;
 	int ntile_dims;

@@ -268,6 +268,12 @@ emit_tma(PG *g, const SirIns *in)
 		mask = ptx_reg(g->f, RB16);
 		ptx_emit(g->f, "cvt.u16.u32 %R, %R;", mask, pg_u32(g, in->cta));
 	}
+	if (in->peer) {  /* a pair's load: the bytes complete on CTA R's */
+		PReg pb = ptx_reg(g->f, RB32);
+		ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %R;", pb, bar,
+			pg_u32(g, in->peer));
+		bar = pb;
+	}
 	for (int i = 0; i < n; i++)
 		c[i] = pg_u32(g, in->a[i]);
 	for (int k = 0; k < nblk; k++) {
@@ -297,8 +303,9 @@ emit_tma(PG *g, const SirIns *in)
 				dst, map, crd, bar, mask);
 		else if (load)
 			ptx_emit(g->f, "cp.async.bulk.tensor.%Id.shared::cluster."
-				"global.mbarrier::complete_tx::bytes [%R], [%R, "
-				"{%S}], [%R];", (int64_t)n, dst, map, crd, bar);
+				"global.mbarrier::complete_tx::bytes%S [%R], [%R, "
+				"{%S}], [%R];", (int64_t)n, in->peer ?
+				".cta_group::2" : "", dst, map, crd, bar);
 		else if (in->imm)  /* reduce=add */
 			ptx_emit(g->f, "cp.reduce.async.bulk.tensor.%Id.global."
 				"shared::cta.add.tile.bulk_group [%R, {%S}], [%R];",
@@ -395,17 +402,21 @@ emit_tmem(PG *g, const SirIns *in)
 {
 	PReg slot = tmem_slot(g);
 
+	/* a CTA pair allocates and frees together: one warp of each CTA */
+	const char *grp = g->k->pair ? "2" : "1";
+
 	if (in->op == SOP_tmem_alloc) {
-		ptx_emit(g->f, "tcgen05.alloc.cta_group::1.sync.aligned."
-			"shared::cta.b32 [%R], %I;", slot, in->imm);
-		ptx_emit(g->f, "tcgen05.relinquish_alloc_permit.cta_group::1."
-			"sync.aligned;");
+		ptx_emit(g->f, "tcgen05.alloc.cta_group::%S.sync.aligned."
+			"shared::cta.b32 [%R], %I;", grp, slot, in->imm);
+		ptx_emit(g->f, "tcgen05.relinquish_alloc_permit.cta_group::%S."
+			"sync.aligned;", grp);
 		return;
 	}
 	PReg t = ptx_reg(g->f, RB32);
 	ptx_emit(g->f, "ld.shared.b32 %R, [%R];", t, slot);
-	ptx_emit(g->f, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %R, %I;",
-		t, (int64_t)(g->k->tmem_cols ? g->k->tmem_cols : 512));
+	ptx_emit(g->f, "tcgen05.dealloc.cta_group::%S.sync.aligned.b32 %R, "
+		"%I;", grp, t, (int64_t)(g->k->tmem_cols ? g->k->tmem_cols :
+		512));
 }
 
 /* G[i...] as a value: the element at the row-major linear index, read
@@ -676,14 +687,14 @@ pg_sync(PG *g, const SirIns *in)
 			PReg m = ptx_reg(g->f, RB16), a = bar_addr(g, in->r[0],
 				in->ri[0]);
 			ptx_emit(g->f, "cvt.u16.u32 %R, %R;", m, pg_u32(g, in->cta));
-			ptx_emit(g->f, "tcgen05.commit.cta_group::1.mbarrier::"
+			ptx_emit(g->f, "tcgen05.commit.cta_group::%S.mbarrier::"
 				"arrive::one.shared::cluster.multicast::cluster.b64 "
-				"[%R], %R;", a, m);
+				"[%R], %R;", g->k->pair ? "2" : "1", a, m);
 			break;
 		}
-		ptx_emit(g->f, "tcgen05.commit.cta_group::1.mbarrier::arrive::one."
-			"shared::cluster.b64 [%R];", bar_addr(g, in->r[0],
-			in->ri[0]));
+		ptx_emit(g->f, "tcgen05.commit.cta_group::%S.mbarrier::arrive::"
+			"one.shared::cluster.b64 [%R];", g->k->pair ? "2" : "1",
+			bar_addr(g, in->r[0], in->ri[0]));
 		break;
 	case SOP_tmem_alloc: case SOP_tmem_free:
 		emit_tmem(g, in);

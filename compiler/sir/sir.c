@@ -175,6 +175,10 @@ ins(Buf *b, const SirPart *p, const SirIns *i, int ind)
 		buf_puts(b, " row=");
 		ref(b, p, i->row);
 	}
+	if (i->peer) {  /* a pair's TMA: the barrier's CTA */
+		buf_puts(b, " cta=");
+		ref(b, p, i->peer);
+	}
 	if (i->body) {
 		buf_puts(b, " {\n");
 		block(b, p, i->body, ind + 2);

@@ -68,6 +68,9 @@ typedef struct SirIns {
 			     * tma_load: the multicast mask (0: none) */
 	Ref row;            /* tma_load: the buffer row the box starts at
 			     * (0: row 0) */
+	Ref peer;           /* tma_load in a CTA pair: the rank of the CTA
+			     * whose barrier the bytes complete on (0:
+			     * this CTA's) */
 	Span span;
 	SirBlock *body, *els;
 } SirIns;

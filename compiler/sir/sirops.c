@@ -480,7 +480,7 @@ op_tma(G *g, const Node *n, bool load)
 	SirIns tmp = {0};
 
 	sg_noattrs(g, n, load ? (const char *const[]){"multicast", "row",
-		NULL} : (const char *const[]){"reduce", NULL});
+		"cta", NULL} : (const char *const[]){"reduce", NULL});
 	if (!sg_argc(g, n, load ? 2 : 1, load ? 2 : 1) ||
 	    !sg_need_target(g, n, T_HOP, load ? "'tma_load' (TMA)" :
 	    "'tma_store' (TMA)"))
@@ -510,12 +510,29 @@ op_tma(G *g, const Node *n, bool load)
 		m = sg_resource(g, n->kids.v[1], R_MBAR, "an mbarrier", &tmp.ri[2]);
 	const Node *rowa = load ? sg_opattr(g, n, "row", false) : NULL;
 	const Node *mca = load ? sg_opattr(g, n, "multicast", false) : NULL;
+	const Node *pca = load ? sg_opattr(g, n, "cta", false) : NULL;
 	if (!v || !b || (load && !m) || !box_matches(g, n, v, b, rowa))
 		return;
-	Ref row = 0, mask = 0;
+	Ref row = 0, mask = 0, peer = 0;
 	if (rowa && (!rowa->a || !(row = tma_row(g, rowa->a, v, b))))
 		return;
 	if (mca && (!mca->a || !(mask = sg_cluster_arg(g, mca->a, true))))
+		return;
+	/* cta=R in a CTA pair: the box lands here, its bytes complete on
+	 * BAR of CTA R, this CTA or its pair's other (TMA .cta_group::2) */
+	if (pca && !g->k->pair) {
+		diag_error(g->ctx, pca->span, "'tma_load ... cta=' completes "
+			"the bytes on a barrier of the other CTA of a pair: it "
+			"needs 'cta ... pair' (sm_100a); a load into several "
+			"CTAs is 'multicast='");
+		return;
+	}
+	if (pca && mca) {
+		diag_error(g->ctx, pca->span, "'cta=' and 'multicast=' do not "
+			"go together on one 'tma_load'");
+		return;
+	}
+	if (pca && (!pca->a || !(peer = sg_cluster_arg(g, pca->a, false))))
 		return;
 	sg_elect_warn(g, n);
 	SirIns *i = sg_emit(g, load ? SOP_tma_load : SOP_tma_store, n->span);
@@ -529,7 +546,8 @@ op_tma(G *g, const Node *n, bool load)
 	i->ri[2] = tmp.ri[2];
 	i->row = row;
 	i->cta = mask;
-	if (mask)
+	i->peer = peer;
+	if (mask || peer)
 		m->remote = true;  /* peers' loads complete on it */
 }
 

@@ -30,6 +30,21 @@ mma_shape(G *g, const Node *n, int64_t m, int64_t nn, int64_t k)
 			"multiple of 16 for 16-bit inputs", (long long)k);
 		return false;
 	}
+	/* A CTA pair's MMA (cta 'pair', tcgen05.mma.cta_group::2): M =
+	 * 256 rows, A's 128 from each CTA's buffer and D's 128 into each
+	 * CTA's tensor memory; N columns, B's first half from the leader's
+	 * buffer and the second from the other CTA's (both at the same
+	 * offset).  So this CTA's A is [128, K] and its B [N / 2, K]. */
+	if (g->k->pair && (m != 128 || nn % 16 || nn < 16 || nn > 128)) {
+		diag_error(g->ctx, n->span, "a CTA pair's tcgen05.mma is M = "
+			"256 by N: each CTA holds 128 rows of A and N / 2 of B's "
+			"columns (a multiple of 16 in 16..128); this CTA's part "
+			"is A %lld rows, B %lld columns", (long long)m,
+			(long long)nn);
+		return false;
+	}
+	if (g->k->pair)
+		return true;
 	if (sm90 && (m != 64 || nn % 8 || nn < 8 || nn > 256)) {
 		diag_error(g->ctx, n->span, tg->mma_sync ? "mma.sync computes "
 			"m16n8k16 per warp, four warps an m64nN tile with N a "
@@ -217,6 +232,8 @@ mma(G *g, const Node *n)
 	if (!mma_dims(g, n, &t, &m, &nn, &k, &ety) || !mma_shape(g, n, m, nn,
 	    k))
 		return;
+	if (g->k->pair)  /* N: both CTAs' halves of B */
+		nn *= 2;
 	if (sm90) {
 		SirVal *dv = sg_val(g, t.dst);
 		if (dv->n != nn) {
@@ -237,7 +254,9 @@ mma(G *g, const Node *n)
 	} else {
 		const Res *d = t.r[0];
 		if (d->shape[0] != m || d->shape[1] != nn || d->ety != TY_F32) {
-			diag_error(g->ctx, n->a->span, "'%s' is %s[%lld,%lld] "
+			diag_error(g->ctx, n->a->span, g->k->pair ? "'%s' is "
+				"%s[%lld,%lld] but this CTA's rows of the pair's A "
+				"@ B are f32[%lld,%lld]" : "'%s' is %s[%lld,%lld] "
 				"but A @ B is f32[%lld,%lld]", d->name,
 				ty_name(d->ety), (long long)d->shape[0],
 				(long long)d->shape[1], (long long)m,

@@ -100,7 +100,8 @@ a_operand(PG *g, const SirIns *in, bool amn)
 }
 
 /* mma D (=|+=) A @ B on sm_100a, inside 'elect': one
- * tcgen05.mma.cta_group::1.kind::f16 per K-chunk of 16, D in tensor
+ * tcgen05.mma.cta_group::1.kind::f16 per K-chunk of 16 (::2, M = 256,
+ * in a CTA pair: the leader issues it for both CTAs), D in tensor
  * memory, A from shared or tensor memory, B from shared memory.  The
  * first chunk enables the old D with the accumulate flag, the rest
  * always.  Completion is the schedule's business: 'commit B'. */
@@ -135,7 +136,9 @@ sm100_tcmma(PG *g, const SirIns *in)
 	PReg ad = a_operand(g, in, amn);
 	PReg bk = ptx_reg(g->f, RB64);
 	PReg ak = ptx_reg(g->f, atm ? RB32 : RB64);
-	uint32_t id = sm100_idesc(b->ety, amn, bmn, m, n);
+	/* a CTA pair's MMA is M = 256: this CTA's 128 rows and the other's */
+	uint32_t id = sm100_idesc(b->ety, amn, bmn, g->k->pair ? 256 : m, n);
+	const char *grp = g->k->pair ? "2" : "1";
 
 	if (in->a[0])
 		ptx_regname(g->f, pg_reg(g, in->a[0]), en);
@@ -157,9 +160,9 @@ sm100_tcmma(PG *g, const SirIns *in)
 				pg_desc_koff(a, amn, kk) >> 4);
 			ax = ak;
 		}
-		ptx_emit(g->f, atm ? "tcgen05.mma.cta_group::1.kind::f16 [%R], "
-			"[%R], %R, %U, %S;" : "tcgen05.mma.cta_group::1.kind::f16 "
-			"[%R], %R, %R, %U, %S;", dt, ax, bx, (uint64_t)id,
-			kk ? "1" : en);
+		ptx_emit(g->f, atm ? "tcgen05.mma.cta_group::%S.kind::f16 "
+			"[%R], [%R], %R, %U, %S;" : "tcgen05.mma.cta_group::%S."
+			"kind::f16 [%R], %R, %R, %U, %S;", grp, dt, ax, bx,
+			(uint64_t)id, kk ? "1" : en);
 	}
 }

@@ -178,6 +178,7 @@ sweep(void)
 typedef struct Walk {
 	const char *name;
 	const SirPart *sp;
+	bool pair;            /* a CTA pair's kernel: its MMAs are M = 256 */
 	List want;            /* the encoders' constants, in emission order */
 	int tgt;
 	bool bad;
@@ -217,18 +218,19 @@ mma(Walk *w, const SirIns *in)
 	if (in->op == SOP_tc_mma) {
 		const Res *d = in->r[0];
 		bool atm = a->kind == R_TMEM, amn = !atm && in->trans[1];
+		/* a CTA pair's MMA is this CTA's rows and the other's */
+		int64_t m = w->pair ? 2 * d->shape[0] : d->shape[0];
 		snprintf(what, sizeof what, "%s: idesc of '%s' = '%s' @ '%s'",
 			w->name, d->name, a->name, b->name);
-		put_idesc(b->ety, d->shape[0], d->shape[1], amn, bmn, atm,
-			what);
+		put_idesc(b->ety, m, d->shape[1], amn, bmn, atm, what);
 		if (!atm)
 			put_stages(w, true, a, amn, in->roff[1], nk);
 		put_stages(w, false, b, bmn, 0, nk);
 		for (int kk = 0; kk < nk; kk++)
 			push(&w->want, (Mma){SM100, !atm, atm ? 0 :
 				sm100_smem_desc(0, a, amn, kk), sm100_smem_desc(0, b,
-				bmn, kk), sm100_idesc(b->ety, amn, bmn,
-				d->shape[0], d->shape[1])});
+				bmn, kk), sm100_idesc(b->ety, amn, bmn, m,
+				d->shape[1])});
 	} else {
 		bool amn = a && in->trans[1];   /* 'X.T' of a major=MN A */
 		if (a)
@@ -443,6 +445,7 @@ check_kernel(Ctx *ctx, int argc, char **argv)
 	w.tgt = ctx->kern->target == TGT_SM90A ? SM90 : SM100;
 	for (int i = 0; i < ctx->sir->nparts; i++) {
 		w.sp = ctx->sir->parts[i];
+		w.pair = ctx->sir->k->pair;
 		walk(&w, &w.sp->body);
 	}
 	char *ptx = malloc(ctx->out.len + 1);

@@ -500,6 +500,18 @@ op_check(const Ins *in)
 		    in->o[1].k != OK_ADDR || in->o[3].k != OK_ADDR)
 			return "expected [dstMem], [srcMem], size, [mbar]";
 		return NULL;
+	case OP_ST_ASYNC: case OP_ST_ASYNC_V2: case OP_ST_ASYNC_V4: {
+		int nv = in->op == OP_ST_ASYNC ? 1 : in->op == OP_ST_ASYNC_V2 ?
+			2 : 4;
+		if (in->nopnd != 3 || in->o[0].k != OK_ADDR ||
+		    in->o[2].k != OK_ADDR || (nv == 1 ? in->o[1].k != OK_REG &&
+		    in->o[1].k != OK_IMM : in->o[1].k != OK_VEC ||
+		    in->o[1].n != nv))
+			return nv == 1 ? "expected [addr], value, [mbar]" :
+				nv == 2 ? "expected [addr], {a, b}, [mbar]" :
+				"expected [addr], {a, b, c, d}, [mbar]";
+		return NULL;
+	}
 	case OP_TMA_STORE: case OP_TMA_REDUCE:
 		if (in->nopnd != 3 || in->o[0].k != OK_ADDR ||
 		    in->o[1].k != OK_VEC || in->o[2].k != OK_ADDR)

@@ -12,9 +12,9 @@
  * an error at load time naming it and its line: nothing is skipped.
  *
  * Adding an instruction: a row here, its case in the executor that owns
- * it (exec.c scalar, sync.c barriers, tma.c bulk copies, cpasync.c
- * cp.async, wgmma.c, tcgen05.c and mma_sync.c tensor cores), and a unit
- * test in tests/sim/.
+ * it (exec.c scalar, sync.c barriers, tma.c bulk copies and st.async,
+ * cpasync.c cp.async, wgmma.c, tcgen05.c and mma_sync.c tensor cores),
+ * and a unit test in tests/sim/.
  *
  *   name            key                                         types */
 #define SIM_OPS(X) \
@@ -126,6 +126,9 @@
 	X(TMA_REDUCE,    "cp.reduce.async.bulk.tensor.D.global.shared::cta.add.tile.bulk_group", 0) \
 	X(BULK_S2S,      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes", 0) \
 	X(BULK_G2S,      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", 0) \
+	X(ST_ASYNC,      "st.async.shared::cluster.mbarrier::complete_tx::bytes.T", TM_B32 | TM_F32) \
+	X(ST_ASYNC_V2,   "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.T", TM_B32 | TM_F32) \
+	X(ST_ASYNC_V4,   "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.T", TM_B32 | TM_F32) \
 	X(BULK_COMMIT,   "cp.async.bulk.commit_group",               0) \
 	X(BULK_WAIT,     "cp.async.bulk.wait_group",                 0) \
 	X(BULK_WAIT_RD,  "cp.async.bulk.wait_group.read",            0) \

@@ -165,7 +165,8 @@ step(Cta *c, Warp *w)
 			break;
 		case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE:
 		case OP_TMA_LOAD_MC: case OP_BULK_S2S: case OP_BULK_G2S:
-		case OP_BULK_COMMIT: case OP_TMA_LOAD2:
+		case OP_BULK_COMMIT: case OP_TMA_LOAD2: case OP_ST_ASYNC:
+		case OP_ST_ASYNC_V2: case OP_ST_ASYNC_V4:
 			st = tma_op(c, w, in, run);
 			break;
 		case OP_WG_FENCE: case OP_WG_COMMIT: case OP_WG_WAIT:

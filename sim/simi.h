@@ -5,7 +5,7 @@
  *          loads and stores, shuffles, votes)
  * sync.c   the CTA: warps, the scheduler, named barriers, mbarriers, the
  *          asynchronous queue and the hang report
- * tma.c    tensor maps and cp.async.bulk.tensor
+ * tma.c    tensor maps, cp.async.bulk[.tensor] and st.async
  * wgmma.c  wgmma.mma_async and its shared-memory descriptors
  * tcgen05.c tensor memory and tcgen05 (alloc, ld/st, mma, commit),
  *          .cta_group::1 and the CTA pair's ::2
@@ -191,7 +191,7 @@ typedef struct NBar {
 
 /* A pending asynchronous operation. */
 enum { AS_TMA_LOAD, AS_TMA_STORE, AS_WGMMA, AS_TC_MMA, AS_TC_COMMIT,
-	AS_CP_ARRIVE, AS_BULK_S2S, AS_BULK_G2S };
+	AS_CP_ARRIVE, AS_BULK_S2S, AS_BULK_G2S, AS_ST_ASYNC };
 
 /* A tcgen05.mma, as issued (operands are read when it completes). */
 typedef struct TcMma {
@@ -223,6 +223,9 @@ typedef struct Async {
 				      * issuing CTA, into smem of rank
 				      * ranks' CTA */
 	uint64_t gsrc;               /* AS_BULK_G2S: the global source */
+	uint32_t val[4];             /* AS_ST_ASYNC: the values (bytes / 4,
+				      * read at issue), into smem of rank
+				      * ranks' CTA */
 } Async;
 
 /* A cp.async copy that has not landed (cpasync.c). */

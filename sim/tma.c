@@ -24,7 +24,25 @@
  * that CTA or in the other of its pair (mapa's address of the leader's
  * barrier, as the pair's loads are counted there); a barrier outside
  * the pair is an error.  .multicast::cluster with .cta_group::2 is not
- * modelled (a load-time error: no such row in ops.h). */
+ * modelled (a load-time error: no such row in ops.h).
+ *
+ * st.async.shared::cluster.mbarrier::complete_tx::bytes[.v2|.v4].{b32,
+ * f32} [addr], value or {values}, [mbar] (PTX ISA 9.7.8.12): each active
+ * lane stores its 4, 8 or 16 bytes at [addr] in the CTA of the cluster
+ * that the shared::cluster address names (mapa's, or this CTA's own) and
+ * completes that many transaction bytes on [mbar], which must be in the
+ * same CTA (PTX requires it).  It is modelled as cp.async.bulk.shared::
+ * cluster.shared::cta is: one entry per lane in the issuing CTA's
+ * asynchronous queue, the values read from the registers at issue, the
+ * bytes landing and the complete_tx when the queue drains (every warp of
+ * the cluster blocked; at issue with SIM_OPT_EAGER), so a read before
+ * the mbarrier's phase completes sees the old bytes.  Errors at issue:
+ * an address outside shared memory or not aligned to the access size,
+ * [mbar] not 8-byte aligned, in another CTA than [addr] or not
+ * initialized, a destination CTA that has exited; when it lands: the
+ * destination CTA has exited since, or the bytes cover an mbarrier.  As
+ * for every queued operation, the issuing CTA may not exit before its
+ * queue drains (run.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +197,22 @@ tma_complete(Cta *c, const Async *a)
 		memmove(to, from, a->bytes);
 		return mbar_complete_tx(p, a->mbar, a->bytes);
 	}
+	if (a->kind == AS_ST_ASYNC) {
+		Cta *p = &c->cl->cta[__builtin_ctz(a->ranks)];
+		if (p->exited)
+			return sim_fail(c->sim, "st.async into CTA rank %d, which "
+				"has exited", p->rank), false;
+		uint8_t *to = smem_at(p, a->smem, a->bytes, "st.async");
+		if (!to)
+			return false;
+		for (uint32_t i = 0; i < a->bytes; i += 8)
+			if (p->mbmark[(a->smem + i) / 8])
+				return sim_fail(c->sim, "st.async writes over the "
+					"mbarrier at 0x%x in CTA rank %d",
+					(a->smem + i) & ~7u, p->rank), false;
+		memcpy(to, a->val, a->bytes);   /* little-endian, as the GPU */
+		return mbar_complete_tx(p, a->mbar, a->bytes);
+	}
 	const Tmap *t = &c->tmaps[a->tmap];
 	if (a->kind == AS_TMA_STORE)
 		return copy_box(c, t, a->coord, a->smem, false, a->reduce);
@@ -254,6 +288,52 @@ bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	return ST_OK;
 }
 
+/* st.async[.v2|.v4].{b32,f32} [addr], value(s), [mbar]: see the top. */
+static int
+st_async(Cta *c, Warp *w, const Ins *in, uint32_t mask)
+{
+	const Opnd *o = in->o;
+	int nv = in->op == OP_ST_ASYNC ? 1 : in->op == OP_ST_ASYNC_V2 ? 2 : 4;
+	uint32_t n = 4u * (uint32_t)nv;
+
+	for (int l = 0; l < 32; l++) {
+		if (!(mask >> l & 1))
+			continue;
+		Async a = {.kind = AS_ST_ASYNC, .warp = w->id, .line = in->line,
+			.bytes = n};
+		uint64_t da = addr(w, &o[0], l), ma = addr(w, &o[2], l);
+		uint32_t mb;
+		Cta *p = cluster_cta(c, da, &a.smem, "st.async"), *q;
+		if (!p || !(q = cluster_cta(c, ma, &mb, "st.async's mbarrier")))
+			return ST_ERR;
+		if (q != p)
+			return sim_fail(c->sim, "st.async into CTA rank %d "
+				"completes on CTA rank %d's mbarrier: the mbarrier "
+				"must be in the destination's CTA", p->rank,
+				q->rank), ST_ERR;
+		if (a.smem % n)
+			return sim_fail(c->sim, "st.async of %u bytes at shared "
+				"address 0x%x (CTA rank %d) is misaligned", n, a.smem,
+				p->rank), ST_ERR;
+		if (!smem_at(p, a.smem, n, "st.async"))
+			return ST_ERR;
+		if (mb % 8 || !mbar_find(p, mb))
+			return sim_fail(c->sim, "st.async completes on 0x%x in "
+				"CTA rank %d, where no mbarrier was initialized%s",
+				mb, p->rank, mb % 8 ? " (not 8-byte aligned)" : ""),
+				ST_ERR;
+		for (int e = 0; e < nv; e++)
+			a.val[e] = (uint32_t)(nv == 1 ? opnd_u(c, w, &o[1], l) :
+				*reg_at(w, o[1].v[e], l));
+		a.mbar = mb;
+		a.ranks = (uint16_t)(1u << p->rank);
+		if (c->sim->eager ? !tma_complete(c, &a) :
+		    async_push(c, &a) != ST_OK)
+			return ST_ERR;
+	}
+	return ST_OK;
+}
+
 /* A .cta_group::2 load from c into p's shared memory, completing on
  * [mb] in q: p must be c, and q c or its peer. */
 static bool
@@ -288,6 +368,9 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 	}
 	if (in->op == OP_BULK_S2S || in->op == OP_BULK_G2S)
 		return bulk_s2s(c, w, in, mask);
+	if (in->op == OP_ST_ASYNC || in->op == OP_ST_ASYNC_V2 ||
+	    in->op == OP_ST_ASYNC_V4)
+		return st_async(c, w, in, mask);
 	if (pair && !(peer = tc_peer(c, "a .cta_group::2 TMA load")))
 		return ST_ERR;
 	for (int l = 0; l < 32; l++) {

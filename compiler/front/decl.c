@@ -413,6 +413,7 @@ decl_smem(S *s, const Node *d)
 		else if (want_int(s, st->kids.v[0], "the stage count", 1, 64,
 		    &v))
 			r->stages = (int)v;
+		r->staged = true;
 	}
 	if (shape->kids.n > 2) {
 		diag_error(s->ctx, shape->span, "a shared-memory tile has 1 or "

@@ -200,6 +200,8 @@ struct Res {
 	int64_t shape[5];    /* SMEM/TMEM/TMA box (5-D): compile-time shape */
 	const Node *dims[5]; /* GLOBAL: runtime dims (AST) */
 	int stages;          /* SMEM: ring depth (1 without a stage dim) */
+	bool staged;         /* SMEM: declared with a stage dim ('[1]' too),
+			      * so its uses take an index */
 	const Layout *lay;   /* SMEM/TMEM layout */
 	Res *alias;          /* SMEM/TMEM: the region this one overlays */
 	Res *of;             /* TMA: its global tensor */

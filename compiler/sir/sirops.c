@@ -41,7 +41,7 @@ sg_resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
 		diag_note(g->ctx, r->nspan, "'%s' declared here", r->name);
 		return NULL;
 	}
-	bool staged = want == R_SMEM && r->stages > 1;
+	bool staged = want == R_SMEM && (r->stages > 1 || r->staged);
 	if (e->kind == N_INDEX) {
 		int64_t v;
 		if (!r->is_array && !staged) {
@@ -70,7 +70,8 @@ sg_resource(G *g, const Node *e, ResKind want, const char *what, Ref *idx)
 	} else if (r->is_array || staged) {
 		diag_error(g->ctx, e->span, "'%s' has %d %s; say which one, "
 			"e.g. '%s[0]'", r->name, staged ? r->stages : r->count,
-			staged ? "stages" : "elements", r->name);
+			staged ? (r->stages == 1 ? "stage" : "stages") :
+			r->count == 1 ? "element" : "elements", r->name);
 		return NULL;
 	}
 	return r;

@@ -51,7 +51,7 @@ def reference(kind, x, w, b):
         w.double()
 
 
-def configs(kind, n, most, stages=()):
+def configs(kind, n, most, stages=(), rgs=()):
     """(name, defines) of the configurations worth trying at width n;
     with stages, each one-CTA configuration also warp-specialized (-D
     WS=true, a cp.async loader warp and a ring of ST stages) for each ST
@@ -76,7 +76,7 @@ def configs(kind, n, most, stages=()):
                                 d + ["WS=true", "ST=%d" % st]))
     # rows wider than a CTA: a cluster of CL CTAs shares a row, a row a
     # CTA of TPR threads (issue #27)
-    for cl in (2, 4, 8):
+    for cl in (2, 4, 8, 16):
         nn = n // cl
         for tpr in (256, 512, 1024):
             per = nn // tpr
@@ -87,6 +87,9 @@ def configs(kind, n, most, stages=()):
             if kind != "softmax":
                 d.append("WHOLD=false")
             out.append(("cl%d tpr%d" % (cl, tpr), d))
+            for rg in rgs:    # another register budget (RG, issue #27)
+                out.append(("cl%d tpr%d rg%d" % (cl, tpr, rg),
+                            d + ["RG=%d" % rg]))
     return out
 
 
@@ -104,6 +107,9 @@ def main():
     ap.add_argument("--ws", default="",
                     help="also the warp-specialized form of each "
                     "configuration, for each ring depth of a comma list")
+    ap.add_argument("--rg", default="",
+                    help="also each cluster configuration with the "
+                    "register budget RG, for each of a comma list")
     ap.add_argument("--top", type=int, default=8)
     a = ap.parse_args()
     shapes = SHAPES if not a.shapes else [
@@ -122,7 +128,8 @@ def main():
         ref = reference(a.kernel, x, w, b)
         runs = {}
         cands = configs(a.kernel, n, a.most,
-                        [int(v) for v in a.ws.split(",") if v])
+                        [int(v) for v in a.ws.split(",") if v],
+                        [int(v) for v in a.rg.split(",") if v])
         cfgs = [(nm, d, None) for nm, d in cands]
         for r in [int(v) for v in a.maxnreg.split(",") if v]:
             cfgs += [("%s r%d" % (nm, r), d, r) for nm, d in cands]

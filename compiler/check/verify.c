@@ -331,6 +331,10 @@ complete(Sim *s, int e)
 			snprintf(a, sizeof a, "%d", s->mb[ev.bar].cta);
 			s->cur = p;
 			vf_fail(s, at ? at->span : s->k->span, "cluster-exit",
+				at && at->op == SOP_clred_put ? "a cluster reduction's "
+				"partial (st.async) lands in CTA %s after every warp of "
+				"CTA %s has finished: a CTA must not exit while a peer "
+				"may still write its shared memory" :
 				at && at->op == SOP_bulk_copy ? "a bulk_copy lands in "
 				"CTA %s after every warp of CTA %s has finished: a CTA "
 				"must not exit while a peer may still write its shared "
@@ -366,6 +370,10 @@ complete(Sim *s, int e)
 			s->rec[ev.rec].pending = false;
 			s->rec[ev.rec].bar = ev.bar;
 			s->rec[ev.rec].tag = s->mb[ev.bar].phase + 1;
+		}
+		if (ev.vc) {  /* st.async: its complete_tx releases */
+			vf_join(s, s->acc[ev.bar], ev.vc);
+			vf_vfree(s, ev.vc);
 		}
 		s->mb[ev.bar].tx -= ev.bytes;
 		s->mb[ev.bar].bytes += ev.bytes;

@@ -101,6 +101,56 @@ vf_peer_alive(Sim *s, Proc *p, const SirIns *in, int c, const char *what)
 	return false;
 }
 
+/* A cluster reduction's exchange on mbarriers (cbar=MB[s]): the
+ * partition's first warp expects every partial's bytes on this CTA's
+ * MB[s] (one arrival); each warp holding the first thread of a row group
+ * stores its rows' partials into [lo, hi) of every CTA by st.async, a
+ * write pending until the bytes complete that CTA's MB[s] phase, which
+ * releases the writer's earlier accesses to whoever waits on it (the
+ * complete_tx has release semantics at cluster scope). */
+static bool
+clred_async(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi)
+{
+	const Layout *l = p->sp->vals[in->a[0]].lay;
+	int self = (int)(p - s->p), c = s->ncta;
+	int64_t idx = vf_val(p, in->ri[1]), rows = 0;
+
+	l = l && l->kind == LK_ROWS ? l->parent : l;
+	if (!l || l->kind != LK_BLOCKED)
+		return true;
+	/* this warp's threads t (from the partition's first) with t % tpr
+	 * == 0 each hold rows m * tpr / threads of the tile */
+	for (int t = p->warp * 32; t < p->warp * 32 + 32; t++)
+		if (t < l->threads && t % l->tpr == 0)
+			rows += (int64_t)l->m * l->tpr / l->threads;
+	if (p->warp == 0) {
+		int b = vf_mbar_in(s, p, in, in->r[1], idx, p->cta);
+		if (b < 0)
+			return true;
+		s->mb[b].tx += (int64_t)l->m * c * 4;
+		vf_mbar_arrive(s, p, in, b, 1);
+	}
+	for (int k = 0; k < c && rows && !s->failed; k++) {
+		if (!vf_peer_alive(s, p, in, k, "stores a partial into"))
+			return true;
+		int b = vf_mbar_in(s, p, in, in->r[1], idx, k);
+		if (b < 0)
+			return true;
+		Rec *w = vf_acc_write(s, p, in, lo + CTA_OFF(k), hi + CTA_OFF(k),
+			true, 0, 0, 0);
+		vf_emit_event(s, EV_TMA, self, b, rows * 4);
+		if (!s->nev || s->failed)
+			return true;
+		Ev *e = &s->ev[s->nev - 1];
+		e->rec = w ? (int)(w - s->rec) : -1;
+		e->vc = s->nvfree ? s->vfree[--s->nvfree] :
+			NEWARR(&s->ctx->scratch, Clk, s->nvc);
+		memcpy(e->vc, p->vc, s->nvc * sizeof(Clk));
+	}
+	p->vc[self]++;
+	return true;
+}
+
 /* A CTA pair's MMA is issued by its leader, the even CTA; false (after
  * a failure) in the other. */
 static bool
@@ -465,6 +515,8 @@ vf_exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 				CTA_OFF(p->cta), 0, 0, 0);
 			return true;
 		}
+		if (in->r[1])  /* cbar=: st.async, bytes on each CTA's barrier */
+			return clred_async(s, p, in, lo, hi);
 		for (int c = 0; c < s->ncta && !s->failed; c++)
 			if (vf_peer_alive(s, p, in, c, "writes the shared memory of"))
 				vf_acc_write(s, p, in, lo + CTA_OFF(c), hi +

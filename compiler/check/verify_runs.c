@@ -37,6 +37,8 @@ scan(const SirBlock *b, const Res *r, const SirIns **wait, bool *prod)
 		    in->op == SOP_bulk_copy || in->op == SOP_bulk_load) &&
 		    in->r[2] == r)
 			*prod = true;
+		if (in->op == SOP_clred_put && in->r[1] == r)
+			*prod = true;  /* rowsum(... cbar=) */
 		if (in->body)
 			scan(in->body, r, wait, prod);
 		if (in->els)

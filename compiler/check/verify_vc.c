@@ -12,16 +12,18 @@
 #include "check/check.h"
 #include "check/verify.h"
 
-/* Does b (or a block in it) hold a TMA load or cp_async completing on
- * r, or (r NULL) a tcgen05.mma or commit? */
+/* Does b (or a block in it) hold a TMA load, cp_async or a cluster
+ * reduction's st.async completing on r, or (r NULL) a tcgen05.mma or
+ * commit? */
 static bool
 uses(const SirBlock *b, const Res *r)
 {
 	for (int i = 0; i < b->n; i++) {
 		const SirIns *in = &b->v[i];
-		if (r ? (in->op == SOP_tma_load || in->op == SOP_cp_async ||
+		if (r ? ((in->op == SOP_tma_load || in->op == SOP_cp_async ||
 		    in->op == SOP_bulk_copy || in->op == SOP_bulk_load) &&
-		    in->r[2] == r :
+		    in->r[2] == r) || (in->op == SOP_clred_put &&
+		    in->r[1] == r) :
 		    in->op == SOP_tc_mma || in->op == SOP_tc_commit)
 			return true;
 		if ((in->body && uses(in->body, r)) ||
@@ -170,11 +172,13 @@ race(Sim *s, Proc *q, const SirIns *in, const Rec *r, const char *what)
 	bool thr = r->kind == A_READ && r->bulk == 3;
 	bool bc = r->at && (r->at->op == SOP_bulk_copy || r->at->op ==
 		SOP_bulk_load);
+	bool cr = r->at && r->at->op == SOP_clred_put && r->kind == A_TMAW;
 	Iter it;
 	vf_iter(q, &it);
 	snprintf(a, sizeof a, "%s: %s shared memory that %s", vf_who(s, q,
 		&it), what, tc ? "a tcgen05.mma reads" : thr ? "threads read "
-		"(smem_load or mma.sync)" : cp ? "a cp_async writes" : bc ?
+		"(smem_load or mma.sync)" : cp ? "a cp_async writes" : cr ?
+		"a cluster reduction's st.async writes" : bc ?
 		(r->kind == A_READ ? "a bulk_copy reads" : "a bulk_copy writes") :
 		kinds[r->kind]);
 	s->other = &s->p[r->proc];
@@ -331,6 +335,17 @@ vf_acc_gread(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 	}
 }
 
+/* Is r from p's current tile iteration and innermost loop step? */
+static bool
+same_iter(const Rec *r, const Proc *p)
+{
+	Iter it;
+
+	vf_iter(p, &it);
+	return r->it.tile == it.tile && r->it.i == it.i && r->it.loop ==
+		it.loop;
+}
+
 /* A write of [lo, hi): by TMA (tma) or by threads; earlier accesses must
  * be ordered before it.  It replaces the records it covers. */
 Rec *
@@ -346,11 +361,21 @@ vf_acc_write(Sim *s, Proc *p, const SirIns *in, int64_t lo, int64_t hi,
 		 * warps' chunks of cp.async tiles */
 		bool cp = in->op == SOP_cp_async && r->bulk == CP_GROUP &&
 			r->kind != A_READ;
+		/* a cluster reduction's st.async partials: each row's slot is
+		 * its row group's first thread's, so the warps' stores of one
+		 * reduction do not conflict (their tile iteration tells a
+		 * reduction from the next one into the stage) */
+		if (in->op == SOP_clred_put && r->kind == A_TMAW && r->at == in &&
+		    same_iter(r, p))
+			cp = true;
 		if (!ordered(s, r, p) && !(r->kind == A_GENW && !tma) && !cp)
 			race(s, p, in, r, in->op == SOP_bulk_copy || in->op ==
-				SOP_bulk_load ? "a bulk_copy overwrites" : tma && in->op != SOP_cp_async ?
-				"a TMA load overwrites" : "this overwrites");
-		else if (tma && in->op != SOP_cp_async && r->dirty &&
+				SOP_bulk_load ? "a bulk_copy overwrites" : in->op ==
+				SOP_clred_put ? "this st.async overwrites" : tma &&
+				in->op != SOP_cp_async ? "a TMA load overwrites" :
+				"this overwrites");
+		else if (tma && in->op != SOP_cp_async && in->op !=
+		    SOP_clred_put && r->dirty &&
 		    ((r->kind == A_READ && r->bulk == 3) || r->kind == A_GENW)) {
 			/* write after read (or write) across proxies: threads'
 			 * loads or stores, then the async proxy's copy

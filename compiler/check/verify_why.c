@@ -29,7 +29,8 @@ uses(const SirBlock *b, const Res *r, const SirIns **arr, bool *waited)
 		    in->op == SOP_mbar_expect || in->op == SOP_tc_commit) &&
 		    in->r[0] == r) || ((in->op == SOP_tma_load ||
 		    in->op == SOP_bulk_copy || in->op == SOP_bulk_load) &&
-		    in->r[2] == r)))
+		    in->r[2] == r) || (in->op == SOP_clred_put &&
+		    in->r[1] == r)))
 			*arr = in;
 		if (in->body)
 			uses(in->body, r, arr, waited);

@@ -65,6 +65,8 @@ void pg_mma_sync(PG *, const SirIns *);
 PReg *pg_frag(PG *, Ref, int *n);  /* a tile's registers (ops->tile_regs) */
 void pg_exp2_poly(PG *, PReg d, PReg x);  /* exp2(x, poly=N) */
 PReg pg_stage_base(PG *, const Res *, Ref stage);
+/* ptxsync.c: the shared-memory address of mbarrier element idx of r */
+PReg pg_bar_addr(PG *, const Res *, Ref idx);
 PReg pg_smem_base(PG *, const SirIns *, PReg base, const char **space);
 int64_t pg_kmajor_off(const Res *, int kk);
 void pg_desc_offs(const Res *, bool mn, int64_t *lbo, int64_t *sbo);

@@ -38,6 +38,12 @@ bar_addr(PG *g, const Res *r, Ref idx)
 	return addr(g, r->off, idx, 8);
 }
 
+PReg
+pg_bar_addr(PG *g, const Res *r, Ref idx)
+{
+	return bar_addr(g, r, idx);
+}
+
 /* The parity test of a wait loop: try_wait (which may suspend the
  * thread a while) from sm_90 on, test_wait on sm_80. */
 static const char *

@@ -44,14 +44,14 @@ rows_of(G *g, const Layout *l)
  * diagnostic. */
 static bool
 via_args(G *g, const Node *n, Node *one, const Node **via, const Node **bar,
-	const Node **cl)
+	const Node **cl, const Node **cb, const Node **ph)
 {
 	*one = *n;
-	*via = *bar = *cl = NULL;
+	*via = *bar = *cl = *cb = *ph = NULL;
 	for (int k = 0; k < n->kids.n; k++) {
 		const Node *a = n->kids.v[k];
 		if (a->kind != N_NAMEDARG) {
-			if (*via || *bar || *cl) {
+			if (*via || *bar || *cl || *cb || *ph) {
 				diag_error(g->ctx, a->span, "'%s' takes its "
 					"operands before 'via=', 'bar=' and "
 					"'cluster='", n->a->name);
@@ -65,14 +65,25 @@ via_args(G *g, const Node *n, Node *one, const Node **via, const Node **bar,
 			*bar = a;
 		else if (!strcmp(a->name, "cluster") && !*cl)
 			*cl = a;
+		else if (!strcmp(a->name, "cbar") && !*cb)
+			*cb = a;
+		else if (!strcmp(a->name, "phase") && !*ph)
+			*ph = a;
 		else {
 			diag_error(g->ctx, a->span, "'%s' takes the named "
 				"arguments 'via=BUF[s]' and 'bar=B' (a reduction "
-				"across warps) and 'cluster=BUF[s]' (across the "
-				"CTAs of a cluster), each once", n->a->name);
+				"across warps), 'cluster=BUF[s]' (across the CTAs of "
+				"a cluster) and 'cbar=MB[s], phase=P' (its exchange "
+				"on an mbarrier), each once", n->a->name);
 			return false;
 		}
 		one->kids.n = k < one->kids.n ? k : one->kids.n;
+	}
+	if ((*cb || *ph) && (!*cb || !*ph || !*cl)) {
+		diag_error(g->ctx, n->span, "an exchange of a cluster's partials "
+			"on an mbarrier needs 'cluster=BUF[s]', 'cbar=MB[s]' and "
+			"'phase=P' (the parity 'wait MB[s]' would take)");
+		return false;
 	}
 	if (!*via != !*bar) {
 		diag_error(g->ctx, n->span, "a reduction across warps needs "
@@ -143,7 +154,7 @@ across_warps(G *g, const Node *n, SirOp op, Ref part, Ref init,
  * bits.  SIR: clred_put, cl_sync, clred_get. */
 static Ref
 across_ctas(G *g, const Node *n, SirOp op, Ref part, Ref init,
-	const Node *cl)
+	const Node *cl, const Node *cb, const Node *ph)
 {
 	const SirVal *xv = sg_val(g, part);
 	const Layout *bl = xv->lay->parent;
@@ -172,12 +183,43 @@ across_ctas(G *g, const Node *n, SirOp op, Ref part, Ref init,
 			ty_name(b->ety));
 		return sg_err(g);
 	}
+	/* cbar=MB[s], phase=P: the partials go by st.async, their bytes
+	 * completing on MB[s] of each CTA, which each CTA expects and waits
+	 * for (parity P): no barrier of the whole cluster */
+	Res *mb = NULL;
+	Ref midx = 0, par = 0;
+	if (cb) {
+		if (!cb->a || !(mb = sg_resource(g, cb->a, R_MBAR,
+		    "an mbarrier", &midx)))
+			return sg_err(g);
+		if (mb->mcount != 1) {
+			diag_error(g->ctx, cb->a->span, "'cbar=' takes an mbarrier "
+				"of 'count=1' (one thread of each CTA expects the "
+				"partials' bytes); '%s' has count=%lld", mb->name,
+				(long long)mb->mcount);
+			return sg_err(g);
+		}
+		par = sg_int_arg(g, ph->a, "the parity");
+		if (sg_val(g, par)->ty == TY_ERR)
+			return sg_err(g);
+		mb->remote = true;
+	}
 	SirIns *i = sg_emit(g, SOP_clred_put, n->span);
 	i->a[0] = part;
 	i->na = 1;
 	i->r[0] = b;
 	i->ri[0] = sidx;
-	sg_emit(g, SOP_cl_sync, cl->span);
+	i->r[1] = mb;
+	i->ri[1] = midx;
+	if (mb) {
+		i = sg_emit(g, SOP_mbar_wait, cb->span);
+		i->r[0] = mb;
+		i->ri[0] = midx;
+		i->a[0] = par;
+		i->na = 1;
+	} else {
+		sg_emit(g, SOP_cl_sync, cl->span);
+	}
 	Ref r = sir_val(g->ctx, g->p, TY_FRAG, NULL);
 	sg_frag_like(g, r, sg_val(g, part));
 	i = sg_emit(g, SOP_clred_get, n->span);
@@ -200,9 +242,9 @@ reduce(G *g, const Node *n, SirOp op)
 	const char *f = sir_ops[op].name;
 	Ref x, init = 0, r;
 	Node one;
-	const Node *via, *bar, *cl;
+	const Node *via, *bar, *cl, *cb, *ph;
 
-	if (!via_args(g, n, &one, &via, &bar, &cl))
+	if (!via_args(g, n, &one, &via, &bar, &cl, &cb, &ph))
 		return sg_err(g);
 	if (!nargs(g, &one, f, 1, 2))
 		return sg_err(g);
@@ -270,7 +312,7 @@ reduce(G *g, const Node *n, SirOp op)
 				"rows of a 'blocked' tile");
 			return sg_err(g);
 		}
-		r = across_ctas(g, n, op, r, init, cl);
+		r = across_ctas(g, n, op, r, init, cl, cb, ph);
 	}
 	return r;
 }

@@ -24,9 +24,10 @@ and key j (and so the lse).
 The kernel runs asynchronously on torch's current stream; on the legacy
 default stream (stream 0), which libfagen never launches on, it runs on
 the calling thread's per-thread default stream instead, made to wait for
-the legacy stream first (which orders it after the other threads' work
-too: autograd runs backwards on a thread of its own), and the legacy
-stream waits for it in turn.  fagen.attention and fagen.attention_varlen are
+the legacy stream first when another thread launched last (which orders
+it after the other threads' work: autograd runs backwards on a thread of
+its own; a per-thread stream waits for the legacy stream's earlier work
+by itself), and the legacy stream waits for it in turn.  fagen.attention and fagen.attention_varlen are
 differentiable (torch.autograd.Functions whose backward is
 fg_attention_backward: head_dim 64, 96 and 128, causal or not, GQA/MQA,
 windows, softcaps and ALiBi; other variants raise NotImplementedError in

@@ -26,6 +26,7 @@ _choice = None      # use_simulator's: a target, "" (the GPU) or None
 _lock = threading.Lock()
 _ctxs = {}          # CUDA device index, or simulated target -> fg_ctx *
 _per_thread = {}    # device index -> torch's handle on the per-thread stream
+_last = {}          # device index -> the thread of the last launch there
 
 
 class _Options(ctypes.Structure):   # fg_options
@@ -126,7 +127,13 @@ def stream(torch, device):
     blocking stream, the other threads' per-thread streams included, but
     two per-thread streams do not wait for each other: without the wait,
     a backward that autograd runs on its device thread could read what
-    the forward, launched from the main thread, had not written yet."""
+    the forward, launched from the main thread, had not written yet.
+    The wait is made only when the calling thread is not the one of the
+    device's last such launch: a per-thread stream waits for the legacy
+    stream's earlier work by itself (it is a blocking stream), and for
+    the same thread's earlier launches by its order, so only another
+    thread's launches need the event (which otherwise costs a gap of
+    about 15 us between back-to-back kernels, docs/PERF.md)."""
     if simulator() is not None:
         return CU_STREAM_PER_THREAD
     cur = torch.cuda.current_stream(device)
@@ -134,11 +141,16 @@ def stream(torch, device):
         return cur.cuda_stream
     idx = device.index if device.index is not None else \
         torch.cuda.current_device()
-    ext = _per_thread.get(idx)
-    if ext is None:
-        ext = _per_thread[idx] = torch.cuda.ExternalStream(
-            CU_STREAM_PER_THREAD, device=torch.device("cuda", idx))
-    ext.wait_stream(cur)
+    me = threading.get_ident()
+    with _lock:
+        if _last.get(idx) == me:
+            return CU_STREAM_PER_THREAD
+        ext = _per_thread.get(idx)
+        if ext is None:
+            ext = _per_thread[idx] = torch.cuda.ExternalStream(
+                CU_STREAM_PER_THREAD, device=torch.device("cuda", idx))
+        ext.wait_stream(cur)
+        _last[idx] = me
     return CU_STREAM_PER_THREAD
 
 

@@ -475,7 +475,15 @@ cluster_config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t,
 	int clh)
 {
 	RowCfg *g = &t->cfg;
-	int64_t per = (int64_t)CLTPR * clh;
+	int ctpr = CLTPR;
+	/* the forward softmax: CTAs of half as many threads, two an SM,
+	 * where a cluster of MAXCL takes the row (bench/tune_rows.py on an
+	 * H200: 1.05x and 1.12x the 512-thread CTAs at 64k and 128k
+	 * columns; docs/PERF.md) */
+	if (g->kind == ROW_SOFTMAX && (int64_t)MAXCL * (CLTPR / 2) * clh >=
+	    t->n)
+		ctpr = CLTPR / 2;
+	int64_t per = (int64_t)ctpr * clh;
 
 	g->cl = 2;
 	while (g->cl < MAXCL && g->cl * per < t->n)
@@ -486,8 +494,8 @@ cluster_config(fg_ctx *c, const char *fn, const RowArgs *a, Rows *t,
 			"%d threads a CTA holding %d elements of a row each, "
 			"%lld elements", fn, (long long)t->n, MAXCL, CLTPR, clh,
 			(long long)(MAXCL * per));
-	g->tpr = CLTPR;
-	g->warps = CLTPR / 32;
+	g->tpr = ctpr;
+	g->warps = ctpr / 32;
 	int pair = t->esz == 2 && g->vec == 1 ? 2 : 1;
 	int64_t w = (int64_t)g->tpr * g->vec * pair;
 	int64_t slice = (t->n + g->cl - 1) / g->cl;

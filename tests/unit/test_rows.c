@@ -517,8 +517,22 @@ rows_too_wide_take_a_cluster(void **state)
 	ln_status(f, &l, FG_ERR_UNSUPPORTED, LN ": rows of 131073 elements "
 		"are wider than a cluster of 8 CTAs takes: 512 threads a CTA "
 		"holding 32 elements of a row each, 131072 elements");
+	/* the forward softmax: 256-thread CTAs where 8 take the row */
 	assert_int_equal(sm_check(f, &s, &nm), FG_OK);
-	assert_int_equal(nm.cfg.cl, 2);
+	assert_int_equal(nm.cfg.cl, 4);
+	assert_int_equal(nm.cfg.tpr, 256);
+	assert_int_equal(nm.cfg.warps, 8);
+	s = soft(FG_DTYPE_BF16, 4, 131072);
+	assert_int_equal(sm_check(f, &s, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 8);
+	assert_int_equal(nm.cfg.tpr, 256);
+	assert_int_equal(nm.cfg.n, 16384);
+	/* past that, 512-thread CTAs */
+	s = soft(FG_DTYPE_BF16, 4, 131073);
+	assert_int_equal(sm_check(f, &s, &nm), FG_OK);
+	assert_int_equal(nm.cfg.cl, 8);
+	assert_int_equal(nm.cfg.tpr, 512);
+	s = soft(FG_DTYPE_F16, 4, 40000);
 	assert_int_equal(bw_check(f, &b, &nm), FG_OK);
 	assert_int_equal(nm.cfg.cl, 4);   /* f32, two tensors: 16 a thread */
 	s = soft(FG_DTYPE_F16, 4, 262145);

@@ -171,18 +171,16 @@ pair_leader(Sim *s, Proc *p, const SirIns *in)
 	return false;
 }
 
-/* A CTA pair's tmem_alloc (tcgen05.alloc.cta_group::2) is collective:
- * the allocating warp of each CTA of the pair, a rendezvous like
- * bar.sync's (the first waits for the other). */
-static void
-pair_alloc(Sim *s, Proc *p, const SirIns *in)
+/* p arrives at the rendezvous or named barrier id (32 threads); when
+ * that completes it, the barrier moves on and, with sync, p takes its
+ * arrivers' clocks.  Returns the generation p arrived in. */
+static int64_t
+nb_arrive(Sim *s, Proc *p, int id, bool sync)
 {
-	int self = (int)(p - s->p), id = PAIRB(s, p->cta);
+	int self = (int)(p - s->p);
 	Nbar *n = &s->nb[id];
 	int64_t gen = n->gen;
 
-	if (s->failed)
-		return;
 	n->who |= PBIT(self);
 	n->arrived += 32;
 	vf_join(s, s->nbvc[id][0], p->vc);
@@ -194,9 +192,25 @@ pair_alloc(Sim *s, Proc *p, const SirIns *in)
 		vf_wake_bar(s, B_NBAR, id);
 		memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(Clk));
 		memset(s->nbvc[id][0], 0, s->nvc * sizeof(Clk));
-		vf_join(s, p->vc, s->nbvc[id][1]);
-		return;
+		if (sync)
+			vf_join(s, p->vc, s->nbvc[id][1]);
 	}
+	return gen;
+}
+
+/* A CTA pair's tmem_alloc (tcgen05.alloc.cta_group::2) is collective:
+ * the allocating warp of each CTA of the pair, a rendezvous like
+ * bar.sync's (the first waits for the other). */
+static void
+pair_alloc(Sim *s, Proc *p, const SirIns *in)
+{
+	int id = PAIRB(s, p->cta);
+
+	if (s->failed)
+		return;
+	int64_t gen = nb_arrive(s, p, id, true);
+	if (s->nb[id].gen != gen)
+		return;
 	p->state = B_NBAR;
 	p->bar = id;
 	p->want = gen;
@@ -740,21 +754,7 @@ vf_exec(Sim *s, Proc *p, const SirIns *in, bool elect)
 			vf_note_traces(s, p);
 			return true;
 		}
-		n->who |= PBIT(self);
-		n->arrived += 32;
-		int64_t gen = n->gen;
-		vf_join(s, s->nbvc[id][0], p->vc);
-		p->vc[self]++;
-		if (n->arrived >= n->count) {
-			n->arrived = 0;
-			n->who = 0;
-			n->gen++;
-			vf_wake_bar(s, B_NBAR, id);
-			memcpy(s->nbvc[id][1], s->nbvc[id][0], s->nvc * sizeof(Clk));
-			memset(s->nbvc[id][0], 0, s->nvc * sizeof(Clk));
-			if (in->op == SOP_bar_sync)
-				vf_join(s, p->vc, s->nbvc[id][1]);
-		}
+		int64_t gen = nb_arrive(s, p, id, in->op == SOP_bar_sync);
 		trace(p, in->span, in->op == SOP_bar_sync ? "synced here" :
 			"arrived here", -1);
 		if (in->op == SOP_bar_sync && n->gen == gen) {

@@ -333,43 +333,23 @@ across_ctas(PG *g, const SirIns *in)
 	Geo b = geo(v->lay);
 	PReg grp, pl, i = ptx_reg(g->f, RB32);
 	place(g, &b, &grp, &pl);
-	if (put && in->r[1]) {
-		/* cbar=: the first thread of the partition expects the
-		 * partials of every row and CTA on this CTA's barrier; each
-		 * row group's first thread stores its partials into every CTA
-		 * with st.async, completing their bytes on its barrier */
-		PReg p = ptx_reg(g->f, RP), q = ptx_reg(g->f, RP);
-		PReg rk = ptx_reg(g->f, RB32), ra = ptx_reg(g->f, RB32);
-		PReg rb = ptx_reg(g->f, RB32);
-		PReg bar = pg_bar_addr(g, in->r[1], in->ri[1]);
-		ptx_emit(g->f, "setp.ne.u32 %R, %R, %I;", q, g->tid,
-			(int64_t)g->sp->part->warp_lo * 32);
-		ptx_emit(g->f, "@!%R mbarrier.arrive.expect_tx.shared::cta.b64 _, "
-			"[%R], %I;", q, bar, (int64_t)blocked_of(v->lay)->m * c *
-			4);
-		ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, pl);
-		ptx_emit(g->f, "mov.u32 %R, %%cluster_ctarank;", rk);
-		for (int k = 0; k < b.RK; k++) {
-			ptx_emit(g->f, "add.s32 %R, %R, %I;", i, grp,
-				(int64_t)k * (b.P / b.T));
-			ptx_emit(g->f, "mad.lo.s32 %R, %R, %I, %R;", i, i,
-				(int64_t)c, rk);
-			PReg a = slot_addr(g, in, i);
-			for (int r = 0; r < c; r++) {
-				ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %I;",
-					ra, a, (int64_t)r);
-				ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %I;",
-					rb, bar, (int64_t)r);
-				ptx_emit(g->f, "@!%R st.async.shared::cluster."
-					"mbarrier::complete_tx::bytes.f32 [%R], %R, [%R];",
-					p, ra, x[k], rb);
-			}
-		}
-		return;
-	}
 	if (put) {
+		/* cbar= (in->r[1]): the first thread of the partition expects
+		 * the partials of every row and CTA on this CTA's barrier,
+		 * and the stores are st.async, each completing its bytes on
+		 * the barrier of the CTA it reaches */
 		PReg p = ptx_reg(g->f, RP), rk = ptx_reg(g->f, RB32);
-		PReg ra = ptx_reg(g->f, RB32);
+		PReg ra = ptx_reg(g->f, RB32), rb = ptx_reg(g->f, RB32);
+		PReg bar = {0};
+		if (in->r[1]) {
+			PReg q = ptx_reg(g->f, RP);
+			bar = pg_bar_addr(g, in->r[1], in->ri[1]);
+			ptx_emit(g->f, "setp.ne.u32 %R, %R, %I;", q, g->tid,
+				(int64_t)g->sp->part->warp_lo * 32);
+			ptx_emit(g->f, "@!%R mbarrier.arrive.expect_tx.shared::cta."
+				"b64 _, [%R], %I;", q, bar,
+				(int64_t)blocked_of(v->lay)->m * c * 4);
+		}
 		ptx_emit(g->f, "setp.ne.u32 %R, %R, 0;", p, pl);
 		ptx_emit(g->f, "mov.u32 %R, %%cluster_ctarank;", rk);
 		for (int k = 0; k < b.RK; k++) {
@@ -381,10 +361,20 @@ across_ctas(PG *g, const SirIns *in)
 			for (int q = 0; q < c; q++) {
 				ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %I;",
 					ra, a, (int64_t)q);
-				ptx_emit(g->f, "@!%R st.shared::cluster.f32 [%R], %R;",
-					p, ra, x[k]);
+				if (!in->r[1]) {
+					ptx_emit(g->f, "@!%R st.shared::cluster.f32 [%R], "
+						"%R;", p, ra, x[k]);
+					continue;
+				}
+				ptx_emit(g->f, "mapa.shared::cluster.u32 %R, %R, %I;",
+					rb, bar, (int64_t)q);
+				ptx_emit(g->f, "@!%R st.async.shared::cluster.mbarrier::"
+					"complete_tx::bytes.f32 [%R], %R, [%R];", p, ra, x[k],
+					rb);
 			}
 		}
+		if (in->r[1])
+			return;
 		/* the writers release their stores at cluster scope; the
 		 * cluster's barrier (cl_sync) then arrives relaxed, without
 		 * a GPU-scope MEMBAR in every thread */

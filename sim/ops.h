@@ -102,6 +102,7 @@
 	X(MBAR_ARRIVE,   "mbarrier.arrive.shared::cta.T",            TM_B64) \
 	X(MBAR_ARRIVE_TX, "mbarrier.arrive.expect_tx.shared::cta.T", TM_B64) \
 	X(MBAR_TRY_WAIT, "mbarrier.try_wait.parity.shared::cta.T",   TM_B64) \
+	X(MBAR_TRY_WAIT_CL, "mbarrier.try_wait.parity.acquire.cluster.shared::cta.T", TM_B64) \
 	X(MBAR_TEST_PAR, "mbarrier.test_wait.parity.shared::cta.T",  TM_B64) \
 	X(MBAR_TEST,     "mbarrier.test_wait.shared::cta.T",         TM_B64) \
 	X(MBAR_ARRIVE_CL, "mbarrier.arrive.shared::cluster.T",       TM_B64) \

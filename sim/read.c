@@ -512,7 +512,10 @@ opcode(R *r, const char *s, int n, Ins *in)
 				return fail(r, "'%.*s': type .%s is not modelled "
 					"for this instruction", n, s,
 					sim_ty_name(in->ty[j]));
-		in->op = (uint16_t)i;
+		/* a wait that acquires at cluster scope waits the same here
+		 * (every write is visible at once) */
+		in->op = (uint16_t)(i == OP_MBAR_TRY_WAIT_CL ? OP_MBAR_TRY_WAIT :
+			i);
 		return true;
 	}
 	return fail(r, "instruction '%.*s' is not modelled by the simulator",

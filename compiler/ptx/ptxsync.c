@@ -47,10 +47,11 @@ pg_bar_addr(PG *g, const Res *r, Ref idx)
 /* The parity test of a wait loop: try_wait (which may suspend the
  * thread a while) from sm_90 on, test_wait on sm_80. */
 static const char *
-wait_insn(const PG *g)
+wait_insn(const PG *g, bool cluster)
 {
-	return g->t->hopper ? "mbarrier.try_wait.parity.shared::cta.b64" :
-		"mbarrier.test_wait.parity.shared.b64";
+	return cluster ? "mbarrier.try_wait.parity.acquire.cluster.shared::"
+		"cta.b64" : g->t->hopper ? "mbarrier.try_wait.parity.shared::"
+		"cta.b64" : "mbarrier.test_wait.parity.shared.b64";
 }
 
 #define HANG_NS 2000000000ull  /* --debug-hangs: 2 s of waiting */
@@ -95,7 +96,7 @@ hang_wait(PG *g, const SirIns *in, PReg a, PReg ph, PReg idx)
 
 	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t0);
 	ptx_place(g->f, top);
-	ptx_emit(g->f, "%S %R, [%R], %R;", wait_insn(g), p, a, ph);
+	ptx_emit(g->f, "%S %R, [%R], %R;", wait_insn(g, in->imm2), p, a, ph);
 	ptx_emit(g->f, "@%R bra %L;", p, done);
 	ptx_emit(g->f, "mov.u64 %R, %%globaltimer;", t);
 	ptx_emit(g->f, "sub.u64 %R, %R, %R;", t, t, t0);
@@ -145,7 +146,7 @@ emit_mbar_wait(PG *g, const SirIns *in)
 		return;
 	}
 	ptx_place(g->f, top);
-	ptx_emit(g->f, "%S %R, [%R], %R;", wait_insn(g), p, a, ph);
+	ptx_emit(g->f, "%S %R, [%R], %R;", wait_insn(g, in->imm2), p, a, ph);
 	ptx_emit(g->f, "@!%R bra %L;", p, top);
 }
 

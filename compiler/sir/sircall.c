@@ -212,11 +212,14 @@ across_ctas(G *g, const Node *n, SirOp op, Ref part, Ref init,
 	i->r[1] = mb;
 	i->ri[1] = midx;
 	if (mb) {
+		/* the wait acquires at cluster scope, the scope of the
+		 * complete_tx's release by the peers' st.async */
 		i = sg_emit(g, SOP_mbar_wait, cb->span);
 		i->r[0] = mb;
 		i->ri[0] = midx;
 		i->a[0] = par;
 		i->na = 1;
+		i->imm2 = 1;
 	} else {
 		sg_emit(g, SOP_cl_sync, cl->span);
 	}

@@ -143,7 +143,8 @@ decl_cta(S *s, const Node *d)
 		diag_error(s->ctx, pr->span, "'pair' (the CTA pair of the "
 			"tensor cores, tcgen05 .cta_group::2) needs "
 			"target=sm_100a; this kernel is for %s",
-			target_get(s->k->target)->name);
+			target_get(s->k->target) ?
+			target_get(s->k->target)->name : "another target");
 	else if (prod % 2)
 		diag_error(s->ctx, pr->span, "'pair' needs a cluster of an "
 			"even number of CTAs (the pairs are ranks 2k and 2k + "

@@ -167,9 +167,12 @@ scalars(fg_ctx *c, const char *fn, const fg_attention_args *a, Attn *out)
 			"number of keys >= 0, or -1 for unbounded",
 			(long long)a->window_left, (long long)a->window_right);
 	/* the kernels add seq_k and the window's sides in 32 bits */
-	if (a->window && a->seq_k >= (int64_t)1 << 30)
-		return bad(c, fn, "seq_k is %lld: a window needs seq_k below "
-			"2^30", (long long)a->seq_k);
+	if (a->window && (a->seq_k >= (int64_t)1 << 30 ||
+	    a->seq_q >= (int64_t)1 << 30))
+		return bad(c, fn, "%s is %lld: a window needs seq_q and seq_k "
+			"below 2^30", a->seq_k >= (int64_t)1 << 30 ? "seq_k" :
+			"seq_q", (long long)(a->seq_k >= (int64_t)1 << 30 ?
+			a->seq_k : a->seq_q));
 	attn_window(a, &out->wl, &out->wr);
 	return FG_OK;
 }
@@ -177,12 +180,17 @@ scalars(fg_ctx *c, const char *fn, const fg_attention_args *a, Attn *out)
 void
 attn_window(const fg_attention_args *a, int64_t *wl, int64_t *wr)
 {
-	int64_t sk = a->seq_k;
+	/* Query i sees keys i + seq_k - seq_q - wl .. i + seq_k - seq_q +
+	 * wr: a left side of seq_k or more, and a right side of seq_q or
+	 * more (not seq_k: with seq_q > seq_k the first rows would lose
+	 * keys), leave no key out, and are what -1 (unbounded) becomes.
+	 * Varlen: seq_q and seq_k are the totals, at least any sequence's. */
+	int64_t sq = a->seq_q, sk = a->seq_k;
 
 	*wl = !a->window || a->window_left < 0 || a->window_left > sk ? sk :
 		a->window_left;
-	*wr = !a->window || a->window_right < 0 || a->window_right > sk ?
-		sk : a->window_right;
+	*wr = !a->window || a->window_right < 0 || a->window_right > sq ?
+		sq : a->window_right;
 	if (a->causal)
 		*wr = 0;
 }

@@ -19,7 +19,7 @@
 typedef struct Attn {
 	int64_t st[4][4];     /* q, k, v, o strides, (batch, head, seq, dim) */
 	double scale;         /* resolved: 1/sqrt(head_dim) when 0 */
-	int64_t wl, wr;       /* the window's sides, 0 .. seq_k (attn_window) */
+	int64_t wl, wr;       /* the window's sides: 0 .. seq_k, 0 .. seq_q (attn_window) */
 } Attn;
 
 /* Check a for fn ("fg_attention_forward"); tma adds the fused kernel's

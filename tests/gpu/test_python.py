@@ -728,6 +728,11 @@ def main():
               window=(300, -1))
         check("bshd", 1, 4, 333, 4097, 256, bf, False, window=(-1, 0))
         check("bhsd", 2, 4, 1000, 300, 128, bf, False, window=(0, 0))
+        # more queries than keys with the right side unbounded or past
+        # seq_k: row 0 sees keys up to seq_k - seq_q + right (the runtime
+        # once clamped the right side to seq_k, losing rows' keys)
+        check("bhsd", 2, 4, 1000, 300, 128, bf, False, window=(100, -1))
+        check("bshd", 1, 4, 700, 300, 64, hf, False, window=(50, 500))
         check("bshd", 2, 8, 1000, 1000, 128, bf, True, softcap=50.0)
         check("bhsd", 1, 4, 777, 1500, 64, hf, False, softcap=5.0,
               window=(256, 256))

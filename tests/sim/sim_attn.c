@@ -171,9 +171,11 @@ fa(int z, int h, int sq, int sk, int d, bool causal, bool f16)
 		{"scale_log2", {.f = 1.4426950408889634 * (smod ? 1 : cap > 0 ?
 		cap : scale)}}, {"sc_in", {.f = scale / (cap > 0 ? cap : 1)}},
 		{"sm_scale", {.f = scale}},
-		/* as the runtime's attn_window: -1 is seq_k */
-		{"WL", {.i = win_l < 0 ? sk : win_l}},
-		{"WR", {.i = causal ? 0 : win_r < 0 ? sk : win_r}}};
+		/* as the runtime's attn_window: -1 is seq_k on the left,
+		 * seq_q on the right */
+		{"WL", {.i = win_l < 0 || win_l > sk ? sk : win_l}},
+		{"WR", {.i = causal ? 0 : win_r < 0 || win_r > sq ? sq :
+		win_r}}};
 	int na = 10;
 
 	a[na++] = (Named){"Q", {.ptr = buffer(nq * 2, 0, (void **)&q)}};
@@ -351,14 +353,16 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	if (sim_launch(sim, pre, a1, 7))
 		goto fail;
 	/* bound by name, as runtime/front/backward.c binds them (window:
-	 * -1 is seq_k, as attn_window); SCORE_MOD: the hook sees s *
+	 * -1 is seq_k on the left and seq_q on the right, as attn_window);
+	 * SCORE_MOD: the hook sees s *
 	 * scale, the softmax log2(e) */
 	Named a2[32] = {{"Z", {.i = z}}, {"H", {.i = h}}, {"G", {.i = g}},
 		{"SQ", {.i = sq}}, {"SK", {.i = sk}},
 		{"scale_log2", {.f = 1.4426950408889634 * (smod ? 1 : cap > 0 ?
 		cap : scale)}}, {"scale", {.f = scale}},
-		{"WL", {.i = win_l < 0 ? sk : win_l}},
-		{"WR", {.i = causal ? 0 : win_r < 0 ? sk : win_r}},
+		{"WL", {.i = win_l < 0 || win_l > sk ? sk : win_l}},
+		{"WR", {.i = causal ? 0 : win_r < 0 || win_r > sq ? sq :
+		win_r}},
 		{"sc_in", {.f = scale / (cap > 0 ? cap : 1)}},
 		{"MK", {.i = (int64_t)mk}}, {"SLOPES", {.ptr = asl}},
 		{"Q", {.ptr = aq}}, {"K", {.ptr = ak}}, {"V", {.ptr = av}},

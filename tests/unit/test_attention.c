@@ -285,13 +285,36 @@ window_and_softcap_are_checked_and_bound(void **state)
 	invalid(f, &a, "window is (-2, 0): each side is a number of keys >= "
 		"0, or -1 for unbounded");
 	a = problem(), a.window = 1, a.seq_k = (int64_t)1 << 30;
-	invalid(f, &a, "seq_k is 1073741824: a window needs seq_k below 2^30");
+	invalid(f, &a, "seq_k is 1073741824: a window needs seq_q and seq_k "
+		"below 2^30");
+	a = problem(), a.window = 1, a.seq_q = (int64_t)1 << 30;
+	a.batch = 1, a.heads = 1;
+	invalid(f, &a, "seq_q is 1073741824: a window needs seq_q and seq_k "
+		"below 2^30");
 	/* the sides the kernel gets */
 	a = problem(), a.window = 1, a.window_left = 100, a.window_right = -1;
 	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
 		FG_OK);
 	assert_int_equal(t.wl, 100);
-	assert_int_equal(t.wr, 300);            /* unbounded: seq_k */
+	/* unbounded: seq_q (row 0 sees keys up to seq_k - seq_q + wr) */
+	assert_int_equal(t.wr, 100);
+	/* more queries than keys: a right side up to seq_q means something
+	 * (row 0 sees keys up to wr - 400), and -1 becomes seq_q (it was
+	 * seq_k, which cut rows 0 .. 399's keys off) */
+	a.seq_q = 700, a.window_right = 500;
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_int_equal(t.wr, 500);
+	a.window_right = -1;
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_int_equal(t.wl, 100);
+	assert_int_equal(t.wr, 700);
+	a.window_right = 701;
+	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
+		FG_OK);
+	assert_int_equal(t.wr, 700);
+	a.seq_q = 100;
 	a.causal = 1, a.window_left = 1000;     /* clamped; causal: right 0 */
 	assert_int_equal(attn_check(f->ctx, FWD, &a, FAKE_STREAM, true, &t),
 		FG_OK);

@@ -18,7 +18,7 @@
 #define NTRACE 4
 #define MAXSEM 256         /* semaphore counters a run holds */
 #define MAXSEMADD 64       /* adds a counter remembers, by tile */
-#define MAXREC 1024
+#define MAXREC 2048
 #define MAXTREC 64          /* tensor-memory access records, per
 			     * bucket: a lane quarter's, or the MMAs' */
 #define TQ_MMA 4

@@ -20,7 +20,7 @@ formula (register_autograd) calls a second custom op,
 torch.ops.fagen.attention_backward, fg_attention_backward with its own
 fake implementation, so torch.compile(fullgraph=True) traces the forward
 and the backward with no graph break.  lse is not differentiable;
-head_dim 256 raises NotImplementedError in the backward (under
+head_dim_v != head_dim raises NotImplementedError in the backward (under
 torch.compile, when the backward is traced); sinks get their gradient.  Issue #17.
 """
 
@@ -103,7 +103,7 @@ def _setup_context(ctx, inputs, output):
     ctx.causal, ctx.scale = causal, scale
     ctx.opts = (windowed, wl, wr, softcap, det)
     ctx.unsupported = fagen._bwd_unsupported(
-        q, (wl, wr) if windowed else None, softcap > 0, sinks, None)
+        q, (wl, wr) if windowed else None, softcap > 0, sinks, None, v)
 
 
 def _backward(ctx, dout, dlse):

@@ -84,9 +84,10 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     left as they are in out (new ones: uninitialized).
 
     Differentiable (issue #13): where q, k or v requires gradients, the
-    backward is fg_attention_backward on the packed batch (head_dim 64 and
-    128, causal or not, GQA/MQA, windows, softcaps, ALiBi; sinks and
-    head_dim 256 raise NotImplementedError in the backward); dq, dk, dv
+    backward is fg_attention_backward on the packed batch (head_dim 64,
+    96, 128, 192 and 256, causal or not, GQA/MQA, windows, softcaps, ALiBi;
+    sinks and a head_dim_v other than head_dim raise NotImplementedError
+    in the backward); dq, dk, dv
     are new contiguous tensors of q's, k's and v's shapes, zero in rows
     outside every sequence.  deterministic (attention_varlen's, as
     flash_attn_varlen_func's): as attention()'s, dq bitwise repeatable
@@ -205,7 +206,8 @@ def _varlen_function(torch):
             ctx.opts = (mq, mk, causal, scale, window, softcap, endk,
                         args[16], deterministic)
             ctx.unsupported = _bwd_unsupported(q.unsqueeze(0), window,
-                                               softcap, sinks, args[16])
+                                               softcap, sinks, args[16],
+                                               v)
             if sinks is not None and sinks.requires_grad:
                 ctx.unsupported = "the sinks' own gradient with a " \
                     "variable-length batch"

@@ -55,7 +55,8 @@ static fg_status
 unsupported(fg_ctx *c, const char *fn, const char *what)
 {
 	return rt_err(c, FG_ERR_UNSUPPORTED, "%s: %s has no backward pass "
-		"yet (supported: head_dim 64, 96 and 128, causal or not, GQA/MQA, "
+		"yet (supported: head_dim 64, 96, 128, 192 and 256, causal or not, "
+		"GQA/MQA, "
 		"sliding windows, softcaps, ALiBi, sinks, variable-length "
 		"batches, mods, block masks)", fn,
 		what);
@@ -122,10 +123,14 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 			(unsigned long long)a->block_qlist);
 	if (f->alibi_slopes && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
-	if (f->head_dim != 64 && f->head_dim != 96 && f->head_dim != 128)
-		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim is %lld; "
-			"the backward pass supports 64, 96 and 128", fn,
-			(long long)f->head_dim);
+	/* attn_check took head_dim 64, 96, 128, 192 or 256: all have a
+	 * backward */
+	if (f->head_dim > 128 && base)
+		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim %lld with "
+			"fa_bwd_baseline_sm90.fa, which takes 64, 96 and 128 "
+			"(its one warpgroup's dK and dV would not fit in "
+			"registers); leave schedule NULL for fa_bwd_sm90.fa",
+			fn, (long long)f->head_dim);
 	if (attn_dv(f) != f->head_dim)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim_v is %lld "
 			"with head_dim %lld; the backward pass takes head_dim_v "

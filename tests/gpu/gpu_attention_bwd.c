@@ -255,7 +255,9 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal, bool det)
 
 /* Misuse is refused before any launch, naming the argument: sinks with
  * the baseline backward (fa_bwd_sm90.fa takes them: they are in the
- * LSE), head dim 256, no dk, deterministic with the baseline. */
+ * LSE), head_dim_v 128 with head dim 192, head dim 256 with the
+ * baseline, no dk,
+ * deterministic with the baseline. */
 static int
 refusals(void)
 {
@@ -268,7 +270,9 @@ refusals(void)
 		fg_status want;
 	} cs[] = {
 		{"sinks", FG_ERR_UNSUPPORTED},
-		{"head_dim", FG_ERR_UNSUPPORTED},
+		{"head_dim_v is 128 with head_dim 192", FG_ERR_UNSUPPORTED},
+		{"head_dim 256 with fa_bwd_baseline_sm90.fa",
+			FG_ERR_UNSUPPORTED},
 		{"dk", FG_ERR_INVALID},
 		{"fa_bwd_baseline_sm90.fa has no deterministic mode",
 			FG_ERR_UNSUPPORTED},
@@ -282,8 +286,11 @@ refusals(void)
 			b.schedule = "fa_bwd_baseline_sm90.fa";
 		}
 		else if (i == 1)
+			b.fwd.head_dim = 192, b.fwd.head_dim_v = 128;
+		else if (i == 2) {
 			b.fwd.head_dim = 256;
-		else if (i == 2)
+			b.schedule = "fa_bwd_baseline_sm90.fa";
+		} else if (i == 3)
 			b.dk = 0;
 		else {
 			b.schedule = "fa_bwd_baseline_sm90.fa";
@@ -323,6 +330,13 @@ main(void)
 		{true, 1, 4, 4, 1000, 1000, 128, false, false, -2, -2, 0, true},
 		{false, 2, 8, 2, 513, 700, 128, true, false, -2, -2, 0, true},
 		{true, 1, 4, 2, 300, 500, 128, false, false, 64, 16, 0, true},
+		/* head dims 192 and 256: the SPLIT form (64 keys a CTA,
+		 * half the columns a consumer) */
+		{false, 1, 4, 2, 333, 500, 256, true, false, -2, -2, 0, false},
+		{true, 2, 2, 2, 700, 300, 256, false, true, 100, -1, 0, true},
+		{false, 1, 4, 1, 500, 333, 192, false, false, -2, -2, 3.0,
+			false},
+		{true, 1, 4, 4, 300, 700, 192, true, true, -2, -2, 0, true},
 	};
 	fg_options opts = {.cache_dir = ""};
 	int bad = 0;
@@ -338,6 +352,7 @@ main(void)
 	bad |= run_varlen(5, vq1, vk1, 128, false, false);
 	bad |= run_varlen(3, vq2, vk2, 64, true, false);
 	bad |= run_varlen(3, vq2, vk2, 128, true, true);
+	bad |= run_varlen(3, vq2, vk2, 256, false, true);
 	bad |= refusals();
 	CK(cu.StreamDestroy(stream));
 	fg_ctx_destroy(ctx);

@@ -4,9 +4,9 @@ Issue #13: dq, dk, dv from fagen.attention's autograd (libfagen's
 fg_attention_backward) against float64 autograd of softmax(q k^T * scale
 + mask) v, within 2x the error of PyTorch's own backward in the same
 dtype (scaled_dot_product_attention, enable_gqa where needed) plus a
-small floor; both errors are printed.  Problems: bf16 and f16, D 64 and
-128, causal and not, Sq != Sk both ways (rows that see no key get dq =
-0), grouped-query (8 over 2 heads) and multi-query attention, the
+small floor; both errors are printed.  Problems: bf16 and f16, D 64, 96,
+128, 192 and 256, causal and not, Sq != Sk both ways (rows that see no
+key get dq = 0), grouped-query (8 over 2 heads) and multi-query attention, the
 (B, H, S, D), (B, S, H, D) and packed QKV layouts, a given scale,
 sliding windows, softcaps and ALiBi (against the same math run by
 PyTorch in the dtype, as SDPA has none of them), variable-length batches
@@ -19,7 +19,7 @@ linear -> fagen.ops.attention -> sum gives the eager path's gradients,
 and both custom ops pass torch.library.opcheck; autocast casts float32
 inputs;
 gpt-oss's sinks with their own gradient; the variants without a
-backward (head_dim 256) run their
+backward (head_dim 192 with head_dim_v 128) run their
 forward and
 raise NotImplementedError in the backward.  Helpers come from
 test_python.py, which exits 77 (SKIP) without PyTorch or a Hopper GPU.
@@ -334,8 +334,9 @@ def bwd_unsupported_check():
     """A variant without a backward: the forward runs (as without
     gradients), the backward raises NotImplementedError naming it."""
     h = 4
-    for kw, d, word in ((dict(), 256, "head_dim 256"),):
+    for kw, d, word in ((dict(), 192, "head_dim_v 128 with head_dim 192"),):
         q, k, v = make("bhsd", 1, h, 200, 200, d, torch.bfloat16)
+        v = v[..., :128].contiguous()
         with torch.no_grad():
             want, _ = fagen.attention(q, k, v, **kw)
         q.requires_grad_()
@@ -431,6 +432,18 @@ def main():
     bwd_check("bshd", 1, 8, 300, 777, 96, hf, False, hk=2)
     bwd_check("bhsd", 1, 8, 777, 300, 96, bf, True, hk=1, window=(100, -1),
               softcap=5.0)
+    # head dims 192 and 256 (the schedule's SPLIT form)
+    bwd_check("bhsd", 2, 4, 1000, 1000, 256, bf, True)
+    bwd_check("bshd", 1, 8, 300, 777, 256, hf, False, hk=2)
+    bwd_check("bhsd", 1, 8, 777, 300, 192, bf, True, hk=1, window=(100, -1),
+              softcap=4.0)
+    bwd_check("bshd", 1, 4, 1000, 333, 192, hf, False)
+    bwd_check("bhsd", 1, 8, 300, 500, 256, bf, False, hk=2,
+              alibi=slopes(8))
+    bwd_varlen_check((200, 77, 513), (100, 300, 513), 256, bf, True)
+    bwd_varlen_check((200, 77, 513), (100, 300, 513), 192, hf, False)
+    bwd_deterministic_check("bhsd", 1, 8, 1000, 1000, 256, bf, True, hk=2)
+    bwd_deterministic_check("bshd", 2, 4, 300, 700, 192, hf, False)
     bwd_varlen_check((1, 300, 129, 64, 0), (5, 385, 129, 1, 200), 128, bf,
                      False)
     bwd_varlen_check((200, 77, 513), (100, 300, 513), 96, bf, True)

@@ -187,7 +187,7 @@ def refusals(torch, fagen):
     v = torch.randn(1, 2, 130, 128, dtype=torch.bfloat16)
     out, _ = fagen.attention(q, k, v)
     expect(NotImplementedError, lambda: out.sum().backward(),
-           "no backward pass for head_dim 192")
+           "no backward pass for head_dim_v 128 with head_dim 192")
     # v's head dim must be q's or (192, 128); k's must be q's
     expect(fagen.FagenError, lambda: fagen.attention(
         q.detach()[..., :64], k[..., :64], v), "head_dim_v is 128 with "
@@ -250,6 +250,9 @@ def main():
     attention(torch, fagen, False, hk=1, grad=True, d=96)
     attention(torch, fagen, False, hk=1, d=192, dv=128)
     attention(torch, fagen, True, d=192, dv=128, via_ops=True)
+    # issue #13: the backward at head dims 192 and 256 (SPLIT)
+    attention(torch, fagen, True, grad=True, d=256)
+    attention(torch, fagen, False, hk=1, grad=True, d=192, det=True)
     rms_norm(torch, fagen)
     softmax(torch, fagen)
     refusals(torch, fagen)

@@ -183,11 +183,15 @@ scalars(fg_ctx *c, const fg_decode_args *a, Decode *t)
 		return decode_bad(c, "num_splits is %d: give 1 to %d splits of the "
 			"keys, or 0 for the heuristic", a->num_splits,
 			DEC_MAXSPLITS);
-	/* attn_window's mapping, over the cache's capacity */
+	/* attn_window's mapping, over the cache's capacity: query i sees
+	 * keys up to i + seqlen_k - seq_q + wr, so a right side of seq_q
+	 * or more (not only the capacity: seq_q may exceed it) cuts no key
+	 * off */
+	int64_t rmax = t->cap > a->seq_q ? t->cap : a->seq_q;
 	t->wl = !a->window || a->window_left < 0 || a->window_left > t->cap ?
 		t->cap : a->window_left;
-	t->wr = !a->window || a->window_right < 0 || a->window_right > t->cap ?
-		t->cap : a->window_right;
+	t->wr = !a->window || a->window_right < 0 || a->window_right > rmax ?
+		rmax : a->window_right;
 	if (a->causal)
 		t->wr = 0;
 	return FG_OK;

@@ -234,6 +234,9 @@ def shapes():
          dtype=torch.float16)
     case(2, 32, 8, 4, 128, 4096, [500, 4096], 16, window=(256, 0))
     case(2, 8, 8, 2, 64, 3000, [2999, 1200], 0, window=(100, 1))
+    # more new tokens than the cache holds, the right side unbounded:
+    # row 0 sees every key (the right side was once bound to the cache)
+    case(1, 8, 8, 40, 64, 32, [32], 0, window=(100, -1))
     case(2, 32, 8, 1, 128, 2048, [2048, 77], 256, softcap=30.0)
     case(1, 16, 16, 1, 256, 3000, [3000], 0, dtype=torch.float16,
          causal=True)

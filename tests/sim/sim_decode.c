@@ -290,15 +290,17 @@ fill_cache(Dec *t)
 		}
 }
 
-/* The params as decode_bind sets them (scale 1/sqrt(D); WL and WR
- * clamped to the capacity, WR 0 for a causal window). */
+/* The params as decode_bind sets them (scale 1/sqrt(D); WL clamped to
+ * the capacity, WR to the larger of it and SQ, WR 0 for a causal
+ * window). */
 static void
 params(Dec *t)
 {
 	const Opts *o = &t->o;
 	double scale = 1 / sqrt((double)t->d), l2e = 1.4426950408889634;
 	int wl = o->wl < 0 || o->wl > t->skc ? t->skc : o->wl;
-	int wr = o->wr < 0 || o->wr > t->skc ? t->skc : o->wr;
+	int rmax = t->skc > t->sq ? t->skc : t->sq;
+	int wr = o->wr < 0 || o->wr > rmax ? rmax : o->wr;
 
 	add(t, "Z", (SimVal){.i = t->z});
 	add(t, "H", (SimVal){.i = t->h});

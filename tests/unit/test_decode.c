@@ -369,6 +369,12 @@ the_variant_follows_the_arguments(void **state)
 	assert_int_equal(decode_check(f->ctx, &a, &t), FG_OK);
 	assert_int_equal(t.wl, 100);                /* clamped to the cache */
 	assert_int_equal(t.wr, 100);
+	/* more new tokens than the cache holds: the right side is bound by
+	 * seq_q, so that row 0 still sees the last key */
+	a.seq_q = 300, a.window_right = -1;
+	assert_int_equal(decode_check(f->ctx, &a, &t), FG_OK);
+	assert_int_equal(t.wr, 300);
+	a.seq_q = 1, a.window_right = 500;
 	assert_true(t.scale == 1 / sqrt(128.0));
 	/* paged */
 	a = paged(problem(1, 1, 8, 8, 128, 0), 9, 256, 3);

@@ -5,15 +5,17 @@ importable, side by side in one process (issue #13).
 
     PYTHONPATH=python FAGEN_LIB=build/libfagen.so python3 bench/bench_bwd.py \
         [--reps N] [--dims 64,128] [--seqs 1024,...] [--causal both|yes|no]
-        [--gqa G] [--heads H] [--det] [--csv FILE]
+        [--gqa G] [--heads H] [--det] [--dv DV] [--csv FILE]
 
 Grid: batch 16384/S, heads 2048/D (or --heads), bf16, B,H,S,D tensors;
-with --gqa G, k and v have H/G heads.  For each point and method the
+with --gqa G, k and v have H/G heads; with --dv, v and the output have
+DV columns (192 with 128: DeepSeek's MLA prefill shape).  For each point and method the
 forward runs once with gradients enabled, then the backward alone is timed
 (torch.autograd.grad with retain_graph, dO fixed): CUDA events around
 back-to-back calls, warm-up excluded, the median over --reps runs, the
 methods interleaved round-robin.  TFLOP/s counts 2.5 x the forward's
-4*B*H*S*S*D (FlashAttention's convention), half for causal.
+4*B*H*S*S*D (FlashAttention's convention; 2*B*H*S*S*(D + DV) with
+--dv), half for causal.
 
 Each method's dq, dk, dv are checked first: against a float64 backward of
 batch 0 (every head) where S <= 2048, else against cuDNN's gradients; a
@@ -87,13 +89,14 @@ def rel(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
-def point(d, causal, s, gqa, heads, reps, det=False):
+def point(d, causal, s, gqa, heads, reps, det=False, dv=None):
     b, h = max(1, 16384 // s), heads or 2048 // d
     gen = torch.Generator(device="cuda").manual_seed(s * 7 + d + causal)
-    mk = (lambda hh: torch.randn((b, hh, s, d), device="cuda",
-                                 dtype=torch.bfloat16, generator=gen))
-    q, k, v = mk(h), mk(h // gqa), mk(h // gqa)
-    do = mk(h)
+    dv = dv or d
+    mk = (lambda hh, dd=d: torch.randn((b, hh, s, dd), device="cuda",
+                                       dtype=torch.bfloat16, generator=gen))
+    q, k, v = mk(h), mk(h // gqa), mk(h // gqa, dv)
+    do = mk(h, dv)
     row = {"D": d, "causal": int(causal), "S": s, "B": b, "H": h,
            "Hk": h // gqa}
     graphs, grads = {}, {}
@@ -139,7 +142,7 @@ def point(d, causal, s, gqa, heads, reps, det=False):
                   file=sys.stderr)
         else:
             ok.append(n)
-    fl = 2.5 * 4.0 * b * h * s * s * d / (2 if causal else 1)
+    fl = 2.5 * 2.0 * b * h * s * s * (d + dv) / (2 if causal else 1)
     times = {n: [] for n in ok}
 
     def run(n, calls):
@@ -179,6 +182,7 @@ def main():
     ap.add_argument("--gqa", type=int, default=1)
     ap.add_argument("--heads", type=int, default=None)
     ap.add_argument("--det", action="store_true")
+    ap.add_argument("--dv", type=int, default=None)
     ap.add_argument("--csv", default=None)
     a = ap.parse_args()
     print("device: %s, torch %s, cuDNN %s" % (
@@ -190,13 +194,14 @@ def main():
         for causal in cs:
             for s in [int(x) for x in a.seqs.split(",")]:
                 row, against = point(d, causal, s, a.gqa, a.heads, a.reps,
-                                     a.det)
+                                     a.det, a.dv)
                 rows.append(row)
                 names = [n for n in ("fagen", "fagen-det", "cudnn", "flash",
                                      "fa4") if n in row]
                 c = row.get("cudnn")
-                print("bwd B=%d H=%d Hk=%d S=%d D=%d %s: %s (checked vs %s)"
-                      % (row["B"], row["H"], row["Hk"], s, d,
+                print("bwd B=%d H=%d Hk=%d S=%d D=%d%s %s: %s (checked vs "
+                      "%s)" % (row["B"], row["H"], row["Hk"], s, d,
+                         " Dv=%d" % a.dv if a.dv else "",
                          "causal" if causal else "full", "; ".join(
                              "%s %.0f TFLOP/s%s" % (
                                  n, row[n], " (%.2fx cuDNN)" % (row[n] / c)

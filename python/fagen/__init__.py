@@ -30,7 +30,7 @@ its own; a per-thread stream waits for the legacy stream's earlier work
 by itself), and the legacy stream waits for it in turn.  fagen.attention and fagen.attention_varlen are
 differentiable (torch.autograd.Functions whose backward is
 fg_attention_backward: head_dim 64, 96, 128, 192 and 256 (head_dim_v =
-head_dim), causal or not, GQA/MQA,
+head_dim, or 128 with 192), causal or not, GQA/MQA,
 windows, softcaps and ALiBi; other variants raise NotImplementedError in
 the backward); fagen.reference has no backward and refuses calls that
 would need gradients (use torch.no_grad() or torch.inference_mode()).
@@ -497,7 +497,7 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes, v=None):
     d = q.shape[-1]
     if d not in (64, 96, 128, 192, 256):
         return "head_dim %s" % d
-    if v is not None and v.shape[-1] != d:
+    if v is not None and v.shape[-1] != d and (d, v.shape[-1]) != (192, 128):
         return "head_dim_v %s with head_dim %s" % (v.shape[-1], d)
     return None
 
@@ -505,9 +505,9 @@ def _bwd_unsupported(q, window, softcap, sinks, alibi_slopes, v=None):
 def _bwd_refuse(what):
     raise NotImplementedError(
         "fagen.attention has no backward pass for %s yet (it supports "
-        "head_dim 64, 96, 128, 192 and 256 with head_dim_v = head_dim, "
-        "causal or not, GQA/MQA, windows, softcaps and ALiBi); the forward "
-        "ran, "
+        "head_dim 64, 96, 128, 192 and 256, head_dim_v = head_dim or 128 "
+        "with 192, causal or not, GQA/MQA, windows, softcaps and ALiBi); the "
+        "forward ran, "
         "its gradient cannot be computed" % what)
 
 
@@ -629,9 +629,8 @@ def attention(q, k, v, causal=False, scale=None, schedule=None, out=None,
     Differentiable: where q, k or v requires gradients (and grad mode is
     on), out's backward is fg_attention_backward (head_dim 64, 96, 128,
     192 and 256, causal or not, GQA/MQA, windows, softcaps, ALiBi, sinks,
-    whose gradient too is computed; dk and dv have k's and v's heads).  A
-    head_dim_v other than head_dim (192 with 128) runs the forward and
-    raises NotImplementedError in the backward.
+    whose gradient too is computed; dk and dv have k's and v's heads;
+    head_dim_v 128 with head_dim 192 too, DeepSeek's MLA prefill shape).
     lse is not differentiable (as SDPA's internal logsumexp).  out= and
     lse= do not combine with gradients (RuntimeError), as PyTorch's out=
     arguments.  deterministic (flash_attn_func's): False, dq's float32

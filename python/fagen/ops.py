@@ -20,8 +20,8 @@ formula (register_autograd) calls a second custom op,
 torch.ops.fagen.attention_backward, fg_attention_backward with its own
 fake implementation, so torch.compile(fullgraph=True) traces the forward
 and the backward with no graph break.  lse is not differentiable;
-head_dim_v != head_dim raises NotImplementedError in the backward (under
-torch.compile, when the backward is traced); sinks get their gradient.  Issue #17.
+head dims as fagen.attention's (192 with head_dim_v 128 included); sinks
+get their gradient.  Issue #17.
 """
 
 from typing import Optional, Tuple

@@ -85,8 +85,8 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
     Differentiable (issue #13): where q, k or v requires gradients, the
     backward is fg_attention_backward on the packed batch (head_dim 64,
-    96, 128, 192 and 256, causal or not, GQA/MQA, windows, softcaps, ALiBi;
-    sinks and a head_dim_v other than head_dim raise NotImplementedError
+    96, 128, 192 and 256, head_dim_v 128 with 192, causal or not,
+    GQA/MQA, windows, softcaps, ALiBi; sinks raise NotImplementedError
     in the backward); dq, dk, dv
     are new contiguous tensors of q's, k's and v's shapes, zero in rows
     outside every sequence.  deterministic (attention_varlen's, as

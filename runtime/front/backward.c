@@ -123,19 +123,15 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 			(unsigned long long)a->block_qlist);
 	if (f->alibi_slopes && base)
 		return unsupported(c, fn, "fa_bwd_baseline_sm90.fa with ALiBi");
-	/* attn_check took head_dim 64, 96, 128, 192 or 256: all have a
-	 * backward */
+	/* attn_check took head_dim 64, 96, 128, 192 or 256, and head_dim_v
+	 * = head_dim or 128 with 192 (DeepSeek's MLA prefill shape): all
+	 * have a backward (fa_bwd_sm90.fa's SPLIT form above 128) */
 	if (f->head_dim > 128 && base)
 		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim %lld with "
 			"fa_bwd_baseline_sm90.fa, which takes 64, 96 and 128 "
 			"(its one warpgroup's dK and dV would not fit in "
 			"registers); leave schedule NULL for fa_bwd_sm90.fa",
 			fn, (long long)f->head_dim);
-	if (attn_dv(f) != f->head_dim)
-		return rt_err(c, FG_ERR_UNSUPPORTED, "%s: head_dim_v is %lld "
-			"with head_dim %lld; the backward pass takes head_dim_v "
-			"= head_dim", fn, (long long)attn_dv(f),
-			(long long)f->head_dim);
 	if (f->schedule)
 		return rt_err(c, FG_ERR_INVALID, "%s: fwd.schedule is '%.64s'; "
 			"the backward pass's schedule is args.schedule (leave "
@@ -157,9 +153,10 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 		return rs;
 	/* varlen: a sequence's last rows of dK and dV go out from
 	 * registers, which address them densely */
-	int64_t hkd = attn_heads_k(f) * f->head_dim;
-	for (int i = 2; i < 4 && attn_varlen(f); i++)
-		if (st[i][1] != f->head_dim || st[i][2] != hkd)
+	for (int i = 2; i < 4 && attn_varlen(f); i++) {
+		int64_t dd = i == 2 ? f->head_dim : attn_dv(f);
+		int64_t hkd = attn_heads_k(f) * dd;
+		if (st[i][1] != dd || st[i][2] != hkd)
 			return rt_err(c, FG_ERR_INVALID, "%s: %s_strides are (head "
 				"%lld, token %lld): a variable-length batch writes "
 				"%s as a dense [seq_k, heads_k, head_dim] tensor; "
@@ -167,6 +164,7 @@ check(fg_ctx *c, const char *fn, const fg_attention_bwd_args *a,
 				"dk" : "dv", (long long)st[i][1],
 				(long long)st[i][2], i == 2 ? "dk" : "dv", i == 2 ?
 				"dk" : "dv");
+	}
 	return FG_OK;
 }
 
@@ -275,13 +273,16 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 	 * P = exp(S - LSE) is already the forward's, and DELTA = rowsum(dO
 	 * O) holds them too (the sinks' own gradient, -sum exp(sink - LSE)
 	 * DELTA, is the caller's; Python's is in fagen.attention) */
-	fg_attention_args fk = *f;
+	fg_attention_args fk = *f, fq = *f;
 	fk.sinks = 0;
+	/* the pre kernel reads O and dO (-D DV where V's head dim is not
+	 * Q's); the post kernel only dQ's head_dim columns */
+	fq.head_dim_v = 0;
 	if ((st = attn_kernel(c, fn, "fa_bwd_pre_sm90.fa", cc, f, AK_PLAIN,
 	    &pre)) ||
 	    (st = attn_kernel(c, fn, a->schedule ? a->schedule : main_file,
 	    cc, &fk, a->deterministic ? AK_DETERMINISTIC : 0, &mid)) ||
-	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, f, AK_PLAIN,
+	    (st = attn_kernel(c, fn, "fa_bwd_post_sm90.fa", cc, &fq, AK_PLAIN,
 	    &post)) || (st = attn_pool(c, d, &mp)))
 		return st;
 	if ((st = cuda_check(c, d, d->cu.CtxPushCurrent(d->pctx),
@@ -317,7 +318,7 @@ fg_attention_backward(fg_ctx *c, const fg_attention_bwd_args *a,
 		tens("K", f->k, t.st[1]), tens("V", f->v, t.st[2]),
 		tens("DO", a->dout, gst[0]), FG_PTR("LSE", f->lse),
 		FG_PTR("DELTA", delta), FG_PTR("DQACC", acc),
-		tens("DK", a->dk, gst[2]), tens("DV", a->dv, gst[3]),
+		tens("GK", a->dk, gst[2]), tens("GV", a->dv, gst[3]),
 	};
 	int nm = 16;
 	if (win) {

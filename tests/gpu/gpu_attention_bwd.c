@@ -255,8 +255,7 @@ run_varlen(int n, const int *lq, const int *lk, int d, bool causal, bool det)
 
 /* Misuse is refused before any launch, naming the argument: sinks with
  * the baseline backward (fa_bwd_sm90.fa takes them: they are in the
- * LSE), head_dim_v 128 with head dim 192, head dim 256 with the
- * baseline, no dk,
+ * LSE), head dim 192 (V's 128) and 256 with the baseline, no dk,
  * deterministic with the baseline. */
 static int
 refusals(void)
@@ -270,7 +269,7 @@ refusals(void)
 		fg_status want;
 	} cs[] = {
 		{"sinks", FG_ERR_UNSUPPORTED},
-		{"head_dim_v is 128 with head_dim 192", FG_ERR_UNSUPPORTED},
+		{"head_dim 192 with fa_bwd_baseline_sm90.fa", FG_ERR_UNSUPPORTED},
 		{"head_dim 256 with fa_bwd_baseline_sm90.fa",
 			FG_ERR_UNSUPPORTED},
 		{"dk", FG_ERR_INVALID},
@@ -285,9 +284,10 @@ refusals(void)
 			b.fwd.sinks = 256;
 			b.schedule = "fa_bwd_baseline_sm90.fa";
 		}
-		else if (i == 1)
+		else if (i == 1) {
 			b.fwd.head_dim = 192, b.fwd.head_dim_v = 128;
-		else if (i == 2) {
+			b.schedule = "fa_bwd_baseline_sm90.fa";
+		} else if (i == 2) {
 			b.fwd.head_dim = 256;
 			b.schedule = "fa_bwd_baseline_sm90.fa";
 		} else if (i == 3)

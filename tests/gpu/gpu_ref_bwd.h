@@ -6,7 +6,8 @@
  * dK and dV of a K/V head sum over its group.  Causal, windows and
  * softcaps as gpu_ref.h's forward (a softcap's derivative 1 - t^2, t =
  * tanh(s / cap), joins dS), and ALiBi (no gradient of its own); no
- * sinks.
+ * sinks.  V's head dim may differ from Q's (c->dv): V, dV, O and dO have
+ * it.
  * Include gpu_ref.h first. */
 #ifndef GPU_REF_BWD_H
 #define GPU_REF_BWD_H
@@ -18,14 +19,16 @@ ref_backward(const RefProb *c, const uint16_t *q, const uint16_t *k,
 	double *dq, double *dk, double *dv)
 {
 	double scale = 1 / sqrt((double)c->d);
+	int dvd = ref_dv(c);
 	size_t nq = (size_t)c->z * c->sq * c->h * c->d;
 	int g = c->g > 1 ? c->g : 1;
 	size_t nk = (size_t)c->z * c->sk * (c->h / g) * c->d;
-	double *ro = malloc((size_t)c->d * 8), *s = malloc((size_t)c->sk * 8);
+	size_t nkv = (size_t)c->z * c->sk * (c->h / g) * dvd;
+	double *ro = malloc((size_t)dvd * 8), *s = malloc((size_t)c->sk * 8);
 
 	memset(dq, 0, nq * 8);
 	memset(dk, 0, nk * 8);
-	memset(dv, 0, nk * 8);
+	memset(dv, 0, nkv * 8);
 	for (int zz = 0; zz < c->z; zz++)
 		for (int hh = 0; hh < c->h; hh++)
 			for (int r = 0; r < c->sq; r++) {
@@ -36,7 +39,7 @@ ref_backward(const RefProb *c, const uint16_t *q, const uint16_t *k,
 					hh, r, 0);
 				const uint16_t *qr = q + ref_at(c->st[0], zz, hh,
 					r, 0);
-				for (int d = 0; d < c->d; d++) {
+				for (int d = 0; d < dvd; d++) {
 					delta += from16(gr[d], c->f16) * ro[d];
 					if (o)
 						o[ref_at(c->st[3], zz, hh, r, d)] =
@@ -56,7 +59,7 @@ ref_backward(const RefProb *c, const uint16_t *q, const uint16_t *k,
 						hk, j, 0);
 					const uint16_t *vr = v + ref_at(c->st[2], zz,
 						hk, j, 0);
-					for (int d = 0; d < c->d; d++)
+					for (int d = 0; d < dvd; d++)
 						dp += from16(gr[d], c->f16) *
 							from16(vr[d], c->f16);
 					double ds = p * (dp - delta) * scale;
@@ -75,8 +78,9 @@ ref_backward(const RefProb *c, const uint16_t *q, const uint16_t *k,
 					for (int d = 0; d < c->d; d++) {
 						dqr[d] += ds * from16(kr[d], c->f16);
 						dkr[d] += ds * from16(qr[d], c->f16);
-						dvr[d] += p * from16(gr[d], c->f16);
 					}
+					for (int d = 0; d < dvd; d++)
+						dvr[d] += p * from16(gr[d], c->f16);
 				}
 			}
 	free(ro);

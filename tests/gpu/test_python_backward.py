@@ -18,8 +18,9 @@ and fagen.ops.attention the same bits; torch.compile(fullgraph=True) of
 linear -> fagen.ops.attention -> sum gives the eager path's gradients,
 and both custom ops pass torch.library.opcheck; autocast casts float32
 inputs;
-gpt-oss's sinks with their own gradient; the variants without a
-backward (head_dim 192 with head_dim_v 128) run their
+gpt-oss's sinks with their own gradient; head dim 192 with V's 128;
+the variants without a backward (ALiBi slopes that require grad) run
+their
 forward and
 raise NotImplementedError in the backward.  Helpers come from
 test_python.py, which exits 77 (SKIP) without PyTorch or a Hopper GPU.
@@ -79,23 +80,26 @@ def sdpa_grads(q, k, v, dout, causal, scale):
 
 
 def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None,
-              window=None, softcap=None, alibi=None):
+              window=None, softcap=None, alibi=None, dv=None):
     """fagen.attention's backward (issue #13): dq, dk, dv against float64
     autograd, within 2x the error of SDPA's backward in the same dtype
     (with a window or softcap, which SDPA lacks: of the same math run by
     PyTorch in that dtype) plus a floor; dout in q's layout; rows that see
-    no key get dq = 0."""
-    q, k, v = (t.detach().requires_grad_() for t in
-               make(layout, b, h, sq, sk, d, dtype, hk))
+    no key get dq = 0.  dv: V's head dim (its first dv columns of a
+    tensor made with d, so its rows are strided)."""
+    q, k, v = make(layout, b, h, sq, sk, d, dtype, hk)
+    if dv is not None:
+        v = v[..., :dv]
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
     sc = scale if scale is not None else 1 / math.sqrt(d)
-    dout = torch.randn_like(q)
+    dout = torch.randn_like(q[..., :v.shape[-1]])
     out, _ = fagen.attention(q, k, v, causal=causal, scale=scale,
                              window=window, softcap=softcap,
                              alibi_slopes=alibi)
     out.backward(dout)
     got = (q.grad, k.grad, v.grad)
     ref = f64_grads(q, k, v, dout, causal, sc, window, softcap, alibi=alibi)
-    if window is None and softcap is None and alibi is None:
+    if window is None and softcap is None and alibi is None and dv is None:
         sd = sdpa_grads(q, k, v, dout, causal, sc)
     else:
         sd = f64_grads(q, k, v, dout, causal, sc, window, softcap, dtype,
@@ -113,7 +117,8 @@ def bwd_check(layout, b, h, sq, sk, d, dtype, causal, hk=None, scale=None,
         ("" if scale is None else " scale=%g" % scale) +
         ("" if window is None else " window=%s" % (window,)) +
         ("" if softcap is None else " softcap=%g" % softcap) +
-        ("" if alibi is None else " alibi"))
+        ("" if alibi is None else " alibi") +
+        ("" if dv is None else " Dv=%d" % dv))
     print("%s: rel err fagen/sdpa dq %.2e/%.2e, dk %.2e/%.2e, dv %.2e/%.2e "
           "-> %s" % ((name,) + sum(errs, ()) + ("ok" if ok else "FAIL",)))
     if not ok:
@@ -334,9 +339,9 @@ def bwd_unsupported_check():
     """A variant without a backward: the forward runs (as without
     gradients), the backward raises NotImplementedError naming it."""
     h = 4
-    for kw, d, word in ((dict(), 192, "head_dim_v 128 with head_dim 192"),):
+    for kw, d, word in ((dict(alibi_slopes=slopes(4).requires_grad_()), 64,
+                         "the ALiBi slopes themselves"),):
         q, k, v = make("bhsd", 1, h, 200, 200, d, torch.bfloat16)
-        v = v[..., :128].contiguous()
         with torch.no_grad():
             want, _ = fagen.attention(q, k, v, **kw)
         q.requires_grad_()
@@ -444,6 +449,10 @@ def main():
     bwd_varlen_check((200, 77, 513), (100, 300, 513), 192, hf, False)
     bwd_deterministic_check("bhsd", 1, 8, 1000, 1000, 256, bf, True, hk=2)
     bwd_deterministic_check("bshd", 2, 4, 300, 700, 192, hf, False)
+    # head dim 192 with V's 128 (DeepSeek's MLA prefill shape)
+    bwd_check("bhsd", 2, 4, 1000, 1000, 192, bf, True, dv=128)
+    bwd_check("bshd", 1, 8, 300, 777, 192, hf, False, hk=2, dv=128,
+              window=(100, 50))
     bwd_varlen_check((1, 300, 129, 64, 0), (5, 385, 129, 1, 200), 128, bf,
                      False)
     bwd_varlen_check((200, 77, 513), (100, 300, 513), 96, bf, True)

@@ -264,16 +264,19 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	const char *dir_end = strrchr(main_ptx, '/');
 	int dl = dir_end ? (int)(dir_end - main_ptx + 1) : 0;
 	int hk = h / g, zt = nvl ? 1 : z;   /* varlen: one packed batch */
+	int dv_ = dval ? dval : d;          /* V's, O's head dim (dv=) */
 	size_t nq = (size_t)zt * sq * h * d, nk = (size_t)zt * sk * hk * d;
+	size_t nqv = (size_t)zt * sq * h * dv_;
+	size_t nkv = (size_t)zt * sk * hk * dv_;
 	size_t nl = (size_t)zt * h * sq;
 	uint16_t *q, *k, *v, *o, *dout, *dq, *dk, *dv;
 	float *lse, *delta, *dqacc;
 	RefProb p = {zt, h, sq, sk, d, causal, f16, {
 		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
 		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
-		{(int64_t)sk * hk * d, d, (int64_t)hk * d, 1},
-		{(int64_t)sq * h * d, d, (int64_t)h * d, 1},
-	}, g, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL, 0};
+		{(int64_t)sk * hk * dv_, dv_, (int64_t)hk * dv_, 1},
+		{(int64_t)sq * h * dv_, dv_, (int64_t)h * dv_, 1},
+	}, g, win_l > -2, win_l, win_r, cap, NULL, NULL, NULL, dv_};
 	double scale = 1 / sqrt((double)d);
 	float *slopes = NULL;
 	uint64_t asl = 0;
@@ -290,32 +293,40 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	}
 	/* the pre and post kernels compiled for the main loop's target */
 	const char *arch = strstr(main_ptx + dl, "sm100") ? "sm100" : "sm90";
-	snprintf(pre_p, sizeof pre_p, "%.*sfa_bwd_pre_%s_d%d_%s.ptx", dl,
-		main_ptx, arch, d, f16 ? "f16" : "bf16");
+	/* the pre kernel reads O and dO: V's head dim, when it differs */
+	char dvs[16] = "";
+	if (dv_ != d)
+		snprintf(dvs, sizeof dvs, "_dv%d", dv_);
+	if (dv_ != d && nvl) {
+		printf("bwd: dv= with varlen= is not in this harness\n");
+		return 1;
+	}
+	snprintf(pre_p, sizeof pre_p, "%.*sfa_bwd_pre_%s_d%d%s_%s.ptx", dl,
+		main_ptx, arch, d, dvs, f16 ? "f16" : "bf16");
 	snprintf(post_p, sizeof post_p, "%.*sfa_bwd_post_%s_d%d_%s.ptx", dl,
 		main_ptx, arch, d, f16 ? "f16" : "bf16");
 	SimMod *pre = load_mod(pre_p), *post = load_mod(post_p);
 	uint64_t aq = buffer(nq * 2, 0, (void **)&q);
 	uint64_t ak = buffer(nk * 2, 0, (void **)&k);
-	uint64_t av = buffer(nk * 2, 0, (void **)&v);
-	uint64_t ao = buffer(nq * 2, 0, (void **)&o);
-	uint64_t ag = buffer(nq * 2, 0, (void **)&dout);
+	uint64_t av = buffer(nkv * 2, 0, (void **)&v);
+	uint64_t ao = buffer(nqv * 2, 0, (void **)&o);
+	uint64_t ag = buffer(nqv * 2, 0, (void **)&dout);
 	uint64_t al = buffer(nl * 4, 0, (void **)&lse);
 	uint64_t adl = buffer(nl * 4, 0xff, (void **)&delta);
 	uint64_t aacc = buffer(nq * 4, 0xff, (void **)&dqacc);
 	uint64_t adq = buffer(nq * 2, 0xff, (void **)&dq);
 	uint64_t adk = buffer(nk * 2, 0xff, (void **)&dk);
-	uint64_t adv = buffer(nk * 2, 0xff, (void **)&dv);
-	for (size_t i = 0; i < nq; i++) {
+	uint64_t adv = buffer(nkv * 2, 0xff, (void **)&dv);
+	for (size_t i = 0; i < nq; i++)
 		q[i] = to16(2 * urand(), f16);
+	for (size_t i = 0; i < nqv; i++)
 		dout[i] = to16(urand(), f16);
-	}
-	for (size_t i = 0; i < nk; i++) {
+	for (size_t i = 0; i < nk; i++)
 		k[i] = to16(2 * urand(), f16);
+	for (size_t i = 0; i < nkv; i++)
 		v[i] = to16(urand(), f16);
-	}
-	double *ro = malloc(nq * 8), *rl = malloc(nl * 8);
-	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nk * 8);
+	double *ro = malloc(nqv * 8), *rl = malloc(nl * 8);
+	double *rq = malloc(nq * 8), *rk = malloc(nk * 8), *rv = malloc(nkv * 8);
 	int32_t *cuq = NULL, *cuk = NULL;
 	uint64_t acuq = 0, acuk = 0, mk = 0;
 	if (!nvl) {
@@ -341,7 +352,7 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		}
 		free(l1);
 	}
-	for (size_t i = 0; i < nq; i++)
+	for (size_t i = 0; i < nqv; i++)
 		o[i] = to16(ro[i], f16);
 	for (size_t i = 0; i < nl; i++)
 		lse[i] = (float)rl[i];
@@ -368,7 +379,7 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 		{"Q", {.ptr = aq}}, {"K", {.ptr = ak}}, {"V", {.ptr = av}},
 		{"DO", {.ptr = ag}}, {"LSE", {.ptr = al}},
 		{"DELTA", {.ptr = adl}}, {"DQACC", {.ptr = aacc}},
-		{"DK", {.ptr = adk}}, {"DV", {.ptr = adv}},
+		{"GK", {.ptr = adk}}, {"GV", {.ptr = adv}},
 		{"CUQ", {.ptr = acuq}}, {"CUK", {.ptr = acuk}}};
 	int na = 23;
 	if (blocks)
@@ -387,11 +398,11 @@ bwd(const char *main_ptx, int z, int h, int g, int sq, int sk, int d,
 	bool nan = false;
 	double eq = ref_rel16(dq, rq, nq, f16, &nan);
 	double ek = ref_rel16(dk, rk, nk, f16, &nan);
-	double ev = ref_rel16(dv, rv, nk, f16, &nan);
+	double ev = ref_rel16(dv, rv, nkv, f16, &nan);
 	double tol = f16 ? 4e-3 : 2e-2;
 	bool bad = nan || !(eq <= tol && ek <= tol && ev <= tol);
-	printf("bwd Z=%d H=%d G=%d SQ=%d SK=%d D=%d %s %s%s%s%s: rel err dQ "
-		"%.2e dK %.2e dV %.2e%s -> %s\n", z, h, g, sq, sk, d, causal ?
+	printf("bwd Z=%d H=%d G=%d SQ=%d SK=%d D=%d DV=%d %s %s%s%s%s: rel err "
+		"dQ %.2e dK %.2e dV %.2e%s -> %s\n", z, h, g, sq, sk, d, dv_, causal ?
 		"causal" : "full", f16 ? "f16" : "bf16", smod ? " score_mod" :
 		"", blocks ? " blocks" : "", eager ? " eager" : "",
 		eq, ek, ev, nan ? ", NaN" : "", bad ? "FAIL" : "ok");

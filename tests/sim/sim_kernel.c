@@ -15,7 +15,7 @@
  *                                             says: sm_scale, and the
  *                                             block mask of bclass;
  *                                             bcast: the mask's B, H)
- *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R]
+ *   sim_kernel bwd PTX Z H G SQ SK D causal|full [eager] [window=L,R] [dv=DV]
  *                  [cap=C] [alibi] [varlen=Q1,Q2,..:K1,K2,..] [scoremod]
  *                  (varlen: Z, SQ and SK are the lists' count and sums;
  *                  scoremod: a SCORE_MOD variant; BLOCKS from QLST)

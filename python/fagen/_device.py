@@ -27,6 +27,8 @@ _lock = threading.Lock()
 _ctxs = {}          # CUDA device index, or simulated target -> fg_ctx *
 _per_thread = {}    # device index -> torch's handle on the per-thread stream
 _last = {}          # device index -> the thread of the last launch there
+_ASK = object()     # check, ctx, stream: sim not given, ask simulator()
+_raw_stream = None  # torch's current stream of a device index, as an int
 
 
 class _Options(ctypes.Structure):   # fg_options
@@ -80,11 +82,13 @@ def default():
     return "cuda" if simulator() is None else "cpu"
 
 
-def check(name, t):
+def check(name, t, sim=_ASK):
     """t (a torch.Tensor, named name in the message) is where fagen's
     calls take their tensors: on a CUDA device, or on the CPU in
-    simulator mode; ValueError if not."""
-    sim = simulator()
+    simulator mode; ValueError if not.  sim: simulator()'s answer where
+    the caller has it (one call's decision for all its tensors)."""
+    if sim is _ASK:
+        sim = simulator()
     if sim is None:
         if not t.is_cuda:
             raise ValueError("%s is on %s: fagen needs CUDA tensors"
@@ -95,15 +99,25 @@ def check(name, t):
                          "CPU tensors" % (name, t.device, sim))
 
 
-def ctx(torch, lib, device):
-    """The fg_ctx of calls on tensors on device (a torch.device): one per
-    CUDA device, or one per simulated target."""
-    sim = simulator()
-    if sim is None:
-        key = device.index if device.index is not None else \
-            torch.cuda.current_device()
-    else:
-        key = sim
+def _index(torch, device):
+    """device's CUDA index: device an int (a tensor's get_device()) or a
+    torch.device, without an index the current device."""
+    if isinstance(device, int):
+        return device
+    return device.index if device.index is not None else \
+        torch.cuda.current_device()
+
+
+def ctx(torch, lib, device, sim=_ASK):
+    """The fg_ctx of calls on tensors on device (a torch.device, or a
+    CUDA device's index): one per CUDA device, or one per simulated
+    target.  sim: as check's."""
+    if sim is _ASK:
+        sim = simulator()
+    key = _index(torch, device) if sim is None else sim
+    c = _ctxs.get(key)      # made once, never removed: no lock needed
+    if c is not None:
+        return c
     with _lock:
         if key not in _ctxs:
             # sim "" keeps the GPU whatever $FAGEN_SIM says, as decided
@@ -118,7 +132,7 @@ def ctx(torch, lib, device):
         return _ctxs[key]
 
 
-def stream(torch, device):
+def stream(torch, device, sim=_ASK):
     """The stream a libfagen call on device gets.  On the simulator:
     CU_STREAM_PER_THREAD.  On the GPU: torch's current stream of device,
     or, where that is the legacy default stream (which libfagen does not
@@ -133,15 +147,30 @@ def stream(torch, device):
     stream's earlier work by itself (it is a blocking stream), and for
     the same thread's earlier launches by its order, so only another
     thread's launches need the event (which otherwise costs a gap of
-    about 15 us between back-to-back kernels, docs/PERF.md)."""
-    if simulator() is not None:
+    about 15 us between back-to-back kernels, docs/PERF.md).  device: a
+    torch.device or a CUDA device's index; sim: as check's."""
+    global _raw_stream
+    if sim is _ASK:
+        sim = simulator()
+    if sim is not None:
         return CU_STREAM_PER_THREAD
-    cur = torch.cuda.current_stream(device)
-    if cur.cuda_stream:
-        return cur.cuda_stream
-    idx = device.index if device.index is not None else \
-        torch.cuda.current_device()
+    idx = _index(torch, device)
+    if _raw_stream is None:
+        # the handle as an int, without the torch.cuda.Stream object
+        # current_stream builds (torch's own get_raw_stream, for
+        # Inductor's generated code); the public call where it is absent
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream",
+                              None) or \
+            (lambda i: torch.cuda.current_stream(i).cuda_stream)
+    raw = _raw_stream(idx)
+    if raw:
+        return raw
     me = threading.get_ident()
+    # the thread of the device's last launch from the legacy stream: a
+    # dict read (atomic), the same answer as under the lock, as if this
+    # call had taken it first
+    if _last.get(idx) == me:
+        return CU_STREAM_PER_THREAD
     with _lock:
         if _last.get(idx) == me:
             return CU_STREAM_PER_THREAD
@@ -149,7 +178,7 @@ def stream(torch, device):
         if ext is None:
             ext = _per_thread[idx] = torch.cuda.ExternalStream(
                 CU_STREAM_PER_THREAD, device=torch.device("cuda", idx))
-        ext.wait_stream(cur)
+        ext.wait_stream(torch.cuda.current_stream(idx))
         _last[idx] = me
     return CU_STREAM_PER_THREAD
 

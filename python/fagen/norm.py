@@ -22,6 +22,7 @@ fg_softmax_backward; layer_norm has no backward yet.
 
 import ctypes
 import math
+import struct
 
 from . import FagenError, _STATUS, _Tensor, _device, _load
 
@@ -30,6 +31,8 @@ __all__ = ["rms_norm", "layer_norm", "softmax"]
 _DTYPES = {}                        # torch dtype -> fg_dtype, on first use
 _FLT_MAX = 3.4028234663852886e38
 _ready = set()                      # the C functions whose argtypes are set
+_fns = {}                           # C function name -> (libfagen, function)
+_torch_mod = None                   # torch, once imported
 
 
 class _NormArgs(ctypes.Structure):  # fg_rmsnorm_args
@@ -68,7 +71,29 @@ class _SoftmaxBwdArgs(ctypes.Structure):    # fg_softmax_bwd_args
                 ("dtype", ctypes.c_int)]
 
 
+# The args structs are filled by struct.pack_into at their fields'
+# offsets (ctypes' own): a [rows, n] fg_tensor's ptr, rank and dims[0..1]
+# in one pack, fg_rmsnorm_args' rstd, dtype and eps in another.  The
+# bytes are those the ctypes constructors write (the rest stays zero),
+# at a quarter of their cost: building nested Structures field by field
+# was about a tenth of a small call's host time.
+_T2 = struct.Struct("=Qi%dx2q" % (_Tensor.dims.offset - _Tensor.rank.offset
+                                  - ctypes.sizeof(ctypes.c_int)))
+_PTR = struct.Struct("=Q")
+_RMS_TAIL = struct.Struct("=Qi%dxd" % (
+    _NormArgs.eps.offset - _NormArgs.dtype.offset
+    - ctypes.sizeof(ctypes.c_int)))
+assert (_Tensor.ptr.offset, _Tensor.rank.offset) == (0, 8) and \
+    _NormArgs.dtype.offset == _NormArgs.rstd.offset + 8
+_RMS_X, _RMS_W, _RMS_R, _RMS_OUT, _RMS_RO, _RMS_RSTD = (
+    getattr(_NormArgs, f).offset for f in ("x", "weight", "residual", "out",
+                                           "residual_out", "rstd"))
+
+
 def _torch(fn):
+    global _torch_mod
+    if _torch_mod is not None:
+        return _torch_mod
     try:
         import torch
     except ImportError as e:
@@ -77,6 +102,7 @@ def _torch(fn):
     if not _DTYPES:
         _DTYPES.update({torch.bfloat16: 1, torch.float16: 2,
                         torch.float32: 3})
+    _torch_mod = torch
     return torch
 
 
@@ -96,13 +122,14 @@ def _lib(cfn, args, last=ctypes.c_void_p):
     return lib
 
 
-def _check(torch, fn, name, t, x=None, shape=None):
+def _check(torch, fn, name, t, x=None, shape=None, sim=_device._ASK):
     """t is on fagen's device (_device.check) and of a supported dtype;
-    with x, on x's device, of x's dtype and of shape (x's by default)."""
+    with x, on x's device, of x's dtype and of shape (x's by default).
+    sim: as _device.check's."""
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s must be a torch.Tensor, not %s"
                         % (name, type(t).__name__))
-    _device.check(name, t)
+    _device.check(name, t, sim)
     if x is None:
         if t.dtype not in _DTYPES:
             raise ValueError("%s is %s: fagen.%s takes torch.bfloat16, "
@@ -112,21 +139,25 @@ def _check(torch, fn, name, t, x=None, shape=None):
             raise ValueError("%s is a 0-d tensor: fagen.%s takes [..., N]"
                              % (name, fn))
         return
-    if t.device != x.device:
+    # both on CUDA devices, or both on the CPU (the simulator): the same
+    # device where get_device() (an int, not a new torch.device) agrees
+    if t.get_device() != x.get_device():
         raise ValueError("%s is on %s and x on %s: they must share a device"
                          % (name, t.device, x.device))
     if t.dtype != x.dtype:
         raise ValueError("%s is %s and x %s: they must share a dtype (cast "
                          "with .to(x.dtype))" % (name, t.dtype, x.dtype))
-    want = tuple(x.shape) if shape is None else shape
-    if tuple(t.shape) != want:
+    want = x.shape if shape is None else shape
+    if t.shape != want:         # torch.Size is a tuple
         raise ValueError("%s has shape %s; it must be %s" % (
-            name, tuple(t.shape), "x's, %s" % (want,) if shape is None
-            else "(N,) = %s, N x's last dim" % (want,)))
+            name, tuple(t.shape), "x's, %s" % (tuple(want),)
+            if shape is None else "(N,) = %s, N x's last dim" % (want,)))
 
 
 def _eps(eps):
     """eps as a float: finite, >= 0 and fitting float32."""
+    if type(eps) is float and 0 <= eps <= _FLT_MAX:
+        return eps
     try:
         e = float(eps)
     except (TypeError, ValueError):
@@ -141,17 +172,20 @@ def _grad_needed(*ts):
     """A gradient is needed for one of ts: grad mode is on and one that
     is a tensor requires grad (without importing torch: a tensor that
     requires grad means torch is imported)."""
-    if not any(getattr(t, "requires_grad", False) is True for t in ts):
-        return False
-    import torch
-    return torch.is_grad_enabled()
+    for t in ts:
+        if getattr(t, "requires_grad", False) is True:
+            import torch
+            return torch.is_grad_enabled()
+    return False
 
 
 def _no_grad(torch, fn, *ts):
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad
-                                       for t in ts):
-        raise RuntimeError("fagen.%s has no backward yet; call it under "
-                           "torch.no_grad() or torch.inference_mode()" % fn)
+    if torch.is_grad_enabled():
+        for t in ts:
+            if t is not None and t.requires_grad:
+                raise RuntimeError("fagen.%s has no backward yet; call it "
+                                   "under torch.no_grad() or "
+                                   "torch.inference_mode()" % fn)
 
 
 def _overlap(fn, out, inputs):
@@ -175,8 +209,8 @@ def _span(t):
 
 def _desc(t, rows, n):
     """fg_tensor of a contiguous tensor as [rows, n] (rank 2)."""
-    d = _Tensor(ptr=t.data_ptr(), rank=2)
-    d.dims[0], d.dims[1] = rows, n
+    d = _Tensor()
+    _T2.pack_into(d, 0, t.data_ptr(), 2, rows, n)
     return d
 
 
@@ -186,20 +220,33 @@ def _rows(x):
     return (x.numel() // n if n else math.prod(x.shape[:-1])), n
 
 
-def _run(torch, cfn, args, a, device, out=None):
+def _run(torch, cfn, args, a, device, out=None, sim=_device._ASK):
     """libfagen's cfn on a (an args struct) on torch's current stream, or
-    with out (a ctypes.c_int64 it writes) in the stream's place."""
-    lib = _lib(cfn, args, ctypes.c_void_p if out is None else
-               ctypes.POINTER(ctypes.c_int64))
-    ctx = _device.ctx(torch, lib, device)
+    with out (a ctypes.c_int64 it writes) in the stream's place.  device:
+    the tensors' torch.device, or its get_device(); sim: as
+    _device.check's."""
+    f = _fns.get(cfn)
+    if f is None:
+        lib = _lib(cfn, args, ctypes.c_void_p if out is None else
+                   ctypes.POINTER(ctypes.c_int64))
+        f = _fns[cfn] = (lib, getattr(lib, cfn))
+    lib, fn = f
+    if sim is _device._ASK:
+        sim = _device.simulator()
+    ctx = _device.ctx(torch, lib, device, sim)
     if out is None:
-        last = _device.stream(torch, device)
+        last = _device.stream(torch, device, sim)
     else:
         last = ctypes.byref(out)
-    st = getattr(lib, cfn)(ctx, ctypes.byref(a), last)
+    st = fn(ctx, ctypes.byref(a), last)
     if st:
-        raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
-                         lib.fg_errmsg(ctx).decode(errors="replace"))
+        _raise(lib, ctx, st)
+
+
+def _raise(lib, ctx, st):
+    """The FagenError of libfagen's status st on ctx."""
+    raise FagenError(_STATUS[st] if st < len(_STATUS) else str(st),
+                     lib.fg_errmsg(ctx).decode(errors="replace"))
 
 
 def _norm(fn, x, weight, bias, eps, residual, out, grad=False):
@@ -208,15 +255,17 @@ def _norm(fn, x, weight, bias, eps, residual, out, grad=False):
     contiguous; with grad (a gradient is needed: the autograd Function
     makes its outputs) y and residual_out are None."""
     torch = _torch(fn)
-    _check(torch, fn, "x", x)
+    sim = _device.simulator()       # once for the call's checks
+    _check(torch, fn, "x", x, sim=sim)
     n = x.shape[-1]
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None:
-            _check(torch, fn, name, t, x, (n,))
+    if weight is not None:
+        _check(torch, fn, "weight", weight, x, (n,), sim)
+    if bias is not None:
+        _check(torch, fn, "bias", bias, x, (n,), sim)
     if residual is not None:
-        _check(torch, fn, "residual", residual, x)
+        _check(torch, fn, "residual", residual, x, sim=sim)
     if out is not None:
-        _check(torch, fn, "out", out, x)
+        _check(torch, fn, "out", out, x, sim=sim)
         if not out.is_contiguous():
             raise ValueError("out has strides %s: it must be contiguous "
                              "(the kernel writes dense rows)"
@@ -228,22 +277,32 @@ def _norm(fn, x, weight, bias, eps, residual, out, grad=False):
         raise RuntimeError("fagen.%s: out= is not differentiable (as "
                            "PyTorch's out= arguments are not); drop it, or "
                            "call under torch.no_grad()" % fn)
-    x, weight, bias, residual = (None if t is None else t.contiguous()
-                                 for t in (x, weight, bias, residual))
+    x = x.contiguous()
+    if weight is not None:
+        weight = weight.contiguous()
+    if bias is not None:
+        bias = bias.contiguous()
+    if residual is not None:
+        residual = residual.contiguous()
     rows, n = _rows(x)
     if grad:
         return torch, x, weight, bias, residual, None, None, e, rows, n
-    _overlap(fn, out, (("x", x), ("weight", weight), ("bias", bias),
-                       ("residual", residual)))
+    if out is not None:
+        _overlap(fn, out, (("x", x), ("weight", weight), ("bias", bias),
+                           ("residual", residual)))
+    # the shape as a tuple: PyTorch parses a torch.Size as a size about
+    # 1 us slower than a tuple (issue #26: a small call's host time)
+    shape = tuple(x.shape)
     y = out if out is not None else torch.empty(
-        x.shape, dtype=x.dtype, device=x.device)
+        shape, dtype=x.dtype, device=x.device)
     h = None if residual is None else torch.empty(
-        x.shape, dtype=x.dtype, device=x.device)
+        shape, dtype=x.dtype, device=x.device)
     return torch, x, weight, bias, residual, y, h, e, rows, n
 
 
 def _stat(torch, x):
-    return torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)
+    return torch.empty(tuple(x.shape)[:-1], dtype=torch.float32,
+                       device=x.device)
 
 
 def _result(*ts):
@@ -256,14 +315,17 @@ def _rms_fwd(torch, x, weight, residual, e, y, h, rstd):
     rstd."""
     rows, n = _rows(x)
     if rows and n:
-        a = _NormArgs(x=_desc(x, rows, n), out=_desc(y, rows, n),
-                      rstd=rstd.data_ptr(), dtype=_DTYPES[x.dtype], eps=e)
-        if weight is not None:
-            a.weight = _Tensor(ptr=weight.data_ptr())
+        a = _NormArgs()             # zeros: weight and residual absent
+        _T2.pack_into(a, _RMS_X, x.data_ptr(), 2, rows, n)
+        _T2.pack_into(a, _RMS_OUT, y.data_ptr(), 2, rows, n)
+        _RMS_TAIL.pack_into(a, _RMS_RSTD, rstd.data_ptr(),
+                            _DTYPES[x.dtype], e)
+        if weight is not None:      # its ptr alone: rank 0, [n]
+            _PTR.pack_into(a, _RMS_W, weight.data_ptr())
         if residual is not None:
-            a.residual = _desc(residual, rows, n)
-            a.residual_out = _desc(h, rows, n)
-        _run(torch, "fg_rms_norm", _NormArgs, a, x.device)
+            _T2.pack_into(a, _RMS_R, residual.data_ptr(), 2, rows, n)
+            _T2.pack_into(a, _RMS_RO, h.data_ptr(), 2, rows, n)
+        _run(torch, "fg_rms_norm", _NormArgs, a, x.get_device())
     elif rows:
         rstd.fill_(math.nan)    # the mean of no squares
 
@@ -294,6 +356,69 @@ def _rms_bwd(torch, s, weight, rstd, dy, want_dw):
         a.dw_partial, a.dw_partial_rows = dwp.data_ptr(), p.value
     _run(torch, "fg_rms_norm_backward", _NormBwdArgs, a, s.device)
     return dx, (None if dwp is None else dwp.sum(0).to(weight.dtype))
+
+
+def _rms_fast(torch, x, weight, eps, residual, return_rstd):
+    """rms_norm's result without a gradient, out= or copies, or None.
+
+    The common small call's path (issue #26: its host time): where x,
+    and weight and residual where given, are plain strided contiguous
+    tensors on fagen's device, of x's device and dtype (a supported one)
+    and of the shapes they must have, x has rows and columns, eps is a
+    float that fits float32, and libfagen's fg_rms_norm has been called
+    before (_run set its argument types), each of rms_norm's checks is a
+    test here, in one function, and the outputs are the general path's
+    (_norm, _stat, _rms_fwd: the same allocations and the same C call on
+    the same bytes, its errors raised as _run raises them).  Otherwise
+    None, and the general path checks, copies or raises as it does."""
+    if type(eps) is not float or not 0 <= eps <= _FLT_MAX or \
+            type(x) is not torch.Tensor:
+        return None
+    f = _fns.get("fg_rms_norm")
+    sim = _device.simulator()
+    strided = torch.strided
+    if f is None or x.dtype not in _DTYPES or x.layout != strided or \
+            not (x.is_cuda if sim is None else x.is_cpu) or \
+            not x.is_contiguous():
+        return None
+    shape = tuple(x.shape)
+    if not shape:
+        return None
+    n = shape[-1]
+    rows = x.numel() // n if n else 0
+    if not rows:
+        return None
+    dev, dtype = x.get_device(), x.dtype
+    for t, want in ((weight, (n,)), (residual, shape)):
+        if t is not None and (
+                type(t) is not torch.Tensor or t.layout != strided or
+                not (t.is_cuda if sim is None else t.is_cpu) or
+                t.get_device() != dev or t.dtype != dtype or
+                t.shape != want or not t.is_contiguous()):
+            return None
+    # new_empty with a tuple: torch.empty(x.shape, dtype=x.dtype,
+    # device=x.device)'s tensor (a plain tensor: x is one), without
+    # parsing a torch.Size, a dtype and a device
+    y = x.new_empty(shape)
+    h = None if residual is None else x.new_empty(shape)
+    rstd = x.new_empty(shape[:-1], dtype=torch.float32)
+    a = _NormArgs()
+    _T2.pack_into(a, _RMS_X, x.data_ptr(), 2, rows, n)
+    _T2.pack_into(a, _RMS_OUT, y.data_ptr(), 2, rows, n)
+    _RMS_TAIL.pack_into(a, _RMS_RSTD, rstd.data_ptr(), _DTYPES[dtype], eps)
+    if weight is not None:
+        _PTR.pack_into(a, _RMS_W, weight.data_ptr())
+    if residual is not None:
+        _T2.pack_into(a, _RMS_R, residual.data_ptr(), 2, rows, n)
+        _T2.pack_into(a, _RMS_RO, h.data_ptr(), 2, rows, n)
+    lib, fn = f
+    ctx = _device.ctx(torch, lib, dev, sim)
+    st = fn(ctx, ctypes.byref(a), _device.stream(torch, dev, sim))
+    if st:
+        _raise(lib, ctx, st)
+    if h is None:
+        return (y, rstd) if return_rstd else y
+    return (y, h, rstd) if return_rstd else (y, h)
 
 
 _RMSFunction = None
@@ -386,6 +511,10 @@ def rms_norm(x, weight=None, eps=1e-6, residual=None, out=None,
             "rms_norm", x, weight, None, eps, residual, out, grad=True)
         res = _rms_function(torch).apply(x, weight, residual, e)
         return res if return_rstd else _result(*res[:-1])
+    if out is None and _torch_mod is not None:
+        res = _rms_fast(_torch_mod, x, weight, eps, residual, return_rstd)
+        if res is not None:
+            return res
     torch, x, weight, _, residual, y, h, e, rows, n = _norm(
         "rms_norm", x, weight, None, eps, residual, out)
     rstd = _stat(torch, x)

@@ -241,6 +241,16 @@ addr(const Warp *w, const Opnd *o, int l)
 	return (uint64_t)o->imm + (o->r >= 0 ? *reg_at(w, o->r, l) : 0);
 }
 
+/* An asynchronous operation a's issue: completed at once (eager mode),
+ * else queued to complete later, as the hardware may. */
+static int
+issue(Cta *c, const Async *a)
+{
+	if (c->sim->eager)
+		return tma_complete(c, a) ? ST_OK : ST_ERR;
+	return async_push(c, a);
+}
+
 /* cp.async.bulk.shared::cluster.shared::cta: [dst] in a CTA of the
  * cluster, [src] in this one, size bytes, completing on [mbar] in the
  * destination's CTA; with .global (issue #26) [src] a global address. */
@@ -281,8 +291,7 @@ bulk_s2s(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 		a.bytes = (uint32_t)n;
 		a.mbar = mb;
 		a.ranks = (uint16_t)(1u << p->rank);
-		if (c->sim->eager ? !tma_complete(c, &a) :
-		    async_push(c, &a) != ST_OK)
+		if (issue(c, &a) != ST_OK)
 			return ST_ERR;
 	}
 	return ST_OK;
@@ -327,8 +336,7 @@ st_async(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 				*reg_at(w, o[1].v[e], l));
 		a.mbar = mb;
 		a.ranks = (uint16_t)(1u << p->rank);
-		if (c->sim->eager ? !tma_complete(c, &a) :
-		    async_push(c, &a) != ST_OK)
+		if (issue(c, &a) != ST_OK)
 			return ST_ERR;
 	}
 	return ST_OK;
@@ -435,8 +443,7 @@ tma_op(Cta *c, Warp *w, const Ins *in, uint32_t mask)
 						ST_ERR;
 			a.mbar = mb;
 		}
-		if (c->sim->eager ? !tma_complete(c, &a) :
-		    async_push(c, &a) != ST_OK)
+		if (issue(c, &a) != ST_OK)
 			return ST_ERR;
 	}
 	return ST_OK;

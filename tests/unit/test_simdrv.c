@@ -22,6 +22,7 @@
 #include "testalloc.h"
 #include "../gpu/gpu_ref.h"
 #include "../gpu/gpu_ref_bwd.h"
+#include "simbuf.h"
 
 typedef struct Fix {
 	TestAlloc ta;
@@ -52,22 +53,7 @@ close_ctx(Fix *f)
 static uint16_t *
 random16(size_t n)
 {
-	uint16_t *p = malloc(n * 2);
-
-	assert_non_null(p);
-	for (size_t i = 0; i < n; i++)
-		p[i] = to16(urand(), false);
-	return p;
-}
-
-static void *
-poisoned(size_t bytes)
-{
-	void *p = malloc(bytes);
-
-	assert_non_null(p);
-	memset(p, 0xff, bytes);
-	return p;
+	return random16_of(n, false);
 }
 
 /* One attention problem: dense [batch, heads, seq, head_dim] tensors. */
